@@ -1,0 +1,86 @@
+// Package cli implements the skillbus command line (DESIGN.md §2): one file
+// per subcommand, each a func(ctx, env, args) int returning the exit code.
+//
+// Exit codes: 0 success; 1 the command ran and found a problem (an invalid
+// file, a failed run); 2 the command line itself was wrong (unknown command
+// or flag, missing argument).
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	ExitOK      = 0 // success
+	ExitFailure = 1 // the command ran and found a problem
+	ExitUsage   = 2 // the command line was wrong
+)
+
+// Env is what a subcommand may touch: its standard streams.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// command is one subcommand: its one-line summary, usage text and body.
+type command struct {
+	summary string
+	usage   string
+	run     func(ctx context.Context, env Env, args []string) int
+}
+
+// commands returns the subcommand table. Each subcommand file adds its entry
+// here, keeping this file free of subcommand logic.
+func commands() map[string]command {
+	return map[string]command{
+		"validate": validateCommand(),
+	}
+}
+
+// Main runs the command line args (without the program name) and returns the
+// process exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, ok := cmds[args[1]]; ok {
+				fmt.Fprint(stdout, c.usage)
+				return ExitOK
+			}
+		}
+		printHelp(stdout, cmds)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "skillbus: unknown command %q; run `skillbus help` for the list of commands\n", args[0])
+		return ExitUsage
+	}
+	return c.run(ctx, env, args[1:])
+}
+
+func printHelp(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("skillbus: skills and tool sequences for agent runtimes, on NATS JetStream.\n\nUsage: skillbus COMMAND [ARGS...]\n\nCommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-12s %s\n", n, cmds[n].summary)
+	}
+	b.WriteString("\nRun `skillbus help COMMAND` or `skillbus COMMAND --help` for a command's usage and examples.\n")
+	b.WriteString("Exit codes: 0 success, 1 the command found a problem, 2 bad command line.\n")
+	fmt.Fprint(w, b.String())
+}

@@ -1,0 +1,91 @@
+package skill
+
+import "github.com/skillbus/skillbus/pkg/sections"
+
+// Invocation says who may activate a skill (DESIGN.md §5).
+type Invocation string
+
+// The legal Invocation values. The zero value is not legal in a Skill; a
+// loader normalises an absent field to InvocationBoth.
+const (
+	// InvocationBoth: listed to the model with its description, activated by
+	// the model (triggers, paths) or by the user (explicit mount). Default.
+	InvocationBoth Invocation = "both"
+	// InvocationModelOnly: listed by name only; activated by triggers, paths
+	// or mounts (Claude Code `user-invocable: false`).
+	InvocationModelOnly Invocation = "model-only"
+	// InvocationUserOnly: listed, never auto-activated; only an explicit mount
+	// activates it (Claude Code `disable-model-invocation: true`).
+	InvocationUserOnly Invocation = "user-only"
+)
+
+// Context says where an activated skill runs (DESIGN.md §5).
+type Context string
+
+// The legal Context values; absent means ContextInline.
+const (
+	ContextInline Context = "inline" // in the current conversation (default)
+	ContextFork   Context = "fork"   // in a forked sub-agent conversation
+)
+
+// Format names the source format of a skill.
+type Format string
+
+// The two skill source formats of DESIGN.md §5.
+const (
+	FormatMarkdown Format = "SKILL.md"   // YAML frontmatter + Markdown body
+	FormatYAML     Format = "skill.yaml" // structured prompt/steps/refs/guardrails
+)
+
+// Skill is the validated, normalised skill record: what the registry stores
+// as JSON in the SKILLS KV bucket (key = Name) and what skillface reads
+// (DESIGN.md §3, §5, §6). Its JSON encoding is stable: field names never
+// change meaning; new fields are added with omitempty.
+type Skill struct {
+	// Name: lowercase letters, digits and single hyphens, 1–64 characters,
+	// equal to the skill's directory name (Agent Skills spec).
+	Name string `json:"name"`
+	// Description: what the skill does; non-empty.
+	Description string `json:"description"`
+	// WhenToUse: extra guidance shown in the listing after the description.
+	WhenToUse string `json:"when_to_use,omitempty"`
+	// Version of the skill definition; 1 when absent.
+	Version int `json:"version"`
+	// Invocation: both | model-only | user-only; never empty in a record.
+	Invocation Invocation `json:"invocation"`
+	// Triggers: words or phrases that activate the skill when they appear in
+	// the latest user message (word-boundary, case-insensitive).
+	Triggers []string `json:"triggers,omitempty"`
+	// Paths: doublestar globs; a work file matching one activates the skill.
+	Paths []string `json:"paths,omitempty"`
+	// AllowedTools: an upper bound on the tool surface while the skill is
+	// active (tool names or patterns such as `Bash(git:*)`); nil = no bound.
+	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// DisallowedTools: tools removed from the surface while active.
+	DisallowedTools []string `json:"disallowed_tools,omitempty"`
+	// Context: inline | fork; never empty in a record.
+	Context Context `json:"context"`
+	// Agent, Model, Effort: hints for the runtime, passed through as given.
+	Agent  string `json:"agent,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Effort string `json:"effort,omitempty"`
+	// License and Compatibility: Agent Skills spec fields, passed through.
+	License       string `json:"license,omitempty"`
+	Compatibility string `json:"compatibility,omitempty"`
+	// Metadata: free string key/values (Agent Skills spec `metadata`).
+	Metadata map[string]string `json:"metadata,omitempty"`
+
+	// Format is the source format; Source the path it was loaded from
+	// (relative to the registry root; informational).
+	Format Format `json:"format"`
+	Source string `json:"source,omitempty"`
+	// Body is the text injected when the skill activates: a SKILL.md's body
+	// as is (frontmatter removed), or the deterministic rendering of a
+	// skill.yaml (prompt, steps in dependency order, guardrails, refs).
+	Body string `json:"body"`
+	// Sections indexes Body's headings (pkg/sections), for skill_info.
+	Sections []sections.Section `json:"sections,omitempty"`
+	// Fingerprint is "sha256:" + hex sha256 of the source bytes; it changes
+	// whenever the file changes and keys skillface's render cache.
+	Fingerprint string `json:"fingerprint"`
+}
