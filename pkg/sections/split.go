@@ -1,0 +1,148 @@
+package sections
+
+import "strings"
+
+// Lines splits text into lines the way the splitter counts them: a line
+// ends at "\n" (a "\r" before it is part of the line ending, so CRLF files
+// count the same as LF files); a final line without a line ending counts; an
+// empty text has no lines. A lone "\r" does not end a line (goldmark, the
+// project's oracle, behaves the same; the CommonMark spec would count it).
+// The returned lines have their line endings removed.
+func Lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	lines := strings.Split(text, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
+}
+
+// Slice returns lines [start, end) of text (0-based, end exclusive) with
+// their original line endings, so that concatenating the slices of
+// consecutive sections gives back the text byte for byte. Out-of-range
+// bounds are clamped.
+func Slice(text string, start, end int) string {
+	if start < 0 {
+		start = 0
+	}
+	if end <= start {
+		return ""
+	}
+	pos, line := 0, 0
+	for line < start && pos < len(text) {
+		i := strings.IndexByte(text[pos:], '\n')
+		if i < 0 {
+			return ""
+		}
+		pos += i + 1
+		line++
+	}
+	from := pos
+	for line < end && pos < len(text) {
+		i := strings.IndexByte(text[pos:], '\n')
+		if i < 0 {
+			pos = len(text)
+			break
+		}
+		pos += i + 1
+		line++
+	}
+	return text[from:pos]
+}
+
+// Text returns the text of section s of text, with its line endings.
+func Text(text string, s Section) string { return Slice(text, s.Start, s.End) }
+
+// FrontMatterEnd returns the number of lines taken by a YAML front matter
+// block at the start of text: a first line that is exactly "---" (after an
+// optional UTF-8 byte-order mark; trailing spaces, tabs and "\r" ignored) and
+// the next line that is exactly "---", both included. It returns 0 when the
+// text has no front matter or when it is never closed (then the text is
+// Markdown from its first line: a "---" line is a thematic break).
+func FrontMatterEnd(text string) int {
+	lines := Lines(text)
+	if len(lines) == 0 || strings.TrimRight(strings.TrimPrefix(lines[0], bom), " \t") != "---" {
+		return 0
+	}
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimRight(lines[i], " \t") == "---" {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+const bom = "\uFEFF"
+
+// Split returns the sections of a Markdown file: its YAML front matter, if
+// any (see FrontMatterEnd), is skipped, then the rest is split like
+// SplitBody. The front matter lines belong to the leading untitled section.
+func Split(text string) []Section {
+	return split(text, FrontMatterEnd(text))
+}
+
+// SplitBody returns the sections of Markdown text that has no front matter
+// (for example a skill's Body): one Section per top-level heading, from the
+// heading's first line to the line before the next top-level heading, plus a
+// leading untitled section (Level 0) for the lines before the first heading
+// when there are any. The sections cover every line of the text in order
+// with no gap or overlap, so concatenating them gives back the text. An empty
+// text has no sections; a text without headings has one untitled section.
+//
+// Headings are found exactly where a CommonMark 0.31.2 parser finds them as
+// direct children of the document (ATX and setext headings; never inside
+// fenced or indented code, HTML blocks, block quotes or list items; a setext
+// underline after link reference definitions only). A leading UTF-8 BOM is
+// ignored; tabs expand to tab stops of 4 as the spec says.
+func SplitBody(text string) []Section { return split(text, 0) }
+
+func split(text string, skip int) []Section {
+	lines := Lines(text)
+	if len(lines) == 0 {
+		return nil
+	}
+	hs := parseHeadings(lines, skip)
+	var out []Section
+	first := len(lines)
+	for _, h := range hs {
+		if h.topLevel {
+			first = h.line
+			break
+		}
+	}
+	if first > 0 {
+		out = append(out, Section{Level: 0, Title: "", Start: 0, End: first})
+	}
+	for _, h := range hs {
+		if !h.topLevel {
+			continue
+		}
+		if n := len(out); n > 0 {
+			out[n-1].End = h.line
+		}
+		out = append(out, Section{Level: h.level, Title: h.title, Start: h.line, End: len(lines)})
+	}
+	return out
+}
+
+// parseHeadings runs the block parser over lines[skip:] and returns every
+// heading it finds, nested ones included (topLevel false).
+func parseHeadings(lines []string, skip int) []heading {
+	p := &blockParser{stack: []*block{{kind: kindDocument}}}
+	for i := skip; i < len(lines); i++ {
+		ln := lines[i]
+		if i == 0 {
+			ln = strings.TrimPrefix(ln, bom)
+		}
+		if strings.IndexByte(ln, 0) >= 0 {
+			ln = strings.ReplaceAll(ln, "\x00", "\uFFFD")
+		}
+		p.incorporate(ln, i)
+	}
+	return p.headings
+}
