@@ -420,8 +420,9 @@ func (sn *snapshot) listingFor(overflow []string, bodies int) string {
 		return sn.listing
 	}
 	return sn.listing + "\n.dropped: " + plural(len(overflow), "skill", "skills") +
-		" activated but not loaded, because this session already holds " + strconv.Itoa(bodies) +
-		" skill bodies (the limit): " + strings.Join(overflow, ", ") + "."
+		" activated while this session held its limit of " + strconv.Itoa(bodies) +
+		" skill bodies and " + plural(len(overflow), "is", "are")[2:] + " not loaded (" + strings.Join(overflow, ", ") +
+		"); a skill loads when it activates again while there is room."
 }
 
 // render returns the body message of e, from the cache when its name and

@@ -314,7 +314,7 @@ func TestBodyBudgetPerSession(t *testing.T) {
 	if !slices.Equal(r2.Active, []string{"a", "b", "c", "d"}) {
 		t.Errorf("round 2 active = %q", r2.Active)
 	}
-	wantNote := ".dropped: 2 skills activated but not loaded, because this session already holds 4 skill bodies (the limit): e, f."
+	wantNote := ".dropped: 2 skills activated while this session held its limit of 4 skill bodies and are not loaded (e, f); a skill loads when it activates again while there is room."
 	if !strings.HasSuffix(r2.Messages[1].Content, "\n"+wantNote) {
 		t.Errorf("listing does not end with the dropped note:\n%s", r2.Messages[1].Content)
 	}
@@ -332,7 +332,7 @@ func TestBodyBudgetPerSession(t *testing.T) {
 	if !slices.Equal(r4.Activated, []string{"e"}) || !slices.Equal(r4.Active, []string{"a", "c", "d", "e"}) {
 		t.Errorf("round 4 activated %q active %q; want [e] and [a c d e]", r4.Activated, r4.Active)
 	}
-	if r4.Counts.SessionOverflow != 1 || !strings.HasSuffix(r4.Messages[1].Content, "(the limit): f.") {
+	if r4.Counts.SessionOverflow != 1 || !strings.Contains(r4.Messages[1].Content, "is not loaded (f);") {
 		t.Errorf("round 4 counts %+v; listing:\n%s", r4.Counts, r4.Messages[1].Content)
 	}
 }
