@@ -1,0 +1,264 @@
+package seq
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// refsIn returns the $args references in every string of v (map keys are
+// not searched), in a stable order, and reports malformed ones via bad.
+func refsIn(v any, found func(key string), bad func(ref string)) {
+	switch x := v.(type) {
+	case string:
+		for _, m := range refRE.FindAllStringSubmatch(x, -1) {
+			if keyRE.MatchString(m[1]) {
+				found(m[1])
+			} else {
+				bad(m[0])
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			refsIn(x[k], found, bad)
+		}
+	case []any:
+		for _, e := range x {
+			refsIn(e, found, bad)
+		}
+	}
+}
+
+// check enforces the dataflow rules of DESIGN.md §4, compiles `when`
+// expressions and derives the signature.
+func (d *decoder) check(s *Sequence) {
+	provided := map[string]int{} // out slot → 1-based group that declares it
+	provType := map[string]Type{}
+	argFirst := map[string]int{} // run argument → 1-based group that first reads it
+	s.Signature = Signature{}
+	for gi := range s.Groups {
+		g := &s.Groups[gi]
+		a := at{group: gi + 1, gname: g.Name}
+		// in: provided by an earlier out (same type) or a run argument.
+		for _, k := range sortedKeys(g.In) {
+			t := g.In[k]
+			if pg, ok := provided[k]; ok {
+				if provType[k] != t {
+					d.errf(ErrDataflow, a, "in."+k, nil, "declares %q as %s, but group %d %q writes it as %s; use the same type in both places", k, t, pg, s.Groups[pg-1].Name, provType[k])
+				}
+				continue
+			}
+			if prev, ok := s.Signature[k]; ok {
+				if prev != t {
+					fg := argFirst[k]
+					d.errf(ErrDataflow, a, "in."+k, nil, "declares the run argument %q as %s, but group %d %q declares it as %s; a run argument has one type: use the same type in both groups", k, t, fg, s.Groups[fg-1].Name, prev)
+				}
+				continue
+			}
+			s.Signature[k] = t
+			argFirst[k] = gi + 1
+		}
+		// out: unique across the sequence, no clash with run arguments.
+		for _, k := range sortedKeys(g.Out) {
+			if pg, ok := provided[k]; ok {
+				d.errf(ErrDataflow, a, "out."+k, nil, "the out slot %q is already declared by group %d %q; out slot names are unique across the sequence, rename one", k, pg, s.Groups[pg-1].Name)
+				continue
+			}
+			if fg, ok := argFirst[k]; ok {
+				d.errf(ErrDataflow, a, "out."+k, nil, "the out slot %q has the name of a run argument that group %d %q reads; a later $args.%s would be ambiguous, rename the slot", k, fg, s.Groups[fg-1].Name, k)
+				continue
+			}
+			provided[k] = gi + 1
+			provType[k] = g.Out[k]
+		}
+		// calls: references, as, fallback.
+		writers := map[string][]int{}
+		for ci := range g.Tools {
+			c := &g.Tools[ci]
+			ca := at{group: gi + 1, gname: g.Name, tool: ci + 1, tname: c.Tool}
+			refsIn(c.Args, func(k string) {
+				if _, ok := g.In[k]; !ok {
+					d.errf(ErrDataflow, ca, "args", nil, "reads $args.%s, but %q is not declared in the group's `in`; add \"%s\": TYPE to `in` (%s)", k, k, k, d.scopeHint(s, gi, provType))
+				}
+			}, func(ref string) {
+				d.errf(ErrDataflow, ca, "args", nil, "%q is not a valid reference; write $args.KEY with KEY %s", ref, keyRule)
+			})
+			if c.As != "" {
+				if t, ok := g.Out[c.As]; !ok {
+					d.errf(ErrDataflow, ca, "as", nil, "writes the slot %q, which the group's `out` does not declare; add \"%s\": TYPE to `out`, or fix the name (declared: %s)", c.As, c.As, keyList(g.Out))
+				} else {
+					writers[c.As] = append(writers[c.As], ci+1)
+					if len(writers[c.As]) == 2 && !t.IsArray() {
+						d.errf(ErrDataflow, ca, "as", nil, "writes the slot %q, which tool %d also writes; a %s slot holds one value and parallel writes would race: give each call its own slot, or declare the slot as array<%s> to collect both in declaration order", c.As, writers[c.As][0], t, t)
+					}
+				}
+			}
+			if c.Fallback != "" && g.Missing != MissingDegrade {
+				d.errf(ErrInvalidValue, ca, "fallback", nil, "fallback is only used under missing: degrade (this group's missing is %q); set missing: degrade or remove the fallback", g.Missing)
+			}
+			if g.Missing == MissingDegrade && c.As != "" && c.Fallback == "" {
+				d.errf(ErrMissingField, ca, "fallback", nil, "under missing: degrade a call that writes a slot (as: %q) needs a fallback: the JSON text to write when the tool is missing, for example \"null\" or \"[]\"", c.As)
+			}
+		}
+		for _, k := range sortedKeys(g.Out) {
+			if len(writers[k]) == 0 {
+				d.errf(ErrDataflow, a, "out."+k, nil, "the out slot %q is declared but no tool call writes it; add \"as\": %q to a call or remove the slot", k, k)
+			}
+		}
+		// fallback values must fit their slot (single writer: the slot type;
+		// several writers of an array slot: its element type).
+		for ci, c := range g.Tools {
+			t, ok := g.Out[c.As]
+			if c.Fallback == "" || !ok {
+				continue
+			}
+			want := t
+			if len(writers[c.As]) > 1 {
+				want = t.elem()
+			}
+			if want != "" {
+				if ok, got := checkType(want, json.RawMessage(c.Fallback)); !ok {
+					d.errf(ErrInvalidValue, at{group: gi + 1, gname: g.Name, tool: ci + 1, tname: c.Tool}, "fallback", nil, "the fallback %s is %s, but the slot %q receives %s; write a fallback of that type (or \"null\")", clip(c.Fallback, 60), got, c.As, want)
+				}
+			}
+		}
+		if g.When != "" {
+			prog, msg := compileWhen(g.When, g.In)
+			if msg != "" {
+				d.errf(ErrExpression, a, "when", nil, "%s", msg)
+			} else {
+				g.when = prog
+			}
+		}
+	}
+}
+
+// scopeHint describes what a group could declare in `in`.
+func (d *decoder) scopeHint(s *Sequence, gi int, provType map[string]Type) string {
+	var avail []string
+	for k, t := range provType {
+		avail = append(avail, k+": "+string(t))
+	}
+	sort.Strings(avail)
+	if len(avail) == 0 {
+		return "a key no earlier group writes becomes a run argument"
+	}
+	return "earlier groups write " + strings.Join(avail, ", ") + "; any other key becomes a run argument"
+}
+
+func (d *decoder) checkSignature(s *Sequence, n *node) {
+	if n.kind != kindObject {
+		d.errf(ErrInvalidValue, at{}, "signature", n, "got %s; signature is derived from the groups' `in` and `out` — remove it, or give the object of run arguments {key: type}", n.describe())
+		return
+	}
+	given := Signature{}
+	for i, k := range n.keys {
+		v := n.vals[i]
+		if v.kind != kindString {
+			d.errf(ErrInvalidValue, at{}, "signature."+k, v, "got %s; a type must be a string (%s)", v.describe(), legalTypes)
+			return
+		}
+		given[k] = Type(v.str)
+	}
+	if given.String() != s.Signature.String() {
+		d.errf(ErrInvalidValue, at{}, "signature", n, "the given signature %s differs from the one derived from the groups, %s; the signature is derived — remove it, or fix the groups' `in`/`out` so that they give the arguments you meant", given, s.Signature)
+	}
+}
+
+func sortedKeys(m map[string]Type) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func keyList(m map[string]Type) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedKeys(m), ", ")
+}
+
+// checkType reports whether raw (a JSON value) is of type t; null passes
+// every type (DESIGN.md §4). got describes what raw is, for messages.
+func checkType(t Type, raw json.RawMessage) (ok bool, got string) {
+	got = jsonKind(raw)
+	if got == "null" {
+		return true, got
+	}
+	switch t {
+	case "string", "bool", "object":
+		return got == string(t), got
+	case "number":
+		return got == "integer" || got == "number", got
+	case "integer":
+		return got == "integer", got
+	}
+	if !t.IsArray() || got != "array" {
+		return false, got
+	}
+	el := t.elem()
+	if el == "" {
+		return true, got
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return false, got
+	}
+	for i, it := range items {
+		if ok, g := checkType(el, it); !ok {
+			return false, fmt.Sprintf("an array whose item %d is %s", i+1, g)
+		}
+	}
+	return true, "array<" + string(el) + ">"
+}
+
+// jsonKind names the JSON type of raw in the language's terms: null,
+// string, bool, integer (a number without fraction), number, object, array.
+func jsonKind(raw json.RawMessage) string {
+	b := trimSpace(raw)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case 'n':
+		return "null"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return "invalid JSON"
+	}
+	if _, err := n.Int64(); err == nil {
+		return "integer"
+	}
+	if f, err := n.Float64(); err == nil && f == float64(int64(f)) && f < 9.2e18 && f > -9.2e18 {
+		return "integer"
+	}
+	return "number"
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

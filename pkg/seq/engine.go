@@ -1,0 +1,651 @@
+package seq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Observer watches a run. The seqworker checkpoints the Result given to
+// GroupFinished into the RUNS bucket and publishes progress events.
+//
+// Both methods are called from the goroutine that called Run, never under
+// a lock and never concurrently. r is a copy owned by the observer. group is
+// the 0-based index into r.Groups.
+type Observer interface {
+	// GroupStarted is called when a group is about to start (before its
+	// input checks and `when`).
+	GroupStarted(ctx context.Context, r *Result, group int)
+	// GroupFinished is called after every group that ended: succeeded,
+	// partial, skipped or failed (not when the run was interrupted inside
+	// the group). A non-nil error stops the run: Run returns an error
+	// wrapping ErrObserver and the Result is interrupted, so that the run
+	// can be resumed from the last checkpoint that was written.
+	GroupFinished(ctx context.Context, r *Result, group int) error
+}
+
+// ObserverFuncs adapts two functions to Observer; nil fields do nothing.
+type ObserverFuncs struct {
+	Started  func(ctx context.Context, r *Result, group int)
+	Finished func(ctx context.Context, r *Result, group int) error
+}
+
+// GroupStarted calls o.Started when set.
+func (o ObserverFuncs) GroupStarted(ctx context.Context, r *Result, group int) {
+	if o.Started != nil {
+		o.Started(ctx, r, group)
+	}
+}
+
+// GroupFinished calls o.Finished when set.
+func (o ObserverFuncs) GroupFinished(ctx context.Context, r *Result, group int) error {
+	if o.Finished != nil {
+		return o.Finished(ctx, r, group)
+	}
+	return nil
+}
+
+// Default retry backoff (cenkalti/backoff/v4 exponential with jitter): the
+// first wait is about DefaultRetryInitial (±50%), doubling up to
+// DefaultRetryMax.
+const (
+	DefaultRetryInitial = 250 * time.Millisecond
+	DefaultRetryMax     = 10 * time.Second
+)
+
+type runConfig struct {
+	observer   Observer
+	resume     *Result
+	retryInit  time.Duration
+	retryMax   time.Duration
+	noRunCheck bool
+}
+
+// RunOption configures Run and RunGroup.
+type RunOption func(*runConfig)
+
+// WithObserver sets the observer of the run (see Observer).
+func WithObserver(o Observer) RunOption { return func(c *runConfig) { c.observer = o } }
+
+// WithResume resumes a run from a checkpoint: a Result previously handed to
+// an observer (or returned by an interrupted Run) for the same sequence.
+// Groups that the checkpoint shows as finished are not run again; their
+// results and the checkpoint's slots are kept. When Run's args are nil the
+// checkpoint's args are used. A checkpoint of another sequence, or of a
+// sequence whose groups have changed, makes Run fail with ErrCheckpoint.
+//
+// Runs are at-least-once (DESIGN.md §4): a tool of the group that was
+// running when the checkpoint was taken may be called a second time.
+func WithResume(checkpoint *Result) RunOption { return func(c *runConfig) { c.resume = checkpoint } }
+
+// WithRetryBackoff sets the retry waits: the first about initial (±50%
+// jitter), doubling up to max. Zero values keep the defaults.
+func WithRetryBackoff(initial, max time.Duration) RunOption {
+	return func(c *runConfig) {
+		if initial > 0 {
+			c.retryInit = initial
+		}
+		if max > 0 {
+			c.retryMax = max
+		}
+	}
+}
+
+// Run runs s with the run arguments args (key → JSON value) against caller,
+// following the execution rules of DESIGN.md §4:
+//
+//   - Before the first group, args are checked against s.Signature: a
+//     missing, unknown or mistyped argument fails the run (ErrArgument),
+//     naming the first group that reads it. JSON null passes every type.
+//   - Groups run strictly in order. Before a group starts, each `in` value
+//     (a run argument or an earlier group's slot) is checked against its
+//     type; then `when` is evaluated and a false one skips the group,
+//     setting its out slots to null.
+//   - The calls of a group start together (in order when parallel is
+//     false), all within the group's timeout, retries and backoff waits
+//     included. Arguments are substituted (an exact "$args.k" keeps the
+//     JSON type; inside longer text the value is interpolated).
+//   - A missing tool (ErrToolMissing) is never retried: missing: fail fails
+//     the run at once, skip leaves the slot null, degrade writes the fallback.
+//   - A failed call under on_error: abort fails the run and cancels its
+//     sibling calls; continue records the error and leaves the slot null;
+//     retry makes up to `retries` further attempts with exponential backoff
+//     and jitter while the group's time remains, then aborts. An attempt that
+//     timed out on its own is retried like any failure; when the group's
+//     deadline ends the attempts the error wraps ErrGroupTimeout, says so,
+//     and keeps the last tool error.
+//   - A slot written by one call holds its result; an array slot written by
+//     several calls holds their results in declaration order.
+//
+// Run always returns a Result (never nil). The error is nil when the run
+// succeeded; otherwise an *Error (wrapping ErrArgument, ErrExpression,
+// ErrToolMissing, ErrToolFailed, ErrGroupTimeout, ErrCheckpoint or
+// ErrObserver, and the tool's own error) or, when ctx ended, an error
+// wrapping ctx.Err() with the result interrupted.
+func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.RawMessage, opts ...RunOption) (*Result, error) {
+	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	start := time.Now()
+	r := &Result{Sequence: s.Name, Status: StatusRunning, Args: args, Slots: map[string]json.RawMessage{}, Groups: make([]GroupResult, len(s.Groups))}
+	for i := range s.Groups {
+		r.Groups[i] = pendingGroup(&s.Groups[i])
+	}
+	finish := func(err error) (*Result, error) {
+		r.Duration = Duration(time.Since(start))
+		switch {
+		case err == nil:
+			r.Status = StatusSucceeded
+		case errors.Is(err, ErrObserver) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			r.Status, r.Error = StatusInterrupted, err.Error()
+		default:
+			r.Status, r.Error = StatusFailed, err.Error()
+		}
+		return r, err
+	}
+	first := 0
+	if cp := cfg.resume; cp != nil {
+		n, err := resumeFrom(s, cp, r)
+		if err != nil {
+			return finish(err)
+		}
+		first = n
+		if args == nil {
+			r.Args = cp.Args
+		}
+	}
+	if err := checkRunArgs(s, r.Args); err != nil {
+		return finish(err)
+	}
+	e := &engine{s: s, caller: caller, cfg: &cfg}
+	for gi := first; gi < len(s.Groups); gi++ {
+		if err := ctx.Err(); err != nil {
+			return finish(fmt.Errorf("seq: run interrupted before group %d %q: %w", gi+1, s.Groups[gi].Name, err))
+		}
+		r.Groups[gi].Status = GroupRunning
+		if cfg.observer != nil {
+			cfg.observer.GroupStarted(ctx, r.Clone(), gi)
+		}
+		scope, err := e.scope(gi, r.Args, r.Slots)
+		var gr GroupResult
+		if err == nil {
+			gr, err = e.runGroup(ctx, gi, scope, r.Slots)
+		} else {
+			gr = r.Groups[gi]
+			gr.Status, gr.Error = GroupFailed, err.Error()
+		}
+		r.Groups[gi] = gr
+		if gr.Status == GroupInterrupted {
+			return finish(err)
+		}
+		if cfg.observer != nil {
+			snap := r.Clone()
+			if err != nil {
+				snap.Status, snap.Error = StatusFailed, err.Error()
+			}
+			if oerr := cfg.observer.GroupFinished(ctx, snap, gi); oerr != nil && err == nil {
+				return finish(&Error{Kind: ErrObserver, Group: gi + 1, GroupName: s.Groups[gi].Name, Message: "the observer failed after the group finished: " + oerr.Error(), Err: oerr})
+			}
+		}
+		if err != nil {
+			return finish(err)
+		}
+	}
+	return finish(nil)
+}
+
+// RunGroup runs the single group called name of s (the seq_call endpoint):
+// args must hold exactly the group's `in` keys (null allowed). It returns
+// the group's out slots and its result. Errors are as for Run, plus
+// ErrNoGroup for an unknown name.
+func RunGroup(ctx context.Context, s *Sequence, name string, caller Caller, args map[string]json.RawMessage, opts ...RunOption) (map[string]json.RawMessage, *GroupResult, error) {
+	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g, gi := s.Group(name)
+	if g == nil {
+		names := make([]string, len(s.Groups))
+		for i := range s.Groups {
+			names[i] = s.Groups[i].Name
+		}
+		return nil, nil, &Error{Kind: ErrNoGroup, Message: fmt.Sprintf("sequence %q has no group %q; its groups are %s", s.Name, name, strings.Join(names, ", "))}
+	}
+	sig := Signature(g.In)
+	if sig == nil {
+		sig = Signature{}
+	}
+	one := &Sequence{Name: s.Name, Groups: []Group{*g}, Signature: sig}
+	if err := checkRunArgs(one, args); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Group, e.GroupName = gi+1, g.Name
+		}
+		return nil, nil, err
+	}
+	e := &engine{s: s, caller: caller, cfg: &cfg}
+	scope := make(map[string]json.RawMessage, len(g.In))
+	for k := range g.In {
+		scope[k] = args[k]
+	}
+	slots := map[string]json.RawMessage{}
+	gr, err := e.runGroup(ctx, gi, scope, slots)
+	return slots, &gr, err
+}
+
+func pendingGroup(g *Group) GroupResult {
+	gr := GroupResult{Name: g.Name, Status: GroupPending, Calls: make([]CallResult, len(g.Tools))}
+	for i, c := range g.Tools {
+		gr.Calls[i] = CallResult{Tool: c.Tool, As: c.As, Status: CallPending}
+	}
+	return gr
+}
+
+// resumeFrom copies the finished groups of cp into r and returns the index
+// of the first group to run.
+func resumeFrom(s *Sequence, cp *Result, r *Result) (int, error) {
+	bad := func(format string, a ...any) (int, error) {
+		return 0, &Error{Kind: ErrCheckpoint, Message: fmt.Sprintf(format, a...) + "; start a new run instead of resuming"}
+	}
+	if cp.Sequence != s.Name {
+		return bad("the checkpoint is of sequence %q, not %q", cp.Sequence, s.Name)
+	}
+	if len(cp.Groups) != len(s.Groups) {
+		return bad("the checkpoint has %d groups, the sequence now has %d", len(cp.Groups), len(s.Groups))
+	}
+	for i := range s.Groups {
+		if cp.Groups[i].Name != s.Groups[i].Name {
+			return bad("group %d is %q in the checkpoint but %q in the sequence", i+1, cp.Groups[i].Name, s.Groups[i].Name)
+		}
+	}
+	n := 0
+	for n < len(cp.Groups) && cp.Groups[n].Status.Finished() {
+		r.Groups[n] = cp.Groups[n]
+		r.Groups[n].Calls = append([]CallResult(nil), cp.Groups[n].Calls...)
+		n++
+	}
+	for k, v := range cp.Slots {
+		r.Slots[k] = v
+	}
+	return n, nil
+}
+
+// checkRunArgs checks args against the signature before the first group.
+func checkRunArgs(s *Sequence, args map[string]json.RawMessage) error {
+	firstReader := func(k string) (int, string) {
+		for i := range s.Groups {
+			if _, ok := s.Groups[i].In[k]; ok {
+				return i + 1, s.Groups[i].Name
+			}
+		}
+		return 0, ""
+	}
+	for _, k := range s.Signature.Keys() {
+		t := s.Signature[k]
+		gi, gn := firstReader(k)
+		raw, ok := args[k]
+		if !ok {
+			return &Error{Kind: ErrArgument, Group: gi, GroupName: gn, Field: "in." + k, Message: fmt.Sprintf("the run argument %q (%s) is missing; the sequence takes %s — pass every argument (null is allowed)", k, t, s.Signature)}
+		}
+		if !json.Valid(raw) {
+			return &Error{Kind: ErrArgument, Group: gi, GroupName: gn, Field: "in." + k, Message: fmt.Sprintf("the run argument %q is not valid JSON (%q); pass a JSON value of type %s", k, clip(string(raw), 40), t)}
+		}
+		if ok, got := checkType(t, raw); !ok {
+			return &Error{Kind: ErrArgument, Group: gi, GroupName: gn, Field: "in." + k, Message: fmt.Sprintf("the run argument %q must be %s, got %s (%s); pass a value of type %s", k, t, got, clip(string(raw), 40), t)}
+		}
+	}
+	for k := range args {
+		if _, ok := s.Signature[k]; !ok {
+			hint := ""
+			if sg := suggest(k, s.Signature.Keys()); sg != "" {
+				hint = fmt.Sprintf(" Did you mean %q?", sg)
+			}
+			return &Error{Kind: ErrArgument, Field: k, Message: fmt.Sprintf("unknown run argument %q; the sequence takes %s.%s", k, s.Signature, hint)}
+		}
+	}
+	return nil
+}
+
+// engine runs the groups of one sequence.
+type engine struct {
+	s      *Sequence
+	caller Caller
+	cfg    *runConfig
+}
+
+// scope builds and type-checks a group's `in` values.
+func (e *engine) scope(gi int, args, slots map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	g := &e.s.Groups[gi]
+	scope := make(map[string]json.RawMessage, len(g.In))
+	for k, t := range g.In {
+		raw, ok := slots[k]
+		from := "the slot written by an earlier group"
+		if _, isArg := e.s.Signature[k]; isArg {
+			raw, ok = args[k]
+			from = "the run argument"
+		}
+		if !ok {
+			raw = json.RawMessage("null")
+		}
+		if ok, got := checkType(t, raw); !ok {
+			return nil, &Error{Kind: ErrArgument, Group: gi + 1, GroupName: g.Name, Field: "in." + k, Message: fmt.Sprintf("$args.%s (%s) must be %s, got %s (%s); the group did not start", k, from, t, got, clip(string(raw), 60))}
+		}
+		scope[k] = raw
+	}
+	return scope, nil
+}
+
+// errAborted is the cancel cause when a call failed the group.
+var errAborted = errors.New("another call of the group failed")
+
+// callOutcome is what one call left behind.
+type callOutcome struct {
+	res   CallResult
+	value json.RawMessage // nil = null
+	fatal error           // non-nil: this call fails the group
+}
+
+func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.RawMessage, slots map[string]json.RawMessage) (GroupResult, error) {
+	g := &e.s.Groups[gi]
+	gr := pendingGroup(g)
+	gr.Status, gr.Started = GroupRunning, time.Now()
+	defer func() { gr.Duration = Duration(time.Since(gr.Started)) }()
+	fail := func(err error) (GroupResult, error) {
+		gr.Status, gr.Error = GroupFailed, err.Error()
+		gr.Duration = Duration(time.Since(gr.Started))
+		return gr, err
+	}
+	if g.When != "" {
+		prog := g.when
+		if prog == nil { // a Sequence not built by Parse
+			p, msg := compileWhen(g.When, g.In)
+			if msg != "" {
+				return fail(&Error{Kind: ErrExpression, Group: gi + 1, GroupName: g.Name, Field: "when", Message: msg})
+			}
+			prog = p
+		}
+		ok, err := prog.eval(scope)
+		if err != nil {
+			return fail(&Error{Kind: ErrExpression, Group: gi + 1, GroupName: g.Name, Field: "when", Message: fmt.Sprintf("%q could not be evaluated: %v; guard values that may be null, e.g. \"$args.x != null && $args.x > 0\"", g.When, err), Err: err})
+		}
+		if !ok {
+			gr.Status, gr.Reason = GroupSkipped, "when is false"
+			for i := range gr.Calls {
+				gr.Calls[i].Status = CallSkipped
+			}
+			for k := range g.Out {
+				slots[k] = json.RawMessage("null")
+			}
+			gr.Duration = Duration(time.Since(gr.Started))
+			return gr, nil
+		}
+	}
+
+	gctx, cancelTimeout := context.WithTimeout(ctx, time.Duration(g.Timeout))
+	defer cancelTimeout()
+	cctx, cancel := context.WithCancelCause(gctx)
+	defer cancel(nil)
+
+	outs := make([]callOutcome, len(g.Tools))
+	if g.Parallel && len(g.Tools) > 1 {
+		var wg sync.WaitGroup
+		for ci := range g.Tools {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[ci] = e.call(ctx, cctx, gi, ci, scope)
+				if outs[ci].fatal != nil {
+					cancel(errAborted)
+				}
+			}()
+		}
+		wg.Wait()
+	} else {
+		for ci := range g.Tools {
+			if cctx.Err() != nil {
+				outs[ci] = callOutcome{res: CallResult{Tool: g.Tools[ci].Tool, As: g.Tools[ci].As, Status: CallNotRun}}
+				continue
+			}
+			outs[ci] = e.call(ctx, cctx, gi, ci, scope)
+			if outs[ci].fatal != nil {
+				cancel(errAborted)
+			}
+		}
+	}
+	var fatal error
+	partial := false
+	for ci := range outs {
+		gr.Calls[ci] = outs[ci].res
+		if outs[ci].fatal != nil && fatal == nil {
+			fatal = outs[ci].fatal
+		}
+		if outs[ci].res.Status == CallFailed {
+			partial = true
+		}
+	}
+	if ctx.Err() != nil {
+		gr.Status, gr.Error = GroupInterrupted, "the run was interrupted: "+ctx.Err().Error()
+		return gr, fmt.Errorf("seq: run interrupted in group %d %q: %w", gi+1, g.Name, ctx.Err())
+	}
+	if fatal != nil {
+		return fail(fatal)
+	}
+	// Write slots: one writer → its value; several → array in declaration order.
+	writers := map[string][]int{}
+	for ci, c := range g.Tools {
+		if c.As != "" {
+			writers[c.As] = append(writers[c.As], ci)
+		}
+	}
+	for k, w := range writers {
+		if len(w) == 1 {
+			slots[k] = orNull(outs[w[0]].value)
+			continue
+		}
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for i, ci := range w {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(orNull(outs[ci].value))
+		}
+		b.WriteByte(']')
+		slots[k] = b.Bytes()
+	}
+	gr.Status = GroupSucceeded
+	if partial {
+		gr.Status = GroupPartial
+	}
+	return gr, nil
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// call runs one tool call with the group's policies. runCtx is the run's
+// context (to tell interruption from the group's own deadline), cctx the
+// group's (deadline and sibling-abort cancellation).
+func (e *engine) call(runCtx, cctx context.Context, gi, ci int, scope map[string]json.RawMessage) callOutcome {
+	g := &e.s.Groups[gi]
+	c := &g.Tools[ci]
+	out := callOutcome{res: CallResult{Tool: c.Tool, As: c.As, Status: CallPending}}
+	start := time.Now()
+	defer func() { out.res.Duration = Duration(time.Since(start)) }()
+	where := func(kind error, msg string, cause error) *Error {
+		return &Error{Kind: kind, Group: gi + 1, GroupName: g.Name, Tool: ci + 1, ToolName: c.Tool, Message: msg, Err: cause}
+	}
+	args, err := renderArgs(c.Args, scope)
+	if err != nil {
+		out.res.Status, out.res.Error = CallFailed, err.Error()
+		out.fatal = where(ErrArgument, err.Error(), err)
+		return out
+	}
+	var bo backoff.BackOff
+	if g.OnError == OnErrorRetry {
+		exp := &backoff.ExponentialBackOff{
+			InitialInterval:     e.cfg.retryInit,
+			RandomizationFactor: 0.5,
+			Multiplier:          2,
+			MaxInterval:         e.cfg.retryMax,
+			Stop:                backoff.Stop,
+			Clock:               backoff.SystemClock,
+		}
+		exp.Reset()
+		bo = backoff.WithMaxRetries(exp, uint64(g.Retries))
+	}
+	var lastErr error
+	for {
+		out.res.Attempts++
+		res, err := e.caller.Call(cctx, c.Tool, args)
+		if err == nil {
+			if len(bytes.TrimSpace(res)) == 0 {
+				res = nil
+			} else if !json.Valid(res) {
+				err = fmt.Errorf("tool %q returned text that is not JSON: %q", c.Tool, clip(string(res), 60))
+			}
+		}
+		if err == nil {
+			out.res.Status, out.value = CallSucceeded, res
+			return out
+		}
+		if errors.Is(err, ErrToolMissing) {
+			switch g.Missing {
+			case MissingSkip:
+				out.res.Status, out.res.Error = CallSkipped, err.Error()
+			case MissingDegrade:
+				out.res.Status, out.res.Error = CallDegraded, err.Error()
+				if c.Fallback != "" {
+					out.value = json.RawMessage(c.Fallback)
+				}
+			default:
+				out.res.Status, out.res.Error = CallFailed, err.Error()
+				out.fatal = where(ErrToolMissing, fmt.Sprintf("no provider serves the tool %q and the group has missing: fail; start a provider for it, or set missing: skip or degrade", c.Tool), err)
+			}
+			return out
+		}
+		lastErr = err
+		if cctx.Err() != nil {
+			break
+		}
+		if bo == nil {
+			break
+		}
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-cctx.Done():
+			t.Stop()
+		}
+		if cctx.Err() != nil {
+			break
+		}
+	}
+	// The call failed. Why did the attempts end?
+	switch {
+	case runCtx.Err() != nil:
+		out.res.Status, out.res.Error = CallCanceled, "the run was interrupted: "+lastErr.Error()
+		return out
+	case errors.Is(context.Cause(cctx), errAborted):
+		out.res.Status, out.res.Error = CallCanceled, "canceled because another call of the group failed (last error: "+lastErr.Error()+")"
+		return out
+	}
+	var fe *Error
+	if cctx.Err() != nil { // the group's deadline
+		fe = where(ErrGroupTimeout, fmt.Sprintf("the group timeout of %s ended the attempts after %d attempt(s); last tool error: %v. Raise the group's timeout or make the tool faster", g.Timeout, out.res.Attempts, lastErr), lastErr)
+	} else if g.OnError == OnErrorRetry {
+		fe = where(ErrToolFailed, fmt.Sprintf("failed after %d attempts (1 + retries: %d); last tool error: %v", out.res.Attempts, g.Retries, lastErr), lastErr)
+	} else {
+		fe = where(ErrToolFailed, fmt.Sprintf("failed: %v", lastErr), lastErr)
+	}
+	out.res.Status, out.res.Error = CallFailed, fe.Message
+	if g.OnError != OnErrorContinue {
+		out.fatal = fe
+	}
+	return out
+}
+
+// renderArgs substitutes $args references in a call's args and returns the
+// JSON object to send ("{}" when there are none).
+func renderArgs(args map[string]any, scope map[string]json.RawMessage) (json.RawMessage, error) {
+	if len(args) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	v, err := substitute(args, scope)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("could not encode the arguments: %v", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func substitute(v any, scope map[string]json.RawMessage) (any, error) {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, "$args.") {
+			return x, nil
+		}
+		if m := refRE.FindStringSubmatchIndex(x); m != nil && m[0] == 0 && m[1] == len(x) {
+			return orNull(scope[x[m[2]:m[3]]]), nil
+		}
+		var err error
+		s := refRE.ReplaceAllStringFunc(x, func(ref string) string {
+			raw := orNull(trimSpace(scope[ref[len("$args."):]]))
+			if raw[0] == '"' {
+				var str string
+				if e := json.Unmarshal(raw, &str); e != nil {
+					err = e
+				}
+				return str
+			}
+			var b bytes.Buffer
+			if e := json.Compact(&b, raw); e != nil {
+				err = e
+			}
+			return b.String()
+		})
+		return s, err
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := substitute(e, scope)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = r
+		}
+		return m, nil
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			r, err := substitute(e, scope)
+			if err != nil {
+				return nil, err
+			}
+			a[i] = r
+		}
+		return a, nil
+	}
+	return v, nil
+}
