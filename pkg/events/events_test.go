@@ -1,0 +1,419 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+func TestSubjects(t *testing.T) {
+	tests := []struct {
+		name    string
+		f       func() (string, error)
+		want    string
+		wantErr bool
+	}{
+		{"run", func() (string, error) { return events.RunSubject("repo-survey") }, "seq.run.repo-survey", false},
+		{"run with dot", func() (string, error) { return events.RunSubject("a.b") }, "", true},
+		{"run empty", func() (string, error) { return events.RunSubject("") }, "", true},
+		{"run wildcard", func() (string, error) { return events.RunSubject("x*") }, "", true},
+		{"schedule", func() (string, error) { return events.ScheduleSubject("nightly") }, "seq.schedule.nightly", false},
+		{"agent ready", func() (string, error) { return events.AgentReadySubject("bot-1") }, "events.agent_ready.bot-1", false},
+		{"agent with space", func() (string, error) { return events.AgentReadySubject("bot 1") }, "", true},
+		{"run event", func() (string, error) { return events.RunEventSubject("r1", events.RunGroup) }, "events.run.r1.group", false},
+		{"run event bad kind", func() (string, error) { return events.RunEventSubject("r1", "done") }, "", true},
+		{"registry", func() (string, error) { return events.RegistryEventSubject(events.KindSkill, events.OpPut) }, "events.registry.skill.put", false},
+		{"registry bad op", func() (string, error) { return events.RegistryEventSubject(events.KindSkill, "upsert") }, "", true},
+		{"tool dotted", func() (string, error) { return events.ToolSubject("fs.read") }, "tool.fs.read", false},
+		{"tool empty token", func() (string, error) { return events.ToolSubject("fs..read") }, "", true},
+		{"tool wildcard", func() (string, error) { return events.ToolSubject("fs.>") }, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.f()
+			if tt.wantErr {
+				if !errors.Is(err, events.ErrBadToken) {
+					t.Fatalf("got (%q, %v); want an error wrapping ErrBadToken", got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got (%q, %v); want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyFor(t *testing.T) {
+	tests := []struct {
+		name, want string
+	}{
+		{"repo-survey", "repo-survey"},
+		{"a/b_c=d.e", "a/b_c=d.e"},
+		{"has space", "=aGFzIHNwYWNl"},
+		{".leading", "=LmxlYWRpbmc"},
+		{"trailing.", "=dHJhaWxpbmcu"},
+		{"a..b", "=YS4uYg"},
+		{"=looks-encoded", "=PWxvb2tzLWVuY29kZWQ"},
+		{"ünïcode", "=w7xuw69jb2Rl"},
+	}
+	for _, tt := range tests {
+		got := events.KeyFor(tt.name)
+		if got != tt.want {
+			t.Errorf("KeyFor(%q) = %q; want %q", tt.name, got, tt.want)
+		}
+		back, err := events.NameForKey(got)
+		if err != nil || back != tt.name {
+			t.Errorf("NameForKey(%q) = %q, %v; want %q", got, back, err, tt.name)
+		}
+	}
+	if _, err := events.NameForKey("=not base64!"); !errors.Is(err, events.ErrBadKey) {
+		t.Errorf("NameForKey(%q) error = %v; want ErrBadKey", "=not base64!", err)
+	}
+}
+
+func FuzzKeyFor(f *testing.F) {
+	for _, s := range []string{"a", "a b", "=x", ".", "a..b", "x/y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if name == "" {
+			return
+		}
+		k := events.KeyFor(name)
+		back, err := events.NameForKey(k)
+		if err != nil || back != name {
+			t.Fatalf("NameForKey(KeyFor(%q)) = %q, %v", name, back, err)
+		}
+	})
+}
+
+func TestMessageRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		in   events.Message
+		out  events.Message
+		json string
+	}{
+		{
+			"run request",
+			&events.RunRequest{RunID: "r1", Sequence: "survey", Args: json.RawMessage(`{"repo":"x"}`), RequestedAt: at},
+			&events.RunRequest{},
+			`{"v":1,"run_id":"r1","sequence":"survey","args":{"repo":"x"},"requested_at":"2026-11-30T03:00:00Z"}`,
+		},
+		{
+			"agent ready",
+			&events.AgentReady{Agent: "bot", BootID: "b-1"},
+			&events.AgentReady{},
+			`{"v":1,"agent":"bot","boot_id":"b-1"}`,
+		},
+		{
+			"run state",
+			&events.RunState{RunID: "r1", Status: events.StatusRunning, FinishedGroups: 2},
+			&events.RunState{},
+			`{"v":1,"run_id":"r1","status":"running","finished_groups":2}`,
+		},
+		{
+			"run event",
+			&events.RunEvent{RunID: "r1", Kind: events.RunGroup, Group: 1, GroupName: "fetch", Status: "ok"},
+			&events.RunEvent{},
+			`{"v":1,"run_id":"r1","kind":"group","group":1,"group_name":"fetch","status":"ok"}`,
+		},
+		{
+			"registry event",
+			&events.RegistryEvent{Kind: events.KindSkill, Op: events.OpInvalid, File: "a/SKILL.md", Line: 3, Error: "bad"},
+			&events.RegistryEvent{},
+			`{"v":1,"kind":"skill","op":"invalid","file":"a/SKILL.md","line":3,"error":"bad"}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := events.Encode(tt.in)
+			if err != nil {
+				t.Fatalf("Encode: %v", err)
+			}
+			if string(b) != tt.json {
+				t.Fatalf("Encode = %s; want %s", b, tt.json)
+			}
+			if err := events.Decode(b, tt.out); err != nil {
+				t.Fatalf("Decode(%s): %v", b, err)
+			}
+			b2, _ := json.Marshal(tt.out)
+			if string(b2) != tt.json {
+				t.Fatalf("re-encoded = %s; want %s", b2, tt.json)
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		want error
+	}{
+		{"no version", `{"run_id":"r","sequence":"s"}`, events.ErrVersion},
+		{"future version", `{"v":99,"run_id":"r","sequence":"s"}`, events.ErrVersion},
+		{"not json", `{"v":1,`, events.ErrBadMessage},
+		{"no sequence", `{"v":1,"run_id":"r"}`, events.ErrBadMessage},
+		{"both", `{"v":1,"run_id":"r","sequence":"s","inline":{"name":"x"}}`, events.ErrBadMessage},
+		{"args not object", `{"v":1,"run_id":"r","sequence":"s","args":[1]}`, events.ErrBadMessage},
+		{"run id with dot", `{"v":1,"run_id":"r.1","sequence":"s"}`, events.ErrBadMessage},
+		{"bad trigger", `{"v":1,"run_id":"r","sequence":"s","trigger":"cron"}`, events.ErrBadMessage},
+		{"unknown field kept compatible", `{"v":1,"run_id":"r","sequence":"s","priority":3}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := events.Decode([]byte(tt.data), &events.RunRequest{})
+			if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+				t.Fatalf("Decode(%q) = %v; want %v", tt.data, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestHeaderCarrierRoundTrip(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+
+	h := nats.Header{}
+	events.Inject(ctx, h)
+	if got, want := h.Get("traceparent"), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"; got != want {
+		t.Fatalf("traceparent = %q; want %q", got, want)
+	}
+	got := trace.SpanContextFromContext(events.Extract(context.Background(), h))
+	if got.TraceID() != tid || got.SpanID() != sid || !got.IsRemote() {
+		t.Fatalf("Extract = %v; want trace %s span %s remote", got, tid, sid)
+	}
+	// Case-insensitive lookup: a header rewritten as Traceparent still works.
+	h2 := nats.Header{"Traceparent": h["traceparent"]}
+	if got := trace.SpanContextFromContext(events.Extract(context.Background(), h2)); got.TraceID() != tid {
+		t.Fatalf("Extract(Traceparent) trace = %s; want %s", got.TraceID(), tid)
+	}
+	if got := trace.SpanContextFromContext(events.Extract(context.Background(), nil)); got.IsValid() {
+		t.Fatalf("Extract(nil) = %v; want invalid", got)
+	}
+}
+
+// TestRequestPropagatesTrace sends a request through a real server and
+// checks that the responder sees the caller's trace.
+func TestRequestPropagatesTrace(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	seen := make(chan trace.SpanContext, 1)
+	sub, err := nc.Subscribe("echo", func(m *nats.Msg) {
+		seen <- trace.SpanContextFromContext(events.Extract(context.Background(), m.Header))
+		_ = m.Respond(m.Data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	tid, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	sid, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	ctx := trace.ContextWithSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	reply, err := events.Request(ctx, nc, &nats.Msg{Subject: "echo", Data: []byte("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(reply.Data) != "hi" {
+		t.Fatalf("reply = %q; want %q", reply.Data, "hi")
+	}
+	if got := <-seen; got.TraceID() != tid {
+		t.Fatalf("responder saw trace %s; want %s", got.TraceID(), tid)
+	}
+
+	// No responders is an error, not a hang.
+	if _, err := events.Request(ctx, nc, &nats.Msg{Subject: "nobody.home"}); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("Request(nobody.home) error = %v; want nats.ErrNoResponders", err)
+	}
+}
+
+func provisionCheck(t *testing.T, js jetstream.JetStream, o events.Options) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o = o.WithDefaults()
+	for _, b := range []string{events.BucketSkills, events.BucketSequences, events.BucketRuns, events.BucketSessions} {
+		kv, err := js.KeyValue(ctx, b)
+		if err != nil {
+			t.Fatalf("bucket %s: %v", b, err)
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := time.Duration(0)
+		switch b {
+		case events.BucketRuns:
+			want = o.RunsTTL
+		case events.BucketSessions:
+			want = o.SessionsTTL
+		}
+		if st.TTL() != want {
+			t.Errorf("bucket %s TTL = %s; want %s", b, st.TTL(), want)
+		}
+		if st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas != o.Replicas {
+			t.Errorf("bucket %s replicas = %d; want %d", b, st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas, o.Replicas)
+		}
+	}
+	str, err := js.Stream(ctx, events.StreamSeqRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := str.CachedInfo().Config
+	if cfg.Retention != jetstream.WorkQueuePolicy || !cfg.AllowMsgSchedules || strings.Join(cfg.Subjects, ",") != "seq.run.>,seq.schedule.>" {
+		t.Errorf("SEQ_RUNS config = retention %v, schedules %v, subjects %v; want work queue, true, [seq.run.> seq.schedule.>]", cfg.Retention, cfg.AllowMsgSchedules, cfg.Subjects)
+	}
+	if _, err := js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err != nil {
+		t.Errorf("consumer %s: %v", events.ConsumerSeqworker, err)
+	}
+	ev, err := js.Stream(ctx, events.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.CachedInfo().Config.MaxAge != o.EventsMaxAge {
+		t.Errorf("EVENTS max age = %s; want %s", ev.CachedInfo().Config.MaxAge, o.EventsMaxAge)
+	}
+}
+
+func TestProvisionIdempotent(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := events.Provision(ctx, js, events.Options{}); err != nil {
+		t.Fatalf("first Provision: %v", err)
+	}
+	// Data written between the calls must survive the second call.
+	kv, _ := js.KeyValue(ctx, events.BucketSkills)
+	if _, err := kv.Put(ctx, "keep-me", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Provision(ctx, js, events.Options{}); err != nil {
+		t.Fatalf("second Provision: %v", err)
+	}
+	provisionCheck(t, js, events.Options{})
+	if e, err := kv.Get(ctx, "keep-me"); err != nil || string(e.Value()) != "{}" {
+		t.Fatalf("key written before re-provisioning: %v, %v; want it kept", e, err)
+	}
+	// Changed options update the resources in place.
+	o := events.Options{RunsTTL: time.Hour, SessionsTTL: 30 * time.Minute, EventsMaxAge: time.Hour}
+	if err := events.Provision(ctx, js, o); err != nil {
+		t.Fatalf("Provision with new TTLs: %v", err)
+	}
+	provisionCheck(t, js, o)
+	// A storage change is refused with a clear error naming the resource.
+	err = events.Provision(ctx, js, events.Options{Storage: jetstream.MemoryStorage})
+	if !errors.Is(err, events.ErrProvision) || !strings.Contains(err.Error(), events.BucketSkills) {
+		t.Fatalf("Provision(memory over file) = %v; want ErrProvision naming %s", err, events.BucketSkills)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		o     events.Options
+		field string
+	}{
+		{"zero is fine", events.Options{}, ""},
+		{"replicas", events.Options{Replicas: 7}, "Replicas"},
+		{"negative replicas", events.Options{Replicas: -1}, "Replicas"},
+		{"runs ttl", events.Options{RunsTTL: time.Millisecond}, "RunsTTL"},
+		{"sessions ttl", events.Options{SessionsTTL: -time.Hour}, "SessionsTTL"},
+		{"events bytes", events.Options{EventsMaxBytes: -5}, "EventsMaxBytes"},
+		{"max deliver", events.Options{MaxDeliver: -2}, "MaxDeliver"},
+		{"storage", events.Options{Storage: 9}, "Storage"},
+	}
+	for _, tt := range tests {
+		err := tt.o.Validate()
+		if tt.field == "" {
+			if err != nil {
+				t.Errorf("%s: Validate() = %v; want nil", tt.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, events.ErrOptions) || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("%s: Validate() = %v; want ErrOptions naming %s", tt.name, err, tt.field)
+		}
+	}
+}
+
+// TestScheduleTicksReachConsumer checks the DESIGN.md §4 arrangement: a
+// schedule on seq.schedule.<name> targeting seq.run.<name> delivers ticks
+// to the seqworker consumer, with Nats-Scheduler set.
+func TestScheduleTicksReachConsumer(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := events.Provision(ctx, js, events.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sched, _ := events.ScheduleSubject("tick")
+	target, _ := events.RunSubject("tick")
+	rr, _ := events.Encode(&events.RunRequest{RunID: "scheduled", Sequence: "tick", Trigger: events.TriggerSchedule})
+	if _, err := events.Publish(ctx, js, &nats.Msg{Subject: sched, Data: rr},
+		jetstream.WithScheduleEvery(time.Second), jetstream.WithScheduleTarget(target)); err != nil {
+		t.Fatalf("publish schedule: %v", err)
+	}
+	cons, err := js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatalf("no schedule tick within 5s: %v", err)
+	}
+	if msg.Subject() != target || msg.Headers().Get("Nats-Scheduler") != sched {
+		t.Fatalf("tick subject %q, Nats-Scheduler %q; want %q, %q", msg.Subject(), msg.Headers().Get("Nats-Scheduler"), target, sched)
+	}
+	_ = msg.Ack()
+}
+
+func TestProvisionCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node cluster in -short mode")
+	}
+	nodes, err := natsserver.StartCluster(3, "skb", t.TempDir(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { natsserver.ShutdownAll(nodes) })
+	nc, err := nodes[1].Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	o := events.Options{Replicas: 3}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if err := events.Provision(ctx, js, o); err != nil {
+			t.Fatalf("Provision #%d on 3 nodes: %v", i+1, err)
+		}
+	}
+	provisionCheck(t, js, o)
+}

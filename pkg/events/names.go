@@ -1,0 +1,190 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+)
+
+// KV bucket names (DESIGN.md §3).
+const (
+	// BucketSkills: key = skill name; value = the validated skill record
+	// (JSON, pkg/skill.Skill) including body, sections index and fingerprint.
+	BucketSkills = "SKILLS"
+	// BucketSequences: key = KeyFor(sequence name); value = the parsed,
+	// validated AST as JSON — never raw source text.
+	BucketSequences = "SEQUENCES"
+	// BucketRuns: key = run id; value = RunState. Keys expire after
+	// Options.RunsTTL (default 7 days).
+	BucketRuns = "RUNS"
+	// BucketSessions: key = session id; value = skillface's per-session
+	// activation state, updated with compare-and-set. Keys expire after
+	// Options.SessionsTTL (default 24 h).
+	BucketSessions = "SKILLFACE_SESSIONS"
+)
+
+// Stream and consumer names (DESIGN.md §3, §4).
+const (
+	// StreamSeqRuns is the work-queue stream of run requests and schedules,
+	// with subjects SubjectRunAll and SubjectScheduleAll and message
+	// schedules allowed.
+	StreamSeqRuns = "SEQ_RUNS"
+	// StreamEvents is the limits-retention stream of events (SubjectEventsAll).
+	StreamEvents = "EVENTS"
+	// ConsumerSeqworker is the durable pull consumer on SubjectRunAll shared
+	// by all seqworker replicas.
+	ConsumerSeqworker = "seqworker"
+)
+
+// Subjects and subject patterns (DESIGN.md §3). Use the functions below to
+// build concrete subjects: they check the tokens.
+const (
+	// SubjectRunAll matches every run request: seq.run.<sequence>.
+	SubjectRunAll = "seq.run.>"
+	// SubjectScheduleAll matches every schedule: seq.schedule.<sequence>.
+	SubjectScheduleAll = "seq.schedule.>"
+	// SubjectEventsAll matches every event.
+	SubjectEventsAll = "events.>"
+	// SubjectAgentReadyAll matches every agent_ready event.
+	SubjectAgentReadyAll = "events.agent_ready.*"
+	// SubjectRunEventsAll matches every run progress event.
+	SubjectRunEventsAll = "events.run.>"
+	// SubjectRegistryEventsAll matches every registry change event.
+	SubjectRegistryEventsAll = "events.registry.>"
+	// SubjectToolAll matches every tool call subject.
+	SubjectToolAll = "tool.>"
+
+	// ToolPrefix is the prefix of a tool's subject: tool.<name>.
+	ToolPrefix = "tool."
+	// RegistryPrefix, SkillfacePrefix and SeqPrefix are the subject prefixes
+	// of the micro service endpoints (for example skillbus.registry.skill.get).
+	RegistryPrefix  = "skillbus.registry"
+	SkillfacePrefix = "skillbus.skillface"
+	SeqPrefix       = "skillbus.seq"
+)
+
+// Micro service names as shown by `nats micro ls` (letters, digits, - and _
+// only, a rule of the micro protocol).
+const (
+	ServiceRegistry  = "skillbus-registry"
+	ServiceSkillface = "skillbus-skillface"
+	ServiceSeq       = "skillbus-seq"
+)
+
+// Run event kinds: the last token of events.run.<run_id>.<kind>.
+const (
+	RunStarted  = "started"
+	RunGroup    = "group"
+	RunFinished = "finished"
+)
+
+// Registry event kinds and operations: events.registry.<kind>.<op>.
+const (
+	KindSkill    = "skill"
+	KindSequence = "sequence"
+
+	// OpPut: a valid definition was stored (new or changed).
+	OpPut = "put"
+	// OpDelete: a definition was removed (its file deleted).
+	OpDelete = "delete"
+	// OpInvalid: a file failed validation; the last good version, if any,
+	// is kept. (An addition to DESIGN.md §3, which lists put|delete.)
+	OpInvalid = "invalid"
+	// OpClash: two files define the same skill name or group name; the
+	// event names both files and the one kept.
+	OpClash = "clash"
+)
+
+// RunSubject returns seq.run.<sequence>, the subject of a run request for
+// a stored sequence. Inline runs use the sequence token "_inline".
+// Errors: ErrBadToken when sequence is not a single valid subject token.
+func RunSubject(sequence string) (string, error) {
+	if err := checkToken("sequence name", sequence); err != nil {
+		return "", err
+	}
+	return "seq.run." + sequence, nil
+}
+
+// InlineRunToken is the subject token used by RunSubject callers for a run
+// of an inline (unstored) sequence: seq.run._inline.
+const InlineRunToken = "_inline"
+
+// ScheduleSubject returns seq.schedule.<sequence>, where the registry or
+// seqworker publishes a sequence's schedule message (DESIGN.md §4).
+// Errors: ErrBadToken.
+func ScheduleSubject(sequence string) (string, error) {
+	if err := checkToken("sequence name", sequence); err != nil {
+		return "", err
+	}
+	return "seq.schedule." + sequence, nil
+}
+
+// AgentReadySubject returns events.agent_ready.<agent>. Errors: ErrBadToken.
+func AgentReadySubject(agent string) (string, error) {
+	if err := checkToken("agent name", agent); err != nil {
+		return "", err
+	}
+	return "events.agent_ready." + agent, nil
+}
+
+// RunEventSubject returns events.run.<run_id>.<kind>, kind one of
+// RunStarted, RunGroup, RunFinished. Errors: ErrBadToken.
+func RunEventSubject(runID, kind string) (string, error) {
+	if err := checkToken("run id", runID); err != nil {
+		return "", err
+	}
+	switch kind {
+	case RunStarted, RunGroup, RunFinished:
+	default:
+		return "", fmt.Errorf("%w: run event kind %q; want %q, %q or %q", ErrBadToken, kind, RunStarted, RunGroup, RunFinished)
+	}
+	return "events.run." + runID + "." + kind, nil
+}
+
+// RegistryEventSubject returns events.registry.<kind>.<op>, kind one of
+// KindSkill, KindSequence and op one of OpPut, OpDelete, OpInvalid,
+// OpClash. Errors: ErrBadToken.
+func RegistryEventSubject(kind, op string) (string, error) {
+	switch kind {
+	case KindSkill, KindSequence:
+	default:
+		return "", fmt.Errorf("%w: registry event kind %q; want %q or %q", ErrBadToken, kind, KindSkill, KindSequence)
+	}
+	switch op {
+	case OpPut, OpDelete, OpInvalid, OpClash:
+	default:
+		return "", fmt.Errorf("%w: registry event op %q; want put, delete, invalid or clash", ErrBadToken, op)
+	}
+	return "events.registry." + kind + "." + op, nil
+}
+
+// ToolSubject returns tool.<name>. A tool name may hold dots (fs.read →
+// tool.fs.read) but no empty token, spaces, wildcards (* >) or control
+// characters. Errors: ErrBadToken.
+func ToolSubject(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: tool name is empty", ErrBadToken)
+	}
+	for _, tok := range strings.Split(name, ".") {
+		if err := checkToken("tool name "+fmt.Sprintf("%q", name)+" part", tok); err != nil {
+			return "", err
+		}
+	}
+	return ToolPrefix + name, nil
+}
+
+// checkToken reports whether s is one valid NATS subject token: non-empty,
+// no '.', '*', '>', whitespace or control characters.
+func checkToken(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", ErrBadToken, what)
+	}
+	for _, r := range s {
+		switch {
+		case r == '.', r == '*', r == '>':
+			return fmt.Errorf("%w: %s %q contains %q, which NATS subjects reserve; use letters, digits, '-' or '_'", ErrBadToken, what, s, r)
+		case r <= ' ' || r == 0x7f:
+			return fmt.Errorf("%w: %s %q contains a space or control character", ErrBadToken, what, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of Options (DESIGN.md §3).
+const (
+	DefaultRunsTTL         = 7 * 24 * time.Hour
+	DefaultSessionsTTL     = 24 * time.Hour
+	DefaultEventsMaxAge    = 24 * time.Hour
+	DefaultDuplicateWindow = 10 * time.Minute
+	DefaultAckWait         = 2 * time.Minute
+	DefaultMaxDeliver      = 10
+)
+
+// Options sizes the provisioned resources. The zero value is right for one
+// embedded server (one replica, file storage); a 3-node cluster sets
+// Replicas to 3. Every service should pass the same Options: Provision
+// updates a resource whose configuration differs.
+type Options struct {
+	// Replicas of every stream and bucket: 1 (default) to 5; at most the
+	// number of servers in the cluster.
+	Replicas int
+	// Storage of every stream and bucket: jetstream.FileStorage (default)
+	// or jetstream.MemoryStorage. An existing resource's storage cannot be
+	// changed: Provision fails with ErrProvision.
+	Storage jetstream.StorageType
+	// RunsTTL is how long a RUNS key lives; default DefaultRunsTTL (7 days).
+	RunsTTL time.Duration
+	// SessionsTTL is how long a SKILLFACE_SESSIONS key lives; default
+	// DefaultSessionsTTL (24 h).
+	SessionsTTL time.Duration
+	// EventsMaxAge is how long EVENTS keeps a message; default
+	// DefaultEventsMaxAge (24 h).
+	EventsMaxAge time.Duration
+	// EventsMaxBytes caps the EVENTS stream's size (oldest dropped first);
+	// 0 (default) = unlimited.
+	EventsMaxBytes int64
+	// MaxValueSize caps one KV value in bytes in every bucket; 0 (default)
+	// = the server's max_payload.
+	MaxValueSize int32
+	// DuplicateWindow is SEQ_RUNS's dedupe window for run ids; default
+	// DefaultDuplicateWindow (10 min).
+	DuplicateWindow time.Duration
+	// AckWait is how long the seqworker consumer waits for an ack before
+	// redelivering a run request; default DefaultAckWait (2 min). A worker
+	// extends it with in-progress acks while it runs.
+	AckWait time.Duration
+	// MaxDeliver caps deliveries of one run request; default
+	// DefaultMaxDeliver (10); -1 = unlimited.
+	MaxDeliver int
+}
+
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.RunsTTL == 0 {
+		o.RunsTTL = DefaultRunsTTL
+	}
+	if o.SessionsTTL == 0 {
+		o.SessionsTTL = DefaultSessionsTTL
+	}
+	if o.EventsMaxAge == 0 {
+		o.EventsMaxAge = DefaultEventsMaxAge
+	}
+	if o.DuplicateWindow == 0 {
+		o.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if o.AckWait == 0 {
+		o.AckWait = DefaultAckWait
+	}
+	if o.MaxDeliver == 0 {
+		o.MaxDeliver = DefaultMaxDeliver
+	}
+	return o
+}
+
+// Validate reports the first out-of-range field, by name. Errors:
+// ErrOptions.
+func (o Options) Validate() error {
+	o = o.WithDefaults()
+	switch {
+	case o.Replicas < 1 || o.Replicas > 5:
+		return fmt.Errorf("%w: Replicas = %d; want 1 to 5", ErrOptions, o.Replicas)
+	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:
+		return fmt.Errorf("%w: Storage = %d; want file or memory", ErrOptions, o.Storage)
+	case o.RunsTTL < time.Second:
+		return fmt.Errorf("%w: RunsTTL = %s; want at least 1s", ErrOptions, o.RunsTTL)
+	case o.SessionsTTL < time.Second:
+		return fmt.Errorf("%w: SessionsTTL = %s; want at least 1s", ErrOptions, o.SessionsTTL)
+	case o.EventsMaxAge < time.Second:
+		return fmt.Errorf("%w: EventsMaxAge = %s; want at least 1s", ErrOptions, o.EventsMaxAge)
+	case o.EventsMaxBytes < 0:
+		return fmt.Errorf("%w: EventsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.EventsMaxBytes)
+	case o.MaxValueSize < 0:
+		return fmt.Errorf("%w: MaxValueSize = %d; want 0 (server limit) or more", ErrOptions, o.MaxValueSize)
+	case o.DuplicateWindow < time.Second:
+		return fmt.Errorf("%w: DuplicateWindow = %s; want at least 1s", ErrOptions, o.DuplicateWindow)
+	case o.AckWait < time.Second:
+		return fmt.Errorf("%w: AckWait = %s; want at least 1s", ErrOptions, o.AckWait)
+	case o.MaxDeliver < -1:
+		return fmt.Errorf("%w: MaxDeliver = %d; want -1 (unlimited) or at least 1", ErrOptions, o.MaxDeliver)
+	}
+	return nil
+}
+
+// StreamManager is what Provision needs from a JetStream context:
+// jetstream.JetStream implements it.
+type StreamManager interface {
+	CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error)
+	CreateOrUpdateConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error)
+	CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
+}
+
+// Provision creates or updates every stream, consumer and bucket of
+// DESIGN.md §3 from o. It is idempotent: calling it again with the same
+// Options changes nothing, so every service calls it at start. With no
+// deadline on ctx it uses 30 s. Errors: ErrOptions, ErrProvision (wrapping
+// the server's error and naming the resource).
+func Provision(ctx context.Context, js StreamManager, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	o = o.WithDefaults()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	for _, kv := range KeyValueConfigs(o) {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
+			return fmt.Errorf("%w: bucket %s: %v", ErrProvision, kv.Bucket, err)
+		}
+	}
+	for _, sc := range StreamConfigs(o) {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("%w: stream %s: %v", ErrProvision, sc.Name, err)
+		}
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, StreamSeqRuns, SeqworkerConsumerConfig(o)); err != nil {
+		return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworker, StreamSeqRuns, err)
+	}
+	return nil
+}
+
+// KeyValueConfigs returns the configurations of the four buckets for o
+// (with defaults applied).
+func KeyValueConfigs(o Options) []jetstream.KeyValueConfig {
+	o = o.WithDefaults()
+	base := func(name, desc string, ttl time.Duration) jetstream.KeyValueConfig {
+		return jetstream.KeyValueConfig{
+			Bucket:       name,
+			Description:  desc,
+			History:      1,
+			TTL:          ttl,
+			MaxValueSize: o.MaxValueSize,
+			Storage:      o.Storage,
+			Replicas:     o.Replicas,
+		}
+	}
+	return []jetstream.KeyValueConfig{
+		base(BucketSkills, "skillbus: validated skills by name", 0),
+		base(BucketSequences, "skillbus: validated sequence ASTs by name", 0),
+		base(BucketRuns, "skillbus: run checkpoints and results by run id", o.RunsTTL),
+		base(BucketSessions, "skillbus: skillface session activation state", o.SessionsTTL),
+	}
+}
+
+// StreamConfigs returns the configurations of SEQ_RUNS and EVENTS for o.
+func StreamConfigs(o Options) []jetstream.StreamConfig {
+	o = o.WithDefaults()
+	return []jetstream.StreamConfig{
+		{
+			Name:              StreamSeqRuns,
+			Description:       "skillbus: run requests (work queue) and sequence schedules",
+			Subjects:          []string{SubjectRunAll, SubjectScheduleAll},
+			Retention:         jetstream.WorkQueuePolicy,
+			Storage:           o.Storage,
+			Replicas:          o.Replicas,
+			Duplicates:        o.DuplicateWindow,
+			AllowMsgSchedules: true,
+			MaxMsgs:           -1,
+			MaxBytes:          -1,
+			MaxAge:            0,
+			MaxMsgsPerSubject: -1,
+		},
+		{
+			Name:              StreamEvents,
+			Description:       "skillbus: agent_ready, run progress and registry events",
+			Subjects:          []string{SubjectEventsAll},
+			Retention:         jetstream.LimitsPolicy,
+			Storage:           o.Storage,
+			Replicas:          o.Replicas,
+			MaxAge:            o.EventsMaxAge,
+			MaxBytes:          orUnlimited(o.EventsMaxBytes),
+			MaxMsgs:           -1,
+			MaxMsgsPerSubject: -1,
+			Discard:           jetstream.DiscardOld,
+		},
+	}
+}
+
+// SeqworkerConsumerConfig returns the durable pull consumer shared by every
+// seqworker replica: filtered on seq.run.> (schedule messages are never
+// delivered, only their ticks), explicit acks.
+func SeqworkerConsumerConfig(o Options) jetstream.ConsumerConfig {
+	o = o.WithDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       ConsumerSeqworker,
+		Description:   "skillbus: seqworker replicas share run requests",
+		FilterSubject: SubjectRunAll,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       o.AckWait,
+		MaxDeliver:    o.MaxDeliver,
+		Replicas:      o.Replicas,
+		MemoryStorage: o.Storage == jetstream.MemoryStorage,
+	}
+}
+
+func orUnlimited(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
