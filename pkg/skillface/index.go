@@ -137,7 +137,7 @@ type snapshot struct {
 	entries  []*entry // sorted by name
 	byName   map[string]int
 	triggers triggerIndex
-	paths    []pathRef
+	paths    pathIndex
 	listing  string // the listing text without the per-session ".dropped:" line
 	counts   Counts // EntriesTruncated and EntriesDropped
 }
@@ -157,7 +157,7 @@ func buildSnapshot(skills map[string]*entry, listingEntries, entryChars int) *sn
 			sn.triggers.add(t, i)
 		}
 		for _, p := range e.sk.Paths {
-			sn.paths = append(sn.paths, newPathRef(p, i))
+			sn.paths.add(newPathRef(p, i))
 		}
 	}
 	if len(sn.entries) == 0 {
@@ -203,21 +203,47 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
+// pathIndex groups the paths globs by the first directory of their literal
+// prefix ("svc/" in "svc/**/*.go"), so a work file is only tested against the
+// globs that can match its first directory, plus those without one.
+type pathIndex struct {
+	byDir map[string][]pathRef
+	other []pathRef
+}
+
+func (x *pathIndex) add(r pathRef) {
+	dir, _, ok := strings.Cut(r.prefix, "/")
+	if !ok {
+		x.other = append(x.other, r)
+		return
+	}
+	if x.byDir == nil {
+		x.byDir = make(map[string][]pathRef)
+	}
+	x.byDir[dir] = append(x.byDir[dir], r)
+}
+
 // matchFiles calls hit for every skill whose paths match a work file.
 func (sn *snapshot) matchFiles(files []string, hit func(skill int)) {
-	if len(sn.paths) == 0 {
+	if len(sn.paths.byDir) == 0 && len(sn.paths.other) == 0 {
 		return
+	}
+	try := func(f string, refs []pathRef) {
+		for _, p := range refs {
+			if len(f) >= len(p.prefix)+len(p.suffix) && strings.HasPrefix(f, p.prefix) &&
+				strings.HasSuffix(f, p.suffix) && doublestar.MatchUnvalidated(p.pattern, f) {
+				hit(p.skill)
+			}
+		}
 	}
 	for _, f := range files {
 		f = strings.TrimPrefix(f, "./")
 		if f == "" {
 			continue
 		}
-		for _, p := range sn.paths {
-			if strings.HasPrefix(f, p.prefix) && strings.HasSuffix(f, p.suffix) &&
-				len(f) >= len(p.prefix)+len(p.suffix) && doublestar.MatchUnvalidated(p.pattern, f) {
-				hit(p.skill)
-			}
+		if dir, _, ok := strings.Cut(f, "/"); ok {
+			try(f, sn.paths.byDir[dir])
 		}
+		try(f, sn.paths.other)
 	}
 }
