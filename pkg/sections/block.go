@@ -55,6 +55,11 @@ type heading struct {
 type blockParser struct {
 	stack    []*block // stack[0] is the document; only the last may be a leaf
 	headings []heading
+	// leaf is the one open leaf block (at most one is open at a time),
+	// reused with its line buffers; spare[i] is the container block last
+	// used at stack depth i, reused once the stack is shallower.
+	leaf  block
+	spare []*block
 
 	ln                 string // the current line without its line ending
 	lineNo             int
@@ -69,6 +74,29 @@ type blockParser struct {
 }
 
 func (p *blockParser) tip() *block { return p.stack[len(p.stack)-1] }
+
+// newLeaf resets and returns the parser's single leaf block.
+func (p *blockParser) newLeaf(kind blockKind) *block {
+	p.leaf = block{kind: kind, lines: p.leaf.lines[:0], lineNos: p.leaf.lineNos[:0]}
+	return &p.leaf
+}
+
+// addContainer closes an open leaf and opens the block quote or list item b
+// under the tip.
+func (p *blockParser) addContainer(b block) {
+	p.popLeaf()
+	depth := len(p.stack)
+	for len(p.spare) <= depth {
+		p.spare = append(p.spare, nil)
+	}
+	c := p.spare[depth]
+	if c == nil {
+		c = new(block)
+		p.spare[depth] = c
+	}
+	*c = b
+	p.addChild(c)
+}
 
 func (p *blockParser) findNextNonspace() {
 	i, cols := p.offset, p.column
@@ -326,7 +354,8 @@ starts:
 		// content: nothing to record
 	default:
 		if p.offset < len(ln) && !p.blank {
-			b := &block{kind: kindParagraph}
+			p.popLeaf()
+			b := p.newLeaf(kindParagraph)
 			p.addChild(b)
 			p.advanceNextNonspace()
 			b.lines = append(b.lines, ln[p.offset:])
@@ -357,7 +386,7 @@ func (p *blockParser) blockStart(container *block) int {
 				p.advanceOffset(1, true)
 			}
 			p.closeUnmatched()
-			p.addChild(&block{kind: kindQuote})
+			p.addContainer(block{kind: kindQuote})
 			return startContainer
 		case c == '#': // ATX heading
 			n := 0
@@ -376,7 +405,11 @@ func (p *blockParser) blockStart(container *block) int {
 			}
 			if n >= 3 && (c == '~' || !strings.ContainsRune(rest[n:], '`')) {
 				p.closeUnmatched()
-				p.addChild(&block{kind: kindFence, fenceChar: c, fenceLen: n, fenceIndent: p.indent})
+				indent := p.indent
+				p.popLeaf()
+				b := p.newLeaf(kindFence)
+				b.fenceChar, b.fenceLen, b.fenceIndent = c, n, indent
+				p.addChild(b)
 				p.advanceNextNonspace()
 				p.advanceOffset(n, false)
 				return startLeaf
@@ -385,7 +418,10 @@ func (p *blockParser) blockStart(container *block) int {
 			interruptsPara := container.kind == kindParagraph || (!p.allClosed && !p.blank && p.tip().kind == kindParagraph)
 			if t := htmlBlockStart(rest, interruptsPara); t > 0 {
 				p.closeUnmatched()
-				p.addChild(&block{kind: kindHTML, htmlType: t})
+				p.popLeaf()
+				b := p.newLeaf(kindHTML)
+				b.htmlType = t
+				p.addChild(b)
 				return startLeaf
 			}
 		}
@@ -408,10 +444,18 @@ func (p *blockParser) blockStart(container *block) int {
 	if p.indented && p.tip().kind != kindParagraph && !p.blank {
 		p.advanceOffset(4, true)
 		p.closeUnmatched()
-		p.addChild(&block{kind: kindIndented})
+		p.popLeaf()
+		p.addChild(p.newLeaf(kindIndented))
 		return startLeaf
 	}
 	return startNone
+}
+
+// popLeaf closes the open leaf block, if any, before the leaf is reused.
+func (p *blockParser) popLeaf() {
+	if t := p.tip(); t == &p.leaf {
+		p.stack = p.stack[:len(p.stack)-1]
+	}
 }
 
 // addHeadingless adds a leaf that takes no lines (a thematic break).
@@ -522,7 +566,7 @@ func (p *blockParser) listItemStart(container *block) bool {
 		}
 	}
 	p.closeUnmatched()
-	p.addChild(&block{kind: kindItem, markerOffset: markerOffset, padding: padding})
+	p.addContainer(block{kind: kindItem, markerOffset: markerOffset, padding: padding})
 	return true
 }
 
@@ -751,7 +795,9 @@ func refDefLen(s string) int {
 		for i < len(s) {
 			c := s[i]
 			switch {
-			case c <= ' ' || c == 0x7f:
+			case c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+				// The spec also excludes other ASCII control characters;
+				// goldmark and commonmark.js accept them, and so do we.
 				break dest
 			case c == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]):
 				i += 2

@@ -111,8 +111,11 @@ var lowerDeclaration = regexp.MustCompile(`<![a-z]`)
 //     HTML block of kind 4 (the rule of spec 0.29).
 //   - "[0]:0(": goldmark accepts a link destination with unbalanced
 //     parentheses, so a following setext underline finds no paragraph.
+//   - "</ div>": goldmark accepts spaces between "</" and the tag name of
+//     an HTML block start; the spec does not.
 func goldmarkDeviates(src string) bool {
-	return lowerDeclaration.MatchString(src) || parenDestination.MatchString(src)
+	return lowerDeclaration.MatchString(src) || parenDestination.MatchString(src) ||
+		strings.Contains(src, "</ ")
 }
 
 // parenDestination matches a link reference definition whose destination

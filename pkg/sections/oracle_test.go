@@ -60,4 +60,7 @@ func topLevel(hs []heading) []heading {
 }
 
 // ours returns the headings our splitter finds in src (no front matter).
-func ours(src string) []heading { return parseHeadings(Lines(src), 0) }
+func ours(src string) []heading {
+	hs, _ := parseHeadings(src, 0)
+	return hs
+}

@@ -65,13 +65,25 @@ func Text(text string, s Section) string { return Slice(text, s.Start, s.End) }
 // text has no front matter or when it is never closed (then the text is
 // Markdown from its first line: a "---" line is a thematic break).
 func FrontMatterEnd(text string) int {
-	lines := Lines(text)
-	if len(lines) == 0 || strings.TrimRight(strings.TrimPrefix(lines[0], bom), " \t") != "---" {
+	if !strings.HasPrefix(strings.TrimPrefix(text, bom), "---") {
 		return 0
 	}
-	for i := 1; i < len(lines); i++ {
-		if strings.TrimRight(lines[i], " \t") == "---" {
-			return i + 1
+	n := 0
+	for pos := 0; pos < len(text); n++ {
+		ln := text[pos:]
+		if i := strings.IndexByte(ln, '\n'); i >= 0 {
+			ln = ln[:i]
+			pos += i + 1
+		} else {
+			pos = len(text)
+		}
+		ln = strings.TrimRight(ln, " \t\r")
+		if n == 0 {
+			if strings.TrimPrefix(ln, bom) != "---" {
+				return 0
+			}
+		} else if ln == "---" {
+			return n + 1
 		}
 	}
 	return 0
@@ -102,19 +114,18 @@ func Split(text string) []Section {
 func SplitBody(text string) []Section { return split(text, 0) }
 
 func split(text string, skip int) []Section {
-	lines := Lines(text)
-	if len(lines) == 0 {
+	hs, n := parseHeadings(text, skip)
+	if n == 0 {
 		return nil
 	}
-	hs := parseHeadings(lines, skip)
-	var out []Section
-	first := len(lines)
+	first := n
 	for _, h := range hs {
 		if h.topLevel {
 			first = h.line
 			break
 		}
 	}
+	out := make([]Section, 0, len(hs)+1)
 	if first > 0 {
 		out = append(out, Section{Level: 0, Title: "", Start: 0, End: first})
 	}
@@ -122,27 +133,40 @@ func split(text string, skip int) []Section {
 		if !h.topLevel {
 			continue
 		}
-		if n := len(out); n > 0 {
-			out[n-1].End = h.line
+		if k := len(out); k > 0 {
+			out[k-1].End = h.line
 		}
-		out = append(out, Section{Level: h.level, Title: h.title, Start: h.line, End: len(lines)})
+		out = append(out, Section{Level: h.level, Title: h.title, Start: h.line, End: n})
 	}
 	return out
 }
 
-// parseHeadings runs the block parser over lines[skip:] and returns every
-// heading it finds, nested ones included (topLevel false).
-func parseHeadings(lines []string, skip int) []heading {
-	p := &blockParser{stack: []*block{{kind: kindDocument}}}
-	for i := skip; i < len(lines); i++ {
-		ln := lines[i]
-		if i == 0 {
+// parseHeadings runs the block parser over the lines of text from line skip
+// on and returns every heading it finds, nested ones included (topLevel
+// false), and the number of lines of text (as Lines counts them).
+func parseHeadings(text string, skip int) ([]heading, int) {
+	p := &blockParser{headings: make([]heading, 0, 16)}
+	p.stack = append(make([]*block, 0, 8), &block{kind: kindDocument})
+	n := 0
+	for pos := 0; pos < len(text); n++ {
+		ln := text[pos:]
+		if i := strings.IndexByte(ln, '\n'); i >= 0 {
+			ln = ln[:i]
+			pos += i + 1
+		} else {
+			pos = len(text)
+		}
+		if n < skip {
+			continue
+		}
+		ln = strings.TrimSuffix(ln, "\r")
+		if n == 0 {
 			ln = strings.TrimPrefix(ln, bom)
 		}
 		if strings.IndexByte(ln, 0) >= 0 {
 			ln = strings.ReplaceAll(ln, "\x00", "\uFFFD")
 		}
-		p.incorporate(ln, i)
+		p.incorporate(ln, n)
 	}
-	return p.headings
+	return p.headings, n
 }
