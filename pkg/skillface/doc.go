@@ -28,7 +28,7 @@
 // activates when one of its triggers appears in the latest user message, or
 // when a work file matches one of its paths; any skill, user-only included,
 // activates when it is mounted explicitly. A mount of a skill that is not
-// loaded is an [*UnknownSkillError]. Mounted skills activate first, in
+// loaded is an [UnknownSkillError]. Mounted skills activate first, in
 // request order, then triggered ones by name.
 //
 // Trigger rule. The message and the trigger are both lower-cased (Unicode

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// Sentinel errors. Every error the package returns wraps one of them, so
-// callers test with errors.Is.
+// Sentinel errors. Every error skillface itself detects wraps one of them,
+// so callers test with errors.Is; a SessionStore's own errors and ctx.Err()
+// are passed through (wrapped with the session id).
 var (
 	// ErrInvalidOption: an Option was given a value out of range; returned
 	// by New.

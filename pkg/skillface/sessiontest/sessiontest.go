@@ -49,6 +49,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("CreateThenGet", func(t *testing.T) { testCreateThenGet(t, s) })
 	t.Run("CompareAndSet", func(t *testing.T) { testCompareAndSet(t, s) })
 	t.Run("Isolation", func(t *testing.T) { testIsolation(t, s) })
+	t.Run("AnySessionID", func(t *testing.T) { testAnySessionID(t, s) })
 	t.Run("ConcurrentIncrements", func(t *testing.T) { testConcurrent(t, s) })
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, s) })
 	t.Run("TTL", func(t *testing.T) { testTTL(t, s) })
@@ -237,5 +238,24 @@ func testTTL(t *testing.T, s Suite) {
 	}
 	if _, err := st.CompareAndSet(ctx, "short", []byte("new"), 0); err != nil {
 		t.Fatalf("create after expiry: %v; want success", err)
+	}
+}
+
+// testAnySessionID: session ids come from agent runtimes and may hold any
+// characters; a store with restricted keys (JetStream KV) must encode them,
+// without two ids sharing a key.
+func testAnySessionID(t *testing.T, s Suite) {
+	ctx, st := ctxFor(t), s.New(t, 0)
+	ids := []string{"user:42", "a b", "séance/1", "..", "a.b", "a_b", "A.B", "chat#7?x=1", "*", ">", "ünïcödé 会话"}
+	for _, id := range ids {
+		if _, err := st.CompareAndSet(ctx, id, []byte("v:"+id), 0); err != nil {
+			t.Fatalf("create session %q: %v", id, err)
+		}
+	}
+	for _, id := range ids {
+		v, _, err := st.Get(ctx, id)
+		if err != nil || string(v) != "v:"+id {
+			t.Errorf("Get(%q) = %q, %v; want %q", id, v, err, "v:"+id)
+		}
 	}
 }
