@@ -1,0 +1,49 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+func Example() {
+	s, _ := natsserver.Start(natsserver.Options{})
+	defer s.Shutdown()
+	nc, _ := s.Connect()
+	defer nc.Close()
+
+	upper := tool.Tool{
+		Name:   "text.upper",
+		Schema: json.RawMessage(`{"type":"object","required":["text"]}`),
+		Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			var a struct{ Text string }
+			if err := json.Unmarshal(args, &a); err != nil || a.Text == "" {
+				return nil, tool.Errorf("400", "want {\"text\": \"...\"}")
+			}
+			return map[string]string{"text": strings.ToUpper(a.Text)}, nil
+		},
+	}
+	srv, _ := tool.Serve(nc, tool.ServerConfig{Name: "text-tools"}, upper)
+	defer srv.Stop(context.Background())
+
+	c, _ := tool.NewClient(nc)
+	out, _ := c.Call(context.Background(), "text.upper", json.RawMessage(`{"text":"hi"}`))
+	fmt.Println(string(out))
+
+	_, err := c.Call(context.Background(), "text.upper", json.RawMessage(`{}`))
+	var te *seq.ToolError
+	fmt.Println(errors.As(err, &te), te.Code)
+
+	_, err = c.Call(context.Background(), "text.lower", nil)
+	fmt.Println(errors.Is(err, seq.ErrToolMissing))
+	// Output:
+	// {"text":"HI"}
+	// true 400
+	// true
+}

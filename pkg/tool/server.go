@@ -1,0 +1,328 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// DeadlineHeader carries the caller's deadline (RFC 3339 with nanoseconds,
+// UTC) so a provider stops working when nobody waits for the answer.
+const DeadlineHeader = "Skillbus-Deadline"
+
+// Func is a tool's implementation. args is the request's JSON object
+// ("{}" when the request was empty). The result is marshaled with
+// encoding/json (a json.RawMessage or []byte holding JSON is sent as is;
+// nil becomes null). ctx ends when the caller's deadline passes or the
+// server stops.
+type Func func(ctx context.Context, args json.RawMessage) (any, error)
+
+// Tool describes one tool to serve.
+type Tool struct {
+	// Name is the tool's name; it is served on tool.<Name>. Dots separate
+	// parts (fs.read); letters, digits, '-' and '_' within parts.
+	Name string
+	// Description is a one-line summary (endpoint metadata "description").
+	Description string
+	// Schema is an optional JSON Schema of the arguments, published in the
+	// endpoint metadata "schema" for `nats micro info` and for agents. It
+	// must be a JSON object; it is not enforced here.
+	Schema json.RawMessage
+	// Func is the implementation; required.
+	Func Func
+}
+
+// ServerConfig configures a tool provider. The zero value is usable.
+type ServerConfig struct {
+	// Name is the micro service name shown by `nats micro ls` (letters,
+	// digits, '-' and '_'); default "skillbus-tools".
+	Name string
+	// Version is the provider's SemVer version; default "0.1.0".
+	Version string
+	// Description of the provider; default empty.
+	Description string
+	// QueueGroup in which replicas share calls; default "skillbus-tools".
+	QueueGroup string
+	// MaxConcurrent bounds the calls of one tool running at once in this
+	// process; further calls wait in the subscription (NATS pending limits
+	// apply). Default 64.
+	MaxConcurrent int
+	// CallTimeout bounds one call when the caller sent no deadline;
+	// default 60 s (DESIGN.md §4's default group timeout).
+	CallTimeout time.Duration
+}
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	if c.Name == "" {
+		c.Name = "skillbus-tools"
+	}
+	if c.Version == "" {
+		c.Version = "0.1.0"
+	}
+	if c.QueueGroup == "" {
+		c.QueueGroup = "skillbus-tools"
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = 64
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 60 * time.Second
+	}
+	return c
+}
+
+// Validate reports the first invalid field by name. Errors: ErrConfig.
+func (c ServerConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case !nameRe.MatchString(c.Name):
+		return fmt.Errorf("%w: Name %q: use letters, digits, '-' and '_' only", ErrConfig, c.Name)
+	case strings.ContainsAny(c.QueueGroup, " >*"):
+		return fmt.Errorf("%w: QueueGroup %q: no spaces or wildcards", ErrConfig, c.QueueGroup)
+	case c.MaxConcurrent < 1:
+		return fmt.Errorf("%w: MaxConcurrent %d: want at least 1", ErrConfig, c.MaxConcurrent)
+	case c.CallTimeout < 0:
+		return fmt.Errorf("%w: CallTimeout %s: want 0 (default) or more", ErrConfig, c.CallTimeout)
+	}
+	return nil
+}
+
+// Server is a running tool provider: one micro service with one endpoint
+// per tool.
+type Server struct {
+	svc    micro.Service
+	nc     *nats.Conn
+	cfg    ServerConfig
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // in-flight calls
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Serve starts serving tools on nc. Each tool is an endpoint named after
+// the tool (dots become '_') on subject tool.<name>, in cfg.QueueGroup, with
+// metadata "tool", "description" and (when set) "schema". Errors: ErrConfig
+// (a bad field, a duplicate name, a schema that is not a JSON object),
+// ErrBadName, or the micro service's error.
+func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if len(tools) == 0 {
+		return nil, fmt.Errorf("%w: no tools given", ErrConfig)
+	}
+	seen := map[string]string{}
+	for i, t := range tools {
+		if _, err := events.ToolSubject(t.Name); err != nil {
+			return nil, fmt.Errorf("%w: tools[%d]: %v", ErrBadName, i, err)
+		}
+		if t.Func == nil {
+			return nil, fmt.Errorf("%w: tool %q: Func is nil", ErrConfig, t.Name)
+		}
+		if len(t.Schema) > 0 && !isObject(t.Schema) {
+			return nil, fmt.Errorf("%w: tool %q: Schema must be a JSON object (a JSON Schema)", ErrConfig, t.Name)
+		}
+		ep := endpointName(t.Name)
+		if other, dup := seen[ep]; dup {
+			return nil, fmt.Errorf("%w: tools %q and %q share the endpoint name %q; rename one", ErrConfig, other, t.Name, ep)
+		}
+		seen[ep] = t.Name
+	}
+	svc, err := micro.AddService(nc, micro.Config{
+		Name:        cfg.Name,
+		Version:     cfg.Version,
+		Description: cfg.Description,
+		QueueGroup:  cfg.QueueGroup,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
+	}
+	base, cancel := context.WithCancel(context.Background())
+	s := &Server{svc: svc, nc: nc, cfg: cfg, base: base, cancel: cancel}
+	for _, t := range tools {
+		subject, _ := events.ToolSubject(t.Name)
+		md := map[string]string{"tool": t.Name}
+		if t.Description != "" {
+			md["description"] = t.Description
+		}
+		if len(t.Schema) > 0 {
+			md["schema"] = string(t.Schema)
+		}
+		sem := make(chan struct{}, cfg.MaxConcurrent)
+		t := t
+		h := micro.HandlerFunc(func(r micro.Request) {
+			sem <- struct{}{}
+			s.wg.Add(1)
+			go func() {
+				defer func() { <-sem; s.wg.Done() }()
+				s.handle(t, r)
+			}()
+		})
+		if err := svc.AddEndpoint(endpointName(t.Name), h,
+			micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(md)); err != nil {
+			_ = svc.Stop()
+			cancel()
+			return nil, fmt.Errorf("tool: add endpoint for %q: %w", t.Name, err)
+		}
+	}
+	return s, nil
+}
+
+// endpointName maps a tool name onto the micro endpoint-name alphabet.
+func endpointName(tool string) string { return strings.ReplaceAll(tool, ".", "_") }
+
+// Info returns the micro service's info (name, id, endpoints, metadata).
+func (s *Server) Info() micro.Info { return s.svc.Info() }
+
+// Stop stops the provider in two phases: it drains the endpoints (no new
+// calls; queued ones are still delivered), then waits for in-flight calls
+// until ctx is done, and then cancels their contexts. It is safe to call
+// more than once; later calls return the first result. Errors: ctx's error
+// when calls were still running at the deadline.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		err := s.svc.Stop()
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.cancel()
+			<-done
+			if err == nil {
+				err = fmt.Errorf("tool: calls still running when the stop deadline passed: %w", ctx.Err())
+			}
+		}
+		s.cancel()
+		s.stopErr = err
+	})
+	return s.stopErr
+}
+
+func (s *Server) handle(t Tool, r micro.Request) {
+	h := nats.Header(r.Headers())
+	ctx, span := events.StartSpan(events.Extract(s.base, h), "tool "+t.Name, trace.SpanKindServer, r.Subject(), len(r.Data()))
+	span.SetAttributes(attribute.String("skillbus.tool", t.Name))
+	deadline := time.Now().Add(s.cfg.CallTimeout)
+	if d, err := time.Parse(time.RFC3339Nano, h.Get(DeadlineHeader)); err == nil {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	var err error
+	defer func() { events.EndSpan(span, err) }()
+
+	args := json.RawMessage(r.Data())
+	if len(strings.TrimSpace(string(args))) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if !isObject(args) {
+		err = Errorf("400", "arguments must be a JSON object, got %s", preview(args))
+		s.replyError(r, err.(*Error))
+		return
+	}
+	res, ferr := call(ctx, t.Func, args)
+	if ferr != nil {
+		err = ferr
+		var te *Error
+		if !errors.As(ferr, &te) {
+			code := "500"
+			if errors.Is(ferr, context.DeadlineExceeded) {
+				code = "504"
+			}
+			te = &Error{Code: code, Description: ferr.Error()}
+		}
+		s.replyError(r, te)
+		return
+	}
+	var out []byte
+	switch v := res.(type) {
+	case json.RawMessage:
+		out = v
+	case []byte:
+		out = v
+	default:
+		out, err = json.Marshal(res)
+		if err != nil {
+			s.replyError(r, Errorf("500", "tool %s returned a result that is not JSON-encodable: %v", t.Name, err))
+			return
+		}
+	}
+	if len(out) == 0 {
+		out = []byte("null")
+	}
+	if !json.Valid(out) {
+		err = Errorf("500", "tool %s returned invalid JSON %s", t.Name, preview(out))
+		s.replyError(r, err.(*Error))
+		return
+	}
+	if max := s.nc.MaxPayload(); int64(len(out)) > max-1024 {
+		err = Errorf("413", "result of %d bytes is larger than the server's max_payload (%d bytes): %v", len(out), max, ErrPayloadTooLarge)
+		s.replyError(r, err.(*Error))
+		return
+	}
+	if rerr := r.Respond(out); rerr != nil {
+		err = rerr
+	}
+}
+
+// call runs f, turning a panic into a code-500 error so one bad call
+// never takes the provider down.
+func call(ctx context.Context, f Func, args json.RawMessage) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Errorf("500", "tool panicked: %v", p)
+		}
+	}()
+	return f(ctx, args)
+}
+
+func (s *Server) replyError(r micro.Request, e *Error) {
+	desc := strings.Join(strings.Fields(e.Description), " ")
+	if desc == "" {
+		desc = "error"
+	}
+	if len(desc) > 1024 {
+		desc = desc[:1021] + "..."
+	}
+	body, _ := json.Marshal(struct {
+		Code  string `json:"code"`
+		Error string `json:"error"`
+	}{e.code(), desc})
+	_ = r.Error(e.code(), desc, body)
+}
+
+func isObject(b []byte) bool {
+	t := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(t, "{") {
+		return false
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil
+}
+
+func preview(b []byte) string {
+	const n = 60
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

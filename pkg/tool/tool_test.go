@@ -1,0 +1,325 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+type fixture struct {
+	nc     *nats.Conn
+	client *tool.Client
+}
+
+func withServer(t *testing.T, opts natsserver.Options, tools ...tool.Tool) fixture {
+	t.Helper()
+	s := natsserver.StartTB(t, opts)
+	provider := natsserver.ConnectTB(t, s)
+	if len(tools) > 0 {
+		srv, err := tool.Serve(provider, tool.ServerConfig{Name: "test-tools"}, tools...)
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	}
+	nc := natsserver.ConnectTB(t, s)
+	c, err := tool.NewClient(nc, tool.WithDefaultTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{nc: nc, client: c}
+}
+
+var echo = tool.Tool{
+	Name:        "test.echo",
+	Description: "returns its arguments",
+	Schema:      json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+	Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+		return args, nil
+	},
+}
+
+var fail = tool.Tool{
+	Name: "test.fail",
+	Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+		var a struct{ Code, Msg string }
+		_ = json.Unmarshal(args, &a)
+		if a.Code == "" {
+			return nil, errors.New("plain failure\nsecond line")
+		}
+		return nil, tool.Errorf(a.Code, "%s", a.Msg)
+	},
+}
+
+var panics = tool.Tool{
+	Name: "test.panic",
+	Func: func(ctx context.Context, args json.RawMessage) (any, error) { panic("boom") },
+}
+
+var sum = tool.Tool{
+	Name: "math.sum",
+	Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+		var a struct{ Values []int }
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, tool.Errorf("400", "bad arguments: %v", err)
+		}
+		total := 0
+		for _, v := range a.Values {
+			total += v
+		}
+		return map[string]int{"sum": total}, nil
+	},
+}
+
+func TestCall(t *testing.T) {
+	f := withServer(t, natsserver.Options{}, echo, fail, panics, sum)
+	ctx := context.Background()
+	tests := []struct {
+		name, tool, args string
+		want             string
+		code             string // a *seq.ToolError with this code
+		wantErr          error
+	}{
+		{name: "echo", tool: "test.echo", args: `{"text":"hi"}`, want: `{"text":"hi"}`},
+		{name: "empty args become {}", tool: "test.echo", args: ``, want: `{}`},
+		{name: "struct result", tool: "math.sum", args: `{"values":[1,2,3]}`, want: `{"sum":6}`},
+		{name: "tool chooses code", tool: "test.fail", args: `{"code":"404","msg":"no such file"}`, code: "404"},
+		{name: "plain error is 500", tool: "test.fail", args: `{}`, code: "500"},
+		{name: "panic is 500", tool: "test.panic", args: `{}`, code: "500"},
+		{name: "typed 400", tool: "math.sum", args: `{"values":"x"}`, code: "400"},
+		{name: "args not an object", tool: "test.echo", args: `[1]`, wantErr: tool.ErrBadArgs},
+		{name: "bad name", tool: "a..b", args: `{}`, wantErr: tool.ErrBadName},
+		{name: "missing tool", tool: "no.such.tool", args: `{}`, wantErr: seq.ErrToolMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := f.client.Call(ctx, tt.tool, json.RawMessage(tt.args))
+			switch {
+			case tt.code != "":
+				var te *seq.ToolError
+				if !errors.As(err, &te) || te.Code != tt.code || te.Tool != tt.tool {
+					t.Fatalf("Call(%q, %q) = %s, %v; want *seq.ToolError code %s", tt.tool, tt.args, got, err, tt.code)
+				}
+				if strings.ContainsAny(te.Description, "\r\n") || te.Description == "" {
+					t.Fatalf("description %q: want one non-empty line", te.Description)
+				}
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Call(%q, %q) error = %v; want %v", tt.tool, tt.args, err, tt.wantErr)
+				}
+			default:
+				if err != nil || string(got) != tt.want {
+					t.Fatalf("Call(%q, %q) = %s, %v; want %s", tt.tool, tt.args, got, err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestNoRespondersIsFast(t *testing.T) {
+	f := withServer(t, natsserver.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := f.client.Call(ctx, "absent.tool", nil)
+	if !errors.Is(err, seq.ErrToolMissing) || !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("Call(absent.tool) error = %v; want seq.ErrToolMissing and nats.ErrNoResponders", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("no-responders took %s; want it at once, not at the deadline", d)
+	}
+}
+
+func TestPayloadTooLarge(t *testing.T) {
+	big := tool.Tool{Name: "test.big", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+		return strings.Repeat("x", 20000), nil
+	}}
+	f := withServer(t, natsserver.Options{MaxPayload: 8192}, echo, big)
+	args := json.RawMessage(fmt.Sprintf(`{"text":%q}`, strings.Repeat("a", 10000)))
+	start := time.Now()
+	_, err := f.client.Call(context.Background(), "test.echo", args)
+	if !errors.Is(err, tool.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "max_payload") {
+		t.Fatalf("Call with 10 kB args on an 8 kB server = %v; want ErrPayloadTooLarge mentioning max_payload", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatalf("payload error took %s; want it at once", time.Since(start))
+	}
+	// A result too large for the server comes back as a 413 tool error.
+	_, err = f.client.Call(context.Background(), "test.big", nil)
+	var te *seq.ToolError
+	if !errors.As(err, &te) || te.Code != "413" {
+		t.Fatalf("Call(test.big) = %v; want a tool error with code 413", err)
+	}
+	// The connection is still healthy.
+	if got, err := f.client.Call(context.Background(), "test.echo", json.RawMessage(`{"a":1}`)); err != nil || string(got) != `{"a":1}` {
+		t.Fatalf("Call after payload errors = %s, %v", got, err)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	var sawDeadline atomic.Bool
+	slow := tool.Tool{Name: "test.slow", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < 2*time.Second {
+			sawDeadline.Store(true)
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	f := withServer(t, natsserver.Options{}, slow)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := f.client.Call(ctx, "test.slow", nil)
+	if !errors.Is(err, tool.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Call(test.slow) error = %v; want ErrTimeout and context.DeadlineExceeded", err)
+	}
+	if !sawDeadline.Load() {
+		t.Errorf("the tool did not see the caller's deadline in its context")
+	}
+}
+
+// TestReplicasShareCalls serves the same tool from two providers and checks
+// both get calls (queue group) and calls run concurrently.
+func TestReplicasShareCalls(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	var hits [2]atomic.Int32
+	for i := range 2 {
+		nc := natsserver.ConnectTB(t, s)
+		srv, err := tool.Serve(nc, tool.ServerConfig{Name: "replica"}, tool.Tool{Name: "test.who", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			hits[i].Add(1)
+			time.Sleep(20 * time.Millisecond)
+			return i, nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	}
+	c, _ := tool.NewClient(natsserver.ConnectTB(t, s))
+	const n = 40
+	errs := make(chan error, n)
+	start := time.Now()
+	for range n {
+		go func() {
+			_, err := c.Call(context.Background(), "test.who", nil)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits[0].Load() == 0 || hits[1].Load() == 0 {
+		t.Errorf("calls per replica = %d, %d; want both > 0", hits[0].Load(), hits[1].Load())
+	}
+	if d := time.Since(start); d > n*20*time.Millisecond/2 {
+		t.Errorf("%d calls of 20ms took %s; want concurrent handling", n, d)
+	}
+}
+
+func TestMicroDiscovery(t *testing.T) {
+	f := withServer(t, natsserver.Options{}, echo, sum)
+	msg, err := f.nc.Request("$SRV.INFO.test-tools", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]micro.EndpointInfo{}
+	for _, e := range info.Endpoints {
+		found[e.Metadata["tool"]] = e
+	}
+	e, ok := found["test.echo"]
+	if !ok {
+		t.Fatalf("endpoints = %+v; want test.echo", info.Endpoints)
+	}
+	if e.Subject != "tool.test.echo" || e.QueueGroup != "skillbus-tools" || e.Metadata["schema"] != string(echo.Schema) {
+		t.Fatalf("endpoint = %+v; want subject tool.test.echo, queue skillbus-tools, schema published", e)
+	}
+}
+
+func TestServeConfigErrors(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	ok := func(ctx context.Context, a json.RawMessage) (any, error) { return nil, nil }
+	tests := []struct {
+		name  string
+		cfg   tool.ServerConfig
+		tools []tool.Tool
+		want  error
+		field string
+	}{
+		{"no tools", tool.ServerConfig{}, nil, tool.ErrConfig, "no tools"},
+		{"bad service name", tool.ServerConfig{Name: "a.b"}, []tool.Tool{{Name: "x", Func: ok}}, tool.ErrConfig, "Name"},
+		{"bad tool name", tool.ServerConfig{}, []tool.Tool{{Name: "x y", Func: ok}}, tool.ErrBadName, "x y"},
+		{"nil func", tool.ServerConfig{}, []tool.Tool{{Name: "x"}}, tool.ErrConfig, "Func"},
+		{"schema not object", tool.ServerConfig{}, []tool.Tool{{Name: "x", Func: ok, Schema: json.RawMessage(`[]`)}}, tool.ErrConfig, "Schema"},
+		{"endpoint clash", tool.ServerConfig{}, []tool.Tool{{Name: "a.b", Func: ok}, {Name: "a_b", Func: ok}}, tool.ErrConfig, "a_b"},
+		{"concurrency", tool.ServerConfig{MaxConcurrent: -1}, []tool.Tool{{Name: "x", Func: ok}}, tool.ErrConfig, "MaxConcurrent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, err := tool.Serve(nc, tt.cfg, tt.tools...)
+			if err == nil {
+				_ = srv.Stop(context.Background())
+			}
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("Serve = %v; want %v naming %q", err, tt.want, tt.field)
+			}
+		})
+	}
+}
+
+func TestStopWaitsForInFlight(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	started := make(chan struct{})
+	var finished atomic.Bool
+	srv, err := tool.Serve(nc, tool.ServerConfig{}, tool.Tool{Name: "test.work", Func: func(ctx context.Context, a json.RawMessage) (any, error) {
+		close(started)
+		time.Sleep(200 * time.Millisecond)
+		finished.Store(true)
+		return "done", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := tool.NewClient(natsserver.ConnectTB(t, s))
+	res := make(chan string, 1)
+	go func() {
+		out, err := c.Call(context.Background(), "test.work", nil)
+		res <- fmt.Sprint(string(out), err)
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if !finished.Load() {
+		t.Fatal("Stop returned before the in-flight call finished")
+	}
+	if got := <-res; got != `"done"<nil>` {
+		t.Fatalf("in-flight call result = %s; want \"done\"<nil>", got)
+	}
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if _, err := c.Call(context.Background(), "test.work", nil); !errors.Is(err, seq.ErrToolMissing) {
+		t.Fatalf("Call after Stop = %v; want ErrToolMissing", err)
+	}
+}
