@@ -1,8 +1,33 @@
 package cli
 
-// validateSequenceFile parses and validates one sequence file with pkg/seq.
-// It returns the problems found and, when valid, a one-line summary holding
-// the sequence's name and signature. (Owned by the sequence-language work.)
+import (
+	"errors"
+	"os"
+
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// validateSequenceFile parses and validates one sequence file with pkg/seq
+// (by extension: *.seq.json is the JSON form, *.seq.yaml / *.seq.yml the
+// YAML form). It returns one Problem per problem found, each reading
+// `group N "name": message` when it is about a group, and, when the file is
+// valid, the summary `sequence NAME (ARG: TYPE, ...)`: its signature.
 func validateSequenceFile(path string) ([]Problem, string) {
-	return []Problem{{File: path, Message: "sequence validation not implemented yet"}}, ""
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return []Problem{{File: path, Message: "cannot read the file: " + err.Error()}}, ""
+	}
+	s, err := seq.ParseFile(path, data)
+	if err != nil {
+		var errs seq.Errors
+		if errors.As(err, &errs) {
+			probs := make([]Problem, len(errs))
+			for i, e := range errs {
+				probs[i] = Problem{File: path, Message: e.Error()}
+			}
+			return probs, ""
+		}
+		return []Problem{{File: path, Message: err.Error()}}, ""
+	}
+	return nil, "sequence " + s.Name + " " + s.Signature.String()
 }

@@ -25,10 +25,10 @@ type ToolSpan struct {
 func SplitTools(s string) ([]ToolSpan, error) {
 	var spans []ToolSpan
 	depth := 0
-	start := -1         // offset of the current object's '{'
-	needSemi := false   // an object ended; the next non-space must be ';'
-	lastSemi := -1      // offset of the previous ';' (for the doubled-';' message)
-	var stack []byte    // open braces/brackets
+	start := -1       // offset of the current object's '{'
+	needSemi := false // an object ended; the next non-space must be ';'
+	lastSemi := -1    // offset of the previous ';' (for the doubled-';' message)
+	var stack []byte  // open braces/brackets
 	toolNo := func() int { return len(spans) + 1 }
 	fail := func(format string, a ...any) ([]ToolSpan, error) {
 		return nil, fmt.Errorf("%w: %s", ErrSyntax, fmt.Sprintf(format, a...))
@@ -92,7 +92,7 @@ func SplitTools(s string) ([]ToolSpan, error) {
 		}
 	}
 	if depth > 0 {
-		return fail("tool %d: the object starting at character %d is never closed (%d unclosed `%s`); close it and end it with `;`", toolNo(), start+1, depth, closers(stack))
+		return fail("tool %d: the object starting at character %d is never closed; add `%s` where it should end, then `;`", toolNo(), start+1, closers(stack))
 	}
 	if needSemi {
 		return fail("tool %d (the last one) is not followed by `;`; end every tool call with `;`, e.g. {\"tool\":\"a\"};", toolNo()-1)
