@@ -96,3 +96,24 @@ func BenchmarkAssembleRestricted(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssembleAfterPutSkill measures a hot reload: one changed skill
+// among 1,000, then the Assemble that rebuilds the skill index.
+func BenchmarkAssembleAfterPutSkill(b *testing.B) {
+	a, req := benchSetup(b)
+	ctx := context.Background()
+	s := sk("skill-0999", triggers("topic999"))
+	b.ReportAllocs()
+	round := int64(1)
+	for b.Loop() {
+		round++
+		req.Round = round
+		s.Fingerprint = fmt.Sprint("sha256:", round)
+		if err := a.PutSkill(s); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.Assemble(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

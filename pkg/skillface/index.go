@@ -22,6 +22,7 @@ type entry struct {
 	sk         skill.Skill
 	allowed    []toolPattern
 	disallowed []toolPattern
+	triggers   []compiledTrigger
 	line       string // the listing entry, already cut to the entry budget
 	lineCut    bool
 }
@@ -65,6 +66,11 @@ func compile(s skill.Skill, entryChars int) (*entry, error) {
 			return nil, bad("disallowed-tools: %v", err)
 		}
 		e.disallowed = append(e.disallowed, p)
+	}
+	for _, t := range s.Triggers {
+		if ct, ok := compileTrigger(t); ok {
+			e.triggers = append(e.triggers, ct)
+		}
 	}
 	e.line, e.lineCut = listingLine(&s, entryChars)
 	return e, nil
@@ -143,7 +149,8 @@ type snapshot struct {
 }
 
 func buildSnapshot(skills map[string]*entry, listingEntries, entryChars int) *snapshot {
-	sn := &snapshot{byName: make(map[string]int, len(skills))}
+	sn := &snapshot{byName: make(map[string]int, len(skills)), entries: make([]*entry, 0, len(skills))}
+	sn.triggers.byToken = make(map[string][]trigger, 2*len(skills))
 	for _, e := range skills {
 		sn.entries = append(sn.entries, e)
 	}
@@ -153,8 +160,8 @@ func buildSnapshot(skills map[string]*entry, listingEntries, entryChars int) *sn
 		if !e.modelInvocable() {
 			continue
 		}
-		for _, t := range e.sk.Triggers {
-			sn.triggers.add(t, i)
+		for _, ct := range e.triggers {
+			sn.triggers.addCompiled(ct, i)
 		}
 		for _, p := range e.sk.Paths {
 			sn.paths.add(newPathRef(p, i))

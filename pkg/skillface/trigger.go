@@ -87,22 +87,39 @@ type triggerIndex struct {
 	loose   []trigger // triggers starting with punctuation: scanned with strings.Index
 }
 
-func (x *triggerIndex) add(text string, skill int) {
+// compiledTrigger is a trigger prepared once per skill definition.
+type compiledTrigger struct {
+	text     string // normalised
+	token    string // first token; "" when the trigger starts with punctuation
+	endCheck bool
+}
+
+// compileTrigger normalises a trigger; ok is false for a blank one.
+func compileTrigger(text string) (compiledTrigger, bool) {
 	t := normalizeText(text)
 	if t == "" {
-		return
+		return compiledTrigger{}, false
 	}
 	last, _ := utf8.DecodeLastRuneInString(t)
-	tr := trigger{text: t, skill: skill, endCheck: isWordRune(last)}
-	tok := firstToken(t)
-	if tok == "" {
+	return compiledTrigger{text: t, token: firstToken(t), endCheck: isWordRune(last)}, true
+}
+
+func (x *triggerIndex) add(text string, skill int) {
+	if ct, ok := compileTrigger(text); ok {
+		x.addCompiled(ct, skill)
+	}
+}
+
+func (x *triggerIndex) addCompiled(ct compiledTrigger, skill int) {
+	tr := trigger{text: ct.text, skill: skill, endCheck: ct.endCheck}
+	if ct.token == "" {
 		x.loose = append(x.loose, tr)
 		return
 	}
 	if x.byToken == nil {
 		x.byToken = make(map[string][]trigger)
 	}
-	x.byToken[tok] = append(x.byToken[tok], tr)
+	x.byToken[ct.token] = append(x.byToken[ct.token], tr)
 }
 
 // boundaryAfter reports whether position i of s is a word boundary for a
