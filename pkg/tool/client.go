@@ -105,6 +105,10 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 		return nil, fmt.Errorf("tool %q: %w", name, err)
 	}
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
+		if code == "504" && ctx.Err() != nil {
+			// The provider gave up at our deadline and said so first.
+			return nil, fmt.Errorf("tool %q: %w (waited %s): %w", name, ErrTimeout, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
+		}
 		return nil, &seq.ToolError{Tool: name, Code: code, Description: reply.Header.Get(micro.ErrorHeader)}
 	}
 	return json.RawMessage(reply.Data), nil

@@ -119,7 +119,9 @@ type Server struct {
 // the tool (dots become '_') on subject tool.<name>, in cfg.QueueGroup, with
 // metadata "tool", "description" and (when set) "schema". Errors: ErrConfig
 // (a bad field, a duplicate name, a schema that is not a JSON object),
-// ErrBadName, or the micro service's error.
+// ErrBadName, or the micro service's or connection's error. When Serve
+// returns, the server knows the endpoints: calls from any connection reach
+// them.
 func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -182,6 +184,13 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 			return nil, fmt.Errorf("tool: add endpoint for %q: %w", t.Name, err)
 		}
 	}
+	// Make the subscriptions known to the server before returning, so a
+	// call made right after Serve (from any connection) finds the tool.
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		_ = svc.Stop()
+		cancel()
+		return nil, fmt.Errorf("tool: register endpoints with the server: %w", err)
+	}
 	return s, nil
 }
 
@@ -221,8 +230,9 @@ func (s *Server) handle(t Tool, r micro.Request) {
 	ctx, span := events.StartSpan(events.Extract(s.base, h), "tool "+t.Name, trace.SpanKindServer, r.Subject(), len(r.Data()))
 	span.SetAttributes(attribute.String("skillbus.tool", t.Name))
 	deadline := time.Now().Add(s.cfg.CallTimeout)
+	callerDeadline := false
 	if d, err := time.Parse(time.RFC3339Nano, h.Get(DeadlineHeader)); err == nil {
-		deadline = d
+		deadline, callerDeadline = d, true
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -242,6 +252,9 @@ func (s *Server) handle(t Tool, r micro.Request) {
 	res, ferr := call(ctx, t.Func, args)
 	if ferr != nil {
 		err = ferr
+		if callerDeadline && ctx.Err() != nil && time.Now().After(deadline) {
+			return // the caller has given up: nobody reads a reply
+		}
 		var te *Error
 		if !errors.As(ferr, &te) {
 			code := "500"
