@@ -668,3 +668,48 @@ func TestResponseJSON(t *testing.T) {
 		t.Errorf("request JSON decoded to %+v; want %+v", back, want)
 	}
 }
+
+// TestHotReloadWhileAssembling: skill updates and assembles run together
+// (under -race); every response is consistent with some skill set.
+func TestHotReloadWhileAssembling(t *testing.T) {
+	a := newAsm(t, []skill.Skill{sk("stable", triggers("go")), sk("flaky", triggers("go"))}, skillface.WithMaxAttempts(10000))
+	stop := make(chan struct{})
+	updaterDone := make(chan struct{})
+	go func() {
+		defer close(updaterDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i%2 == 0 {
+				a.DeleteSkill("flaky")
+			} else if err := a.PutSkill(sk("flaky", triggers("go"), body(fmt.Sprint("v", i), fmt.Sprint("sha256:", i)))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 200 {
+				resp, err := a.Assemble(context.Background(), user(fmt.Sprint("s", w), int64(r+1), "go"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !slices.Contains(resp.Active, "stable") || len(resp.Messages) != 2+1+len(resp.Active) {
+					t.Errorf("inconsistent response: active %q, %d messages", resp.Active, len(resp.Messages))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-updaterDone
+}
