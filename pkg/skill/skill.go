@@ -1,3 +1,13 @@
+// Package skill reads, validates and normalises the two skill formats of
+// DESIGN.md §5 — SKILL.md (YAML frontmatter + Markdown body, the Agent
+// Skills format with Claude Code's extensions) and skill.yaml (prompt, steps,
+// refs, guardrails) — into the Skill record that the registry stores and
+// skillface injects. It has no NATS dependency.
+//
+// Load reads a file or a skill directory; Parse reads bytes. Both return the
+// record, the warnings (unknown keys and other problems that must not stop a
+// real file from loading) and an error that joins every *FieldError found,
+// each wrapping one sentinel (ErrBadValue, ErrCycle, …).
 package skill
 
 import "github.com/skillbus/skillbus/pkg/sections"
@@ -88,4 +98,55 @@ type Skill struct {
 	// Fingerprint is "sha256:" + hex sha256 of the source bytes; it changes
 	// whenever the file changes and keys skillface's render cache.
 	Fingerprint string `json:"fingerprint"`
+
+	// Prompt, Steps, Refs and Guardrails are the structured parts of a
+	// skill.yaml, kept as declared (Steps in file order; Body holds them in
+	// dependency order). Empty for a SKILL.md.
+	Prompt     string      `json:"prompt,omitempty"`
+	Steps      []Step      `json:"steps,omitempty"`
+	Refs       []Ref       `json:"refs,omitempty"`
+	Guardrails []Guardrail `json:"guardrails,omitempty"`
+	// Warnings are the problems that did not stop the skill from loading
+	// (unknown keys, an over-long description), kept so that the registry
+	// and `skillbus skills` can show them.
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// Step is one step of a skill.yaml (DESIGN.md §5).
+type Step struct {
+	// Name: non-empty, unique among the skill's steps.
+	Name string `json:"name"`
+	// Prompt: the step's instructions; non-empty.
+	Prompt string `json:"prompt"`
+	// Depends: names of steps that must come before this one; each must
+	// exist, and the steps must not form a cycle.
+	Depends []string `json:"depends,omitempty"`
+}
+
+// RefType says what a Ref points at.
+type RefType string
+
+// The legal RefType values.
+const (
+	RefFile     RefType = "file"     // a path relative to the skill's directory
+	RefURL      RefType = "url"      // an absolute http(s) URL
+	RefSkill    RefType = "skill"    // another skill, by name
+	RefTool     RefType = "tool"     // a tool, by name (tool.<name> on NATS)
+	RefSequence RefType = "sequence" // a tool sequence, by name
+)
+
+// Ref is one reference of a skill.yaml: something the skill relies on.
+type Ref struct {
+	Name     string  `json:"name"`               // non-empty, unique among refs
+	Type     RefType `json:"type"`               // file | url | skill | tool | sequence
+	Value    string  `json:"value"`              // the path, URL or name; non-empty
+	Optional bool    `json:"optional,omitempty"` // the skill still works without it
+}
+
+// Guardrail is one rule of a skill.yaml that the model must follow while
+// the skill is active.
+type Guardrail struct {
+	ID       string `json:"id"`                 // non-empty, unique among guardrails
+	Message  string `json:"message"`            // the rule, in words; non-empty
+	Enforced bool   `json:"enforced,omitempty"` // checked by the runtime, not only advised
 }

@@ -1,0 +1,743 @@
+package skill
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"gopkg.in/yaml.v3"
+
+	"github.com/skillbus/skillbus/pkg/sections"
+)
+
+// Limits from the Agent Skills specification.
+const (
+	MaxNameChars          = 64   // name: at most 64 characters (an error beyond)
+	MaxDescriptionChars   = 1024 // description: the spec's limit (a warning beyond: real skills exceed it)
+	MaxCompatibilityChars = 500  // compatibility: the spec's limit (a warning beyond)
+)
+
+// Load reads one skill from path: a SKILL.md or skill.yaml file, or a skill
+// directory holding exactly one of them. The skill's name must equal the name
+// of the directory that holds the file. Source is set to the file's path.
+//
+// It returns the record and its warnings, or nil, the warnings found so far
+// and an error: a read error from the file system, a *FieldError wrapping
+// ErrNotFound (no skill file; a file of another name) or ErrConflict (a
+// directory with both files), or the joined *FieldErrors of Parse.
+func Load(path string) (*Skill, []Warning, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	file := path
+	if st.IsDir() {
+		md, yml := filepath.Join(path, string(FormatMarkdown)), filepath.Join(path, string(FormatYAML))
+		_, errMD := os.Stat(md)
+		_, errYML := os.Stat(yml)
+		switch {
+		case errMD == nil && errYML == nil:
+			return nil, nil, &FieldError{File: path, Err: ErrConflict,
+				Message: "the directory holds both SKILL.md and skill.yaml; keep one of them"}
+		case errMD == nil:
+			file = md
+		case errYML == nil:
+			file = yml
+		default:
+			return nil, nil, &FieldError{File: path, Err: ErrNotFound,
+				Message: "no SKILL.md or skill.yaml in this directory"}
+		}
+	}
+	var format Format
+	switch filepath.Base(file) {
+	case string(FormatMarkdown):
+		format = FormatMarkdown
+	case string(FormatYAML):
+		format = FormatYAML
+	default:
+		return nil, nil, &FieldError{File: file, Err: ErrNotFound,
+			Message: "a skill file must be named SKILL.md or skill.yaml"}
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &parser{file: file}
+	s := p.parse(src, format, filepath.Base(filepath.Dir(abs)))
+	if s != nil {
+		s.Source = file
+	}
+	return s, p.warns, p.err()
+}
+
+// Parse reads one skill from src in the given format (FormatMarkdown or
+// FormatYAML). dir is the base name of the directory that holds the file:
+// the skill's name must equal it; "" skips that rule. Positions in errors and
+// warnings name the file by its format ("SKILL.md:3: …"). The returned record
+// has Source empty.
+//
+// On success it returns the record and its warnings (also kept in
+// Skill.Warnings). Otherwise it returns nil, the warnings, and an error
+// joining one *FieldError per problem (see Problems), each wrapping one of
+// the package's sentinel errors.
+func Parse(src []byte, format Format, dir string) (*Skill, []Warning, error) {
+	p := &parser{file: string(format)}
+	s := p.parse(src, format, dir)
+	return s, p.warns, p.err()
+}
+
+// Fingerprint returns "sha256:" + the hex SHA-256 of src, the value of
+// Skill.Fingerprint for a skill read from src.
+func Fingerprint(src []byte) string {
+	sum := sha256.Sum256(src)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// parser collects the problems of one file.
+type parser struct {
+	file    string
+	lineOff int // added to YAML node lines to give file lines
+	errs    []error
+	warns   []Warning
+	stepPos []stepPos // per step of the skill.yaml being read
+}
+
+func (p *parser) errf(line int, field string, sentinel error, format string, args ...any) {
+	if line > 0 {
+		line += p.lineOff
+	}
+	p.errs = append(p.errs, &FieldError{File: p.file, Line: line, Field: field, Err: sentinel,
+		Message: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) warnf(line int, field string, format string, args ...any) {
+	if line > 0 {
+		line += p.lineOff
+	}
+	p.warns = append(p.warns, Warning{File: p.file, Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) err() error {
+	sort.SliceStable(p.errs, func(i, j int) bool {
+		return p.errs[i].(*FieldError).Line < p.errs[j].(*FieldError).Line
+	})
+	return errors.Join(p.errs...)
+}
+
+const bom = "\uFEFF"
+
+// parse runs the whole pipeline; it returns nil when any error was found.
+func (p *parser) parse(src []byte, format Format, dir string) *Skill {
+	text := strings.TrimPrefix(string(src), bom)
+	if !utf8.ValidString(text) {
+		p.errf(0, "", ErrSyntax, "the file is not valid UTF-8 text; save it as UTF-8")
+		return nil
+	}
+	s := &Skill{Format: format, Fingerprint: Fingerprint(src), Version: 1,
+		Invocation: InvocationBoth, Context: ContextInline}
+	var yamlText string
+	switch format {
+	case FormatMarkdown:
+		fm, body, ok := p.splitFrontmatter(text)
+		if !ok {
+			return nil
+		}
+		yamlText = fm
+		s.Body = body
+		p.lineOff = 1
+	case FormatYAML:
+		yamlText = text
+	default:
+		p.errf(0, "", ErrBadValue, "unknown skill format %q; use SKILL.md or skill.yaml", format)
+		return nil
+	}
+	root := p.decode(yamlText, format)
+	if root == nil && len(p.errs) > 0 {
+		return nil
+	}
+	p.fields(root, s, format, dir)
+	if format == FormatYAML {
+		if s.Prompt == "" && len(s.Steps) == 0 {
+			p.errf(0, "prompt", ErrMissingField, `a skill.yaml needs a "prompt" or at least one step under "steps"`)
+		}
+		if order, ok := p.checkSteps(s.Steps, root); ok && len(p.errs) == 0 {
+			s.Body = render(s, order)
+		}
+	} else if strings.TrimSpace(s.Body) == "" {
+		p.warnf(0, "", "the body after the frontmatter is empty: the skill has no instructions to inject")
+	}
+	if len(p.errs) > 0 {
+		return nil
+	}
+	s.Sections = sections.SplitBody(s.Body)
+	s.Warnings = p.warns
+	return s
+}
+
+// splitFrontmatter finds the YAML frontmatter of a SKILL.md: a first line
+// "---" and the next line that is exactly "---" (a "\r" before the line
+// ending and trailing spaces ignored; a "---" inside a value is indented or
+// has text after it, so it does not close). It returns the YAML text and the
+// body (everything after the closing line, as is).
+func (p *parser) splitFrontmatter(text string) (fm, body string, ok bool) {
+	first, rest, _ := strings.Cut(text, "\n")
+	if strings.TrimRight(first, " \t\r") != "---" {
+		p.errf(1, "", ErrNoFrontmatter, `a SKILL.md must start with a "---" line, then YAML fields (at least name and description), then a closing "---" line`)
+		return "", "", false
+	}
+	pos := len(first) + 1
+	for pos <= len(text) && pos-len(first)-1 <= len(rest) {
+		ln := text[pos:]
+		next := len(text)
+		if i := strings.IndexByte(ln, '\n'); i >= 0 {
+			ln = ln[:i]
+			next = pos + i + 1
+		}
+		if strings.TrimRight(ln, " \t\r") == "---" {
+			return text[len(first)+1 : pos], text[next:], true
+		}
+		if next >= len(text) {
+			break
+		}
+		pos = next
+	}
+	p.errf(1, "", ErrUnclosedFrontmatter, `the frontmatter opened on line 1 is never closed: add a line that is exactly "---" after the last field`)
+	return "", "", false
+}
+
+var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// decode parses YAML text into its root mapping node (nil for an empty
+// document).
+func (p *parser) decode(text string, format Format) *yaml.Node {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		msg, line := err.Error(), 0
+		if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+		}
+		hint := ""
+		if strings.Contains(msg, "mapping values are not allowed") {
+			hint = `; a value that contains ": " must be quoted, e.g. description: "Use when: …"`
+		}
+		where := "the frontmatter"
+		if format == FormatYAML {
+			where = "the file"
+		}
+		p.errf(line, "", ErrSyntax, "%s is not valid YAML: %s%s", where, msg, hint)
+		return nil
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil
+	}
+	root := deref(doc.Content[0])
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		p.errf(root.Line, "", ErrWrongType, "the skill's fields must be a YAML mapping of `key: value` lines, not %s", kindName(root))
+		return nil
+	}
+	return root
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "empty"
+		case "!!bool":
+			return "a boolean (" + n.Value + ")"
+		case "!!int", "!!float":
+			return "a number (" + n.Value + ")"
+		}
+		return fmt.Sprintf("the text %q", n.Value)
+	}
+	return "an unsupported YAML value"
+}
+
+// The field names of DESIGN.md §5. Keys are compared exactly, as the
+// formats spell them.
+var (
+	commonFields = []string{
+		"name", "description", "license", "compatibility", "metadata", "allowed-tools",
+		"version", "when_to_use", "invocation", "triggers", "paths", "disallowed-tools",
+		"context", "agent", "model", "effort", "disable-model-invocation", "user-invocable",
+	}
+	yamlOnlyFields = []string{"prompt", "steps", "refs", "guardrails"}
+)
+
+// fields reads the top-level mapping into s.
+func (p *parser) fields(root *yaml.Node, s *Skill, format Format, dir string) {
+	known := map[string]bool{}
+	for _, f := range commonFields {
+		known[f] = true
+	}
+	if format == FormatYAML {
+		for _, f := range yamlOnlyFields {
+			known[f] = true
+		}
+	}
+	seen := map[string]int{}
+	var nameLine, descLine int
+	var invocation *yaml.Node
+	var dmi, userInv *yaml.Node
+	var allowedLine, disallowedLine int
+	if root != nil {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			kn, vn := deref(root.Content[i]), deref(root.Content[i+1])
+			key := kn.Value
+			if kn.Kind != yaml.ScalarNode {
+				p.errf(kn.Line, "", ErrWrongType, "a field name must be plain text, not %s", kindName(kn))
+				continue
+			}
+			if prev, dup := seen[key]; dup {
+				p.errf(kn.Line, key, ErrDuplicate, "field %q is given twice (first on line %d); keep one", key, prev+p.lineOff)
+				continue
+			}
+			seen[key] = kn.Line
+			if !known[key] {
+				p.unknownField(kn, key, format)
+				continue
+			}
+			switch key {
+			case "name":
+				s.Name, _ = p.str(vn, key)
+				nameLine = vn.Line
+			case "description":
+				s.Description, _ = p.str(vn, key)
+				descLine = vn.Line
+			case "license":
+				s.License, _ = p.str(vn, key)
+			case "compatibility":
+				s.Compatibility, _ = p.str(vn, key)
+				if n := utf8.RuneCountInString(s.Compatibility); n > MaxCompatibilityChars {
+					p.warnf(vn.Line, key, "compatibility is %d characters; the Agent Skills spec allows at most %d", n, MaxCompatibilityChars)
+				}
+			case "metadata":
+				s.Metadata = p.stringMap(vn, key)
+			case "allowed-tools":
+				s.AllowedTools = p.list(vn, key, splitTools)
+				allowedLine = vn.Line
+			case "disallowed-tools":
+				s.DisallowedTools = p.list(vn, key, splitTools)
+				disallowedLine = vn.Line
+			case "version":
+				s.Version = p.version(vn)
+			case "when_to_use":
+				s.WhenToUse, _ = p.str(vn, key)
+			case "invocation":
+				invocation = vn
+			case "disable-model-invocation":
+				dmi = vn
+			case "user-invocable":
+				userInv = vn
+			case "triggers":
+				s.Triggers = p.list(vn, key, nil)
+			case "paths":
+				s.Paths = p.list(vn, key, splitComma)
+				for _, g := range s.Paths {
+					if !doublestar.ValidatePattern(g) {
+						p.errf(vn.Line, key, ErrBadValue, "paths: %q is not a valid glob (check its brackets and braces)", g)
+					}
+				}
+			case "context":
+				if v, ok := p.str(vn, key); ok && v != "" {
+					switch Context(v) {
+					case ContextInline, ContextFork:
+						s.Context = Context(v)
+					default:
+						p.errf(vn.Line, key, ErrBadValue, "context %q is not allowed; use inline (the default) or fork", v)
+					}
+				}
+			case "agent":
+				s.Agent, _ = p.str(vn, key)
+			case "model":
+				s.Model, _ = p.str(vn, key)
+			case "effort":
+				s.Effort, _ = p.str(vn, key)
+			case "prompt":
+				if v, ok := p.str(vn, key); ok {
+					s.Prompt = strings.TrimSpace(v)
+				}
+			case "steps":
+				s.Steps = p.steps(vn)
+			case "refs":
+				s.Refs = p.refs(vn)
+			case "guardrails":
+				s.Guardrails = p.guardrails(vn)
+			}
+		}
+	}
+
+	// name (Agent Skills spec)
+	switch {
+	case s.Name == "":
+		p.errf(nameLine, "name", ErrMissingField, "name is missing: add `name: %s` (lowercase letters, digits and hyphens)", suggestName(dir))
+	default:
+		if msg := nameProblem(s.Name); msg != "" {
+			p.errf(nameLine, "name", ErrBadValue, "name %q %s", s.Name, msg)
+		} else if dir != "" && s.Name != dir {
+			p.errf(nameLine, "name", ErrNameMismatch, "name %q differs from its directory %q; rename one so they match", s.Name, dir)
+		}
+	}
+	// description
+	if s.Description == "" {
+		p.errf(descLine, "description", ErrMissingField, "description is missing or empty: say what the skill does and when to use it")
+	} else if n := utf8.RuneCountInString(s.Description); n > MaxDescriptionChars {
+		p.warnf(descLine, "description", "description is %d characters; the Agent Skills spec allows at most %d, and listings may cut it", n, MaxDescriptionChars)
+	}
+	p.invocation(s, invocation, dmi, userInv)
+	// a tool both allowed and disallowed
+	if len(s.AllowedTools) > 0 && len(s.DisallowedTools) > 0 {
+		dis := map[string]bool{}
+		for _, t := range s.DisallowedTools {
+			dis[t] = true
+		}
+		for _, t := range s.AllowedTools {
+			if dis[t] {
+				line := disallowedLine
+				if line == 0 {
+					line = allowedLine
+				}
+				p.errf(line, "disallowed-tools", ErrConflict, "tool %q is both in allowed-tools and in disallowed-tools; remove it from one", t)
+			}
+		}
+	}
+}
+
+// unknownField records an unknown top-level key as a warning, with a
+// suggestion when it looks like a known one.
+func (p *parser) unknownField(kn *yaml.Node, key string, format Format) {
+	fields := commonFields
+	if format == FormatYAML {
+		fields = append(append([]string{}, commonFields...), yamlOnlyFields...)
+	}
+	if format == FormatMarkdown && contains(yamlOnlyFields, key) {
+		p.warnf(kn.Line, key, "field %q belongs to skill.yaml and is ignored in a SKILL.md; put the text in the body instead", key)
+		return
+	}
+	if s := closest(key, fields); s != "" {
+		p.warnf(kn.Line, key, "unknown field %q is ignored; did you mean %q?", key, s)
+		return
+	}
+	p.warnf(kn.Line, key, "unknown field %q is ignored (not an Agent Skills or skillbus field)", key)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// closest returns the known field that key most likely misspells: the
+// same after folding case, "_" and "-", or within edit distance 2.
+func closest(key string, fields []string) string {
+	fold := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "-") }
+	best, bestD := "", 3
+	for _, f := range fields {
+		if fold(f) == fold(key) {
+			return f
+		}
+		if d := editDistance(fold(f), fold(key)); d < bestD {
+			best, bestD = f, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// str reads a text field; numbers are taken as their text. Null reads as "".
+// Surrounding whitespace is removed.
+func (p *parser) str(n *yaml.Node, field string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		p.errf(n.Line, field, ErrWrongType, "%s must be text, not %s", field, kindName(n))
+		return "", false
+	}
+	if n.Tag == "!!null" {
+		return "", true
+	}
+	if n.Tag == "!!bool" {
+		p.errf(n.Line, field, ErrWrongType, "%s must be text, not %s; quote it if you mean the word", field, kindName(n))
+		return "", false
+	}
+	return strings.TrimSpace(n.Value), true
+}
+
+// list reads a list of non-empty strings; when split is not nil a single
+// string is accepted too and split with it.
+func (p *parser) list(n *yaml.Node, field string, split func(string) []string) []string {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
+		return nil
+	case n.Kind == yaml.ScalarNode && split != nil && n.Tag != "!!bool":
+		return split(n.Value)
+	case n.Kind == yaml.SequenceNode:
+		var out []string
+		for i, it := range n.Content {
+			it = deref(it)
+			if it.Kind != yaml.ScalarNode || it.Tag == "!!null" || it.Tag == "!!bool" {
+				p.errf(it.Line, field, ErrWrongType, "%s item %d must be text, not %s", field, i+1, kindName(it))
+				continue
+			}
+			v := strings.TrimSpace(it.Value)
+			if v == "" {
+				p.errf(it.Line, field, ErrBadValue, "%s item %d is empty; remove it", field, i+1)
+				continue
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	if split != nil {
+		p.errf(n.Line, field, ErrWrongType, "%s must be a list of text items or one text, not %s", field, kindName(n))
+	} else {
+		p.errf(n.Line, field, ErrWrongType, "%s must be a list of text items, e.g. [deploy, release], not %s", field, kindName(n))
+	}
+	return nil
+}
+
+// splitTools splits an allowed-tools string as real files write it: tools
+// separated by commas and/or whitespace, where a pattern's parentheses may
+// hold spaces ("Bash(git add:*), Read").
+func splitTools(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	flush := func(end int) {
+		if t := strings.TrimSpace(s[start:end]); t != "" {
+			out = append(out, t)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			if depth > 0 {
+				depth--
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			flush(i)
+			start = i + 1
+		}
+	}
+	flush(len(s))
+	return out
+}
+
+// splitComma splits a comma-separated string.
+func splitComma(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// stringMap reads metadata: a mapping of text keys to text values.
+func (p *parser) stringMap(n *yaml.Node, field string) map[string]string {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errf(n.Line, field, ErrWrongType, "%s must be a mapping of `key: text` pairs, not %s", field, kindName(n))
+		return nil
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			p.errf(k.Line, field, ErrWrongType, "%s keys must be text, not %s", field, kindName(k))
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			p.errf(k.Line, field+"."+k.Value, ErrDuplicate, "%s key %q is given twice; keep one", field, k.Value)
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			p.errf(v.Line, field+"."+k.Value, ErrWrongType, "%s.%s must be text, not %s (metadata values are strings)", field, k.Value, kindName(v))
+			continue
+		}
+		val := v.Value
+		if v.Tag == "!!null" {
+			val = ""
+		}
+		out[k.Value] = val
+	}
+	return out
+}
+
+func (p *parser) version(n *yaml.Node) int {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return 1
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		p.errf(n.Line, "version", ErrWrongType, "version must be a whole number of at least 1 (the skill definition's revision), not %s", kindName(n))
+		return 1
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || v < 1 {
+		p.errf(n.Line, "version", ErrBadValue, "version %s is not allowed; use a whole number of at least 1", n.Value)
+		return 1
+	}
+	return v
+}
+
+func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		p.errf(n.Line, field, ErrWrongType, "%s must be true or false, not %s", field, kindName(n))
+		return false, false
+	}
+	var b bool
+	if err := n.Decode(&b); err != nil {
+		p.errf(n.Line, field, ErrWrongType, "%s must be true or false, not %s", field, kindName(n))
+		return false, false
+	}
+	return b, true
+}
+
+// invocation sets s.Invocation from `invocation` and Claude Code's
+// disable-model-invocation / user-invocable (DESIGN.md §5):
+// disable-model-invocation: true means user-only, user-invocable: false
+// means model-only; both at once leave no one to invoke the skill.
+func (p *parser) invocation(s *Skill, inv, dmi, userInv *yaml.Node) {
+	var explicit Invocation
+	if inv != nil {
+		if v, ok := p.str(inv, "invocation"); ok && v != "" {
+			switch Invocation(v) {
+			case InvocationBoth, InvocationModelOnly, InvocationUserOnly:
+				explicit = Invocation(v)
+			default:
+				p.errf(inv.Line, "invocation", ErrBadValue, "invocation %q is not allowed; use both (the default), model-only or user-only", v)
+				return
+			}
+		}
+	}
+	mapped, from, line := Invocation(""), "", 0
+	var noModel, noUser bool
+	if dmi != nil {
+		if b, ok := p.boolean(dmi, "disable-model-invocation"); ok {
+			noModel = b
+		}
+	}
+	if userInv != nil {
+		if b, ok := p.boolean(userInv, "user-invocable"); ok {
+			noUser = !b
+		}
+	}
+	switch {
+	case noModel && noUser:
+		p.errf(dmi.Line, "disable-model-invocation", ErrConflict,
+			"disable-model-invocation: true and user-invocable: false together leave no way to activate the skill; remove one")
+		return
+	case noModel:
+		mapped, from, line = InvocationUserOnly, "disable-model-invocation: true", dmi.Line
+	case noUser:
+		mapped, from, line = InvocationModelOnly, "user-invocable: false", userInv.Line
+	case dmi != nil || userInv != nil:
+		mapped = InvocationBoth
+		from = "disable-model-invocation/user-invocable"
+		if dmi != nil {
+			line = dmi.Line
+		} else {
+			line = userInv.Line
+		}
+	}
+	switch {
+	case explicit != "" && mapped != "" && explicit != mapped:
+		p.errf(line, "invocation", ErrConflict, "invocation: %s contradicts %s (which means %s); keep only invocation", explicit, from, mapped)
+	case explicit != "":
+		s.Invocation = explicit
+	case mapped != "":
+		s.Invocation = mapped
+	}
+}
+
+var nameRe = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// nameProblem checks the Agent Skills name rule; "" when the name is fine.
+func nameProblem(name string) string {
+	switch {
+	case utf8.RuneCountInString(name) > MaxNameChars:
+		return fmt.Sprintf("is %d characters long; at most %d are allowed", utf8.RuneCountInString(name), MaxNameChars)
+	case !nameRe.MatchString(name):
+		return "may hold only lowercase letters a–z, digits and hyphens; e.g. " + strconv.Quote(suggestName(name))
+	case strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-"):
+		return "must not start or end with a hyphen"
+	case strings.Contains(name, "--"):
+		return "must not contain two hyphens in a row"
+	}
+	return ""
+}
+
+// suggestName turns s into a legal name (for messages only).
+func suggestName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" {
+		return "my-skill"
+	}
+	return out
+}
