@@ -113,9 +113,13 @@ type parser struct {
 	errs    []error
 	warns   []Warning
 	stepPos []stepPos // per step of the skill.yaml being read
+	maxLine int       // lines of the YAML text; YAML also ends lines at a lone "\r", we do not
 }
 
 func (p *parser) errf(line int, field string, sentinel error, format string, args ...any) {
+	if p.maxLine > 0 && line > p.maxLine {
+		line = p.maxLine
+	}
 	if line > 0 {
 		line += p.lineOff
 	}
@@ -124,6 +128,9 @@ func (p *parser) errf(line int, field string, sentinel error, format string, arg
 }
 
 func (p *parser) warnf(line int, field string, format string, args ...any) {
+	if p.maxLine > 0 && line > p.maxLine {
+		line = p.maxLine
+	}
 	if line > 0 {
 		line += p.lineOff
 	}
@@ -163,6 +170,10 @@ func (p *parser) parse(src []byte, format Format, dir string) *Skill {
 	default:
 		p.errf(0, "", ErrBadValue, "unknown skill format %q; use SKILL.md or skill.yaml", format)
 		return nil
+	}
+	p.maxLine = max(1, strings.Count(yamlText, "\n"))
+	if format == FormatYAML && !strings.HasSuffix(yamlText, "\n") {
+		p.maxLine = strings.Count(yamlText, "\n") + 1
 	}
 	root := p.decode(yamlText, format)
 	if root == nil && len(p.errs) > 0 {
