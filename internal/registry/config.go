@@ -1,0 +1,96 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// ErrConfig is returned by Config.Validate; the message names the field.
+var ErrConfig = errors.New("registry: invalid configuration")
+
+// Config configures a Registry. The zero value is valid: a registry with no
+// directory (it serves the endpoints and keeps sequences created over NATS)
+// on a single-node JetStream.
+type Config struct {
+	// Dir is the root of the tree of skills and sequences to load and
+	// watch; "" (default) loads no files. Skills are files named SKILL.md
+	// or skill.yaml; sequences are files named *.seq.json, *.seq.yaml or
+	// *.seq.yml, anywhere in the tree. Directories whose name starts with
+	// "." (.git, .cache) are skipped; symlinked directories are followed,
+	// each real directory visited once (loop guard).
+	Dir string
+	// Debounce is the quiet time after the last file-system event before
+	// the tree is rescanned, so a burst of writes is handled once; default
+	// 100 ms. A steady stream of events still rescans every MaxDelay.
+	Debounce time.Duration
+	// MaxDelay bounds how long a steady stream of events can postpone a
+	// rescan; default 1 s.
+	MaxDelay time.Duration
+	// Resync is the period of a full rescan even without events, a safety
+	// net for events the OS dropped (inotify queue overflow, network file
+	// systems); default 1 min; negative disables it.
+	Resync time.Duration
+	// Timeout bounds each NATS operation (a KV write, an event publish);
+	// default 10 s.
+	Timeout time.Duration
+	// Provision sizes the streams and buckets (replicas, storage, TTLs);
+	// the zero value suits one embedded server.
+	Provision events.Options
+	// Logger receives structured logs; default slog.Default().
+	Logger *slog.Logger
+	// Version is reported by `nats micro info`; default "0.1.0".
+	Version string
+}
+
+func (c Config) withDefaults() Config {
+	if c.Debounce == 0 {
+		c.Debounce = 100 * time.Millisecond
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = time.Second
+	}
+	if c.Resync == 0 {
+		c.Resync = time.Minute
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Version == "" {
+		c.Version = "0.1.0"
+	}
+	return c
+}
+
+// Validate reports the first invalid field, by name. Errors: ErrConfig
+// (or events.ErrOptions for a bad Provision field).
+func (c Config) Validate() error {
+	if c.Dir != "" {
+		st, err := os.Stat(c.Dir)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: Dir %q: %v", ErrConfig, c.Dir, err)
+		case !st.IsDir():
+			return fmt.Errorf("%w: Dir %q is not a directory", ErrConfig, c.Dir)
+		}
+	}
+	switch {
+	case c.Debounce < 0:
+		return fmt.Errorf("%w: Debounce %s is negative; want 0 (default 100ms) or more", ErrConfig, c.Debounce)
+	case c.MaxDelay < 0:
+		return fmt.Errorf("%w: MaxDelay %s is negative; want 0 (default 1s) or more", ErrConfig, c.MaxDelay)
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: Timeout %s is negative; want 0 (default 10s) or more", ErrConfig, c.Timeout)
+	}
+	if c.Debounce > 0 && c.MaxDelay > 0 && c.MaxDelay < c.Debounce {
+		return fmt.Errorf("%w: MaxDelay %s is shorter than Debounce %s", ErrConfig, c.MaxDelay, c.Debounce)
+	}
+	return c.Provision.Validate()
+}

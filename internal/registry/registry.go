@@ -1,0 +1,578 @@
+// Package registry is the skillbus registry service (DESIGN.md §2): it loads
+// a directory tree of skills and sequences, validates each file with
+// pkg/skill and pkg/seq, publishes the valid ones to the SKILLS and
+// SEQUENCES buckets, follows the tree with fsnotify, and serves the
+// skillbus.registry.* micro endpoints. cmd/registry is a thin main around
+// it; `skillbus dev` runs it in-process.
+//
+// # Files
+//
+// Skills are files named SKILL.md or skill.yaml; sequences are files named
+// *.seq.json, *.seq.yaml or *.seq.yml, anywhere in the tree (the rule of
+// `skillbus validate`). Hidden directories (.git) are skipped; symlinked
+// directories are followed, each real directory once.
+//
+// # Guarantees
+//
+//   - When Start returns, the buckets match the tree.
+//   - After a change (a write, an editor's rename-save, a new directory, a
+//     burst of writes), the buckets match the tree again within Debounce
+//     (bounded by MaxDelay) plus the time to write.
+//   - An invalid file never replaces or deletes the last good version of
+//     its definition: the problem is logged with file and line, published
+//     as an events.OpInvalid registry event, and the old version stays —
+//     also across a restart of the registry, since the stored version is
+//     recognised by its source file.
+//   - Name clashes are resolved by a documented rule, never by read order:
+//     a skill name belongs to the file whose path sorts first; sequences
+//     created with seq.create come first, then sequence files by path, and
+//     a sequence whose name or any group name is taken is not stored. Each
+//     clash is logged and published (events.OpClash) naming both sources.
+//   - Bucket entries are tagged with their source in the Skillbus-Source
+//     header ("file:<path>" or "seq.create"); only entries from files are
+//     deleted when their file goes. Entries the registry did not write are
+//     left alone.
+//
+// One registry (or several replicas over the same tree) owns the two
+// buckets; two registries with different trees on one cluster would undo
+// each other's writes.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// SourceHeader tags every bucket entry the registry writes with where the
+// definition came from: "file:" + its path relative to the tree root, or
+// "seq.create".
+const SourceHeader = "Skillbus-Source"
+
+const filePrefix = "file:"
+
+// ErrStopped is returned by Start after Stop.
+var ErrStopped = errors.New("registry: stopped")
+
+// storedEntry is what a bucket holds for one key, as far as the registry
+// knows.
+type storedEntry struct {
+	source string // SourceHeader value ("" when the header is absent)
+	sum    string // sha256 of the value
+	value  []byte
+}
+
+// fileState is the registry's memory of one definition file.
+type fileState struct {
+	hash     string      // sha256 of the bytes last parsed
+	good     *definition // the last good version; nil when there never was one
+	problems []Problem   // non-nil while the file is invalid
+}
+
+// Registry loads, watches and serves skills and sequences. Create it with
+// New, then Start and Stop (or Run).
+type Registry struct {
+	cfg Config
+	log *slog.Logger
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	kv  map[string]jetstream.KeyValue // by kind
+
+	// mu guards files, created, stored and clashes, and serialises every
+	// write to the buckets.
+	mu      sync.Mutex
+	files   map[string]*fileState             // by path relative to Dir
+	created map[string]*definition            // sequences created over NATS, by name
+	stored  map[string]map[string]storedEntry // kind -> key -> entry
+	clashes map[string]bool                   // clashes already reported
+
+	// viewMu guards skills and seqs: the resolved definitions the
+	// endpoints read.
+	viewMu sync.RWMutex
+	skills map[string]*definition
+	seqs   map[string]*definition
+
+	svc     micro.Service
+	watcher *fsnotify.Watcher
+	watched map[string]bool // directories under watch; owned by the watch loop
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the watch loop ends
+
+	lifeMu  sync.Mutex // guards started, stopped
+	started bool
+	stopped bool
+}
+
+// New returns a Registry over nc (the caller owns nc and drains it after
+// Stop). Errors: Config.Validate's.
+func New(nc *nats.Conn, cfg Config) (*Registry, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
+	if err != nil {
+		return nil, fmt.Errorf("registry: jetstream: %w", err)
+	}
+	return &Registry{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "registry"),
+		nc:      nc,
+		js:      js,
+		kv:      map[string]jetstream.KeyValue{},
+		files:   map[string]*fileState{},
+		created: map[string]*definition{},
+		stored:  map[string]map[string]storedEntry{kindSkill: {}, kindSequence: {}},
+		clashes: map[string]bool{},
+		skills:  map[string]*definition{},
+		seqs:    map[string]*definition{},
+		watched: map[string]bool{},
+	}, nil
+}
+
+func bucketOf(kind string) string {
+	if kind == kindSkill {
+		return events.BucketSkills
+	}
+	return events.BucketSequences
+}
+
+func eventKind(kind string) string {
+	if kind == kindSkill {
+		return events.KindSkill
+	}
+	return events.KindSequence
+}
+
+// Start provisions the streams and buckets, reads what the buckets hold,
+// loads the tree and brings the buckets in line with it, starts watching
+// the tree and serves the endpoints. When it returns without error the
+// buckets match the tree. ctx bounds the start-up only. Errors: ErrStopped,
+// events.ErrProvision, a watcher error, a micro service error, or a bucket
+// write failure.
+func (r *Registry) Start(ctx context.Context) error {
+	r.lifeMu.Lock()
+	defer r.lifeMu.Unlock()
+	if r.stopped {
+		return ErrStopped
+	}
+	if r.started {
+		return errors.New("registry: already started")
+	}
+	if err := events.Provision(ctx, r.js, r.cfg.Provision); err != nil {
+		return err
+	}
+	for _, k := range []string{kindSkill, kindSequence} {
+		kv, err := r.js.KeyValue(ctx, bucketOf(k))
+		if err != nil {
+			return fmt.Errorf("registry: bucket %s: %w", bucketOf(k), err)
+		}
+		r.kv[k] = kv
+	}
+	if err := r.loadStored(ctx); err != nil {
+		return err
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	if r.cfg.Dir != "" {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			cancel()
+			return fmt.Errorf("registry: file watcher: %w", err)
+		}
+		r.watcher = w
+		dirs, err := r.rescan(ctx)
+		if err != nil {
+			cancel()
+			_ = w.Close()
+			return err
+		}
+		r.watchDirs(dirs)
+		go r.watchLoop(loopCtx)
+	} else {
+		r.mu.Lock()
+		err := r.applyLocked(ctx)
+		r.mu.Unlock()
+		if err != nil {
+			cancel()
+			return err
+		}
+		close(r.done)
+	}
+	if err := r.serve(loopCtx); err != nil {
+		cancel()
+		<-r.done
+		if r.watcher != nil {
+			_ = r.watcher.Close()
+		}
+		return err
+	}
+	r.started = true
+	r.viewMu.RLock()
+	nSkills, nSeqs := len(r.skills), len(r.seqs)
+	r.viewMu.RUnlock()
+	r.log.Info("registry started", "dir", r.cfg.Dir, "skills", nSkills, "sequences", nSeqs)
+	return nil
+}
+
+// Stop stops watching, then stops the endpoints (draining requests already
+// received) and waits for a rescan in progress to finish, until ctx is
+// done. It does not close or drain the connection: the caller does, after
+// Stop. Safe to call more than once and before Start.
+func (r *Registry) Stop(ctx context.Context) error {
+	r.lifeMu.Lock()
+	defer r.lifeMu.Unlock()
+	if r.stopped {
+		return nil
+	}
+	r.stopped = true
+	if !r.started {
+		return nil
+	}
+	var errs []error
+	if r.svc != nil {
+		if err := r.svc.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("registry: stop endpoints: %w", err))
+		}
+	}
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("registry: rescan still running at the stop deadline: %w", ctx.Err()))
+	}
+	if r.watcher != nil {
+		_ = r.watcher.Close()
+	}
+	r.log.Info("registry stopped")
+	return errors.Join(errs...)
+}
+
+// Run starts the registry, serves until ctx is done, then stops it within
+// 10 s. It returns Start's error, or Stop's.
+func (r *Registry) Run(ctx context.Context) error {
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return r.Stop(sctx)
+}
+
+// Rescan rescans the tree now and brings the buckets in line, without
+// waiting for a file-system event. Errors: a bucket write failure.
+func (r *Registry) Rescan(ctx context.Context) error {
+	if r.cfg.Dir == "" {
+		return nil
+	}
+	_, err := r.rescan(ctx)
+	return err
+}
+
+// loadStored reads what the buckets hold (value and source header of each
+// key). Sequences created over NATS become r.created again.
+func (r *Registry) loadStored(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range []string{kindSkill, kindSequence} {
+		bucket := bucketOf(k)
+		stream, err := r.js.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			return fmt.Errorf("registry: bucket %s: %w", bucket, err)
+		}
+		lister, err := r.kv[k].ListKeys(ctx)
+		if err != nil {
+			return fmt.Errorf("registry: list %s: %w", bucket, err)
+		}
+		for key := range lister.Keys() {
+			m, err := stream.GetLastMsgForSubject(ctx, "$KV."+bucket+"."+key)
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					continue
+				}
+				return fmt.Errorf("registry: read %s/%s: %w", bucket, key, err)
+			}
+			e := storedEntry{source: m.Header.Get(SourceHeader), sum: sum(m.Data), value: m.Data}
+			r.stored[k][key] = e
+			if k == kindSequence && (e.source == createdSource) {
+				d, err := definitionFromStored(k, "", m.Data)
+				if err != nil {
+					r.log.Warn("stored sequence cannot be read; leaving it untouched", "key", key, "err", err)
+					continue
+				}
+				r.created[d.name] = d
+			}
+		}
+	}
+	return nil
+}
+
+// rescan walks the tree, parses the files whose bytes changed and applies
+// the result. It returns the directories to watch.
+func (r *Registry) rescan(ctx context.Context) ([]string, error) {
+	res := scan(r.cfg.Dir)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rel := range sortedKeys(res.files) {
+		f := res.files[rel]
+		h := sum(f.data)
+		if f.err != nil {
+			h = "error: " + f.err.Error()
+		}
+		st := r.files[rel]
+		if st != nil && st.hash == h {
+			continue
+		}
+		if st == nil {
+			st = &fileState{}
+			r.files[rel] = st
+		}
+		st.hash = h
+		def, probs := loadFile(f)
+		if probs == nil {
+			if st.problems != nil {
+				r.log.Info("file valid again", "file", rel)
+			}
+			st.good, st.problems = def, nil
+			continue
+		}
+		st.problems = probs
+		if st.good == nil {
+			st.good = r.storedVersionLocked(f.kind, rel)
+		}
+		r.reportInvalidLocked(ctx, f.kind, rel, st)
+	}
+	for rel := range r.files {
+		if _, ok := res.files[rel]; !ok {
+			delete(r.files, rel)
+		}
+	}
+	return res.dirs, r.applyLocked(ctx)
+}
+
+// storedVersionLocked returns the bucket's version of the definition that
+// file rel produced (kept when rel is invalid now), or nil.
+func (r *Registry) storedVersionLocked(kind, rel string) *definition {
+	for _, key := range sortedKeys(r.stored[kind]) {
+		e := r.stored[kind][key]
+		if e.source != filePrefix+rel {
+			continue
+		}
+		d, err := definitionFromStored(kind, rel, e.value)
+		if err == nil {
+			return d
+		}
+	}
+	return nil
+}
+
+func (r *Registry) reportInvalidLocked(ctx context.Context, kind, rel string, st *fileState) {
+	msgs := make([]string, 0, len(st.problems))
+	for _, p := range st.problems {
+		msgs = append(msgs, p.String())
+		r.log.Error("invalid "+kind+" file", "file", p.File, "line", p.Line, "where", p.Where, "problem", p.Message)
+	}
+	ev := &events.RegistryEvent{Kind: eventKind(kind), Op: events.OpInvalid, File: rel, Line: st.problems[0].Line,
+		Error: strings.Join(msgs, "\n"), At: time.Now().UTC()}
+	if st.good != nil {
+		ev.Name = st.good.name
+		ev.Kept = label(st.good)
+		r.log.Warn("keeping the last good version", "file", rel, "name", st.good.name)
+	}
+	r.publishEvent(ctx, ev)
+}
+
+func (r *Registry) publishEvent(ctx context.Context, ev *events.RegistryEvent) {
+	subj, err := ev.Subject()
+	if err != nil {
+		r.log.Error("registry event", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	if _, err := events.PublishMessage(ctx, r.js, subj, ev); err != nil {
+		r.log.Warn("cannot publish registry event", "subject", subj, "err", err)
+	}
+}
+
+// op is one bucket write.
+type op struct {
+	kind   string
+	key    string
+	def    *definition // nil for a delete
+	source string      // header value
+}
+
+// applyLocked resolves the definitions and writes the difference to the
+// buckets; it then publishes the new view for the endpoints. A failed write
+// is retried at the next apply (the stored map only records successes).
+func (r *Registry) applyLocked(ctx context.Context) error {
+	fileDefs := map[string]*definition{}
+	for rel, st := range r.files {
+		if st.good != nil {
+			fileDefs[rel] = st.good
+		}
+	}
+	skills, seqs, clashes := resolve(fileDefs, r.created)
+	current := map[string]bool{}
+	for _, c := range clashes {
+		id := c.String()
+		current[id] = true
+		if r.clashes[id] {
+			continue
+		}
+		r.log.Error("name clash", "kind", c.kind, "name", c.name, "kept", c.kept, "ignored", c.other, "rule", precedenceRule(c.kind))
+		r.publishEvent(ctx, &events.RegistryEvent{Kind: eventKind(c.kind), Op: events.OpClash, Name: c.rejected,
+			File: c.other, Other: c.kept, Kept: c.kept, Error: id, At: time.Now().UTC()})
+	}
+	r.clashes = current
+
+	var ops []op
+	for kind, desired := range map[string]map[string]*definition{kindSkill: skills, kindSequence: seqs} {
+		keys := map[string]bool{}
+		for _, name := range sortedKeys(desired) {
+			d := desired[name]
+			key := events.KeyFor(name)
+			keys[key] = true
+			src := sourceOf(d)
+			if e, ok := r.stored[kind][key]; ok && e.sum == d.sum && e.source == src {
+				continue
+			}
+			ops = append(ops, op{kind: kind, key: key, def: d, source: src})
+		}
+		for _, key := range sortedKeys(r.stored[kind]) {
+			if keys[key] || !strings.HasPrefix(r.stored[kind][key].source, filePrefix) {
+				continue
+			}
+			ops = append(ops, op{kind: kind, key: key, source: r.stored[kind][key].source})
+		}
+	}
+	err := r.writeLocked(ctx, ops)
+
+	r.viewMu.Lock()
+	r.skills, r.seqs = skills, seqs
+	r.viewMu.Unlock()
+	return err
+}
+
+func sourceOf(d *definition) string {
+	if d.source == "" {
+		return createdSource
+	}
+	return filePrefix + d.source
+}
+
+// writeLocked performs ops with asynchronous publishes in batches, then
+// publishes one registry event per successful op.
+func (r *Registry) writeLocked(ctx context.Context, ops []op) error {
+	const batch = 512
+	var errs []error
+	for start := 0; start < len(ops); start += batch {
+		end := min(start+batch, len(ops))
+		futures := make([]jetstream.PubAckFuture, end-start)
+		for i, o := range ops[start:end] {
+			m := nats.NewMsg("$KV." + bucketOf(o.kind) + "." + o.key)
+			m.Header.Set(SourceHeader, o.source)
+			if o.def == nil {
+				m.Header.Set("KV-Operation", "DEL")
+			} else {
+				m.Data = o.def.value
+			}
+			events.Inject(ctx, m.Header)
+			f, err := r.js.PublishMsgAsync(m)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("registry: write %s/%s: %w", bucketOf(o.kind), o.key, err))
+				continue
+			}
+			futures[i] = f
+		}
+		wctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+		select {
+		case <-r.js.PublishAsyncComplete():
+		case <-wctx.Done():
+		}
+		cancel()
+		var evs []*events.RegistryEvent
+		for i, o := range ops[start:end] {
+			f := futures[i]
+			if f == nil {
+				continue
+			}
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				errs = append(errs, fmt.Errorf("registry: write %s/%s: %w", bucketOf(o.kind), o.key, err))
+				continue
+			default:
+				errs = append(errs, fmt.Errorf("registry: write %s/%s: no acknowledgement within %s", bucketOf(o.kind), o.key, r.cfg.Timeout))
+				continue
+			}
+			name, _ := events.NameForKey(o.key)
+			ev := &events.RegistryEvent{Kind: eventKind(o.kind), Name: name, File: strings.TrimPrefix(o.source, filePrefix), At: time.Now().UTC()}
+			if o.source == createdSource {
+				ev.File = ""
+			}
+			if o.def == nil {
+				delete(r.stored[o.kind], o.key)
+				ev.Op = events.OpDelete
+				r.log.Info("deleted", "kind", o.kind, "name", name, "source", o.source)
+			} else {
+				r.stored[o.kind][o.key] = storedEntry{source: o.source, sum: o.def.sum, value: o.def.value}
+				ev.Op, ev.Fingerprint = events.OpPut, "sha256:"+o.def.sum
+				r.log.Debug("stored", "kind", o.kind, "name", name, "source", o.source)
+			}
+			evs = append(evs, ev)
+		}
+		r.publishEventsAsync(ctx, evs)
+	}
+	if len(errs) > 0 {
+		for _, e := range errs {
+			r.log.Error("bucket write failed; will retry at the next rescan", "err", e)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publishEventsAsync publishes registry events without waiting for each
+// acknowledgement one by one (start-up writes thousands of them).
+func (r *Registry) publishEventsAsync(ctx context.Context, evs []*events.RegistryEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	for _, ev := range evs {
+		subj, err := ev.Subject()
+		if err != nil {
+			continue
+		}
+		data, err := events.Encode(ev)
+		if err != nil {
+			continue
+		}
+		m := nats.NewMsg(subj)
+		m.Data = data
+		events.Inject(ctx, m.Header)
+		if _, err := r.js.PublishMsgAsync(m); err != nil {
+			r.log.Warn("cannot publish registry event", "subject", subj, "err", err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	select {
+	case <-r.js.PublishAsyncComplete():
+	case <-wctx.Done():
+		r.log.Warn("registry events not acknowledged in time", "count", len(evs))
+	}
+}

@@ -1,0 +1,91 @@
+package registry
+
+import "fmt"
+
+// createdSource labels a sequence created over NATS in messages.
+const createdSource = "seq.create"
+
+// clash is one rejected definition: its name (or one of its group names) is
+// already taken by the kept definition.
+type clash struct {
+	kind     string // kindSkill or kindSequence
+	what     string // "skill name", "sequence name" or "group name"
+	name     string // the name both use
+	kept     string // source of the kept definition
+	other    string // source of the rejected one
+	rejected string // name of the rejected definition
+}
+
+func (c clash) String() string {
+	return fmt.Sprintf("%s %q is defined by both %s and %s; keeping %s (%s), ignoring %s until the clash is resolved",
+		c.what, c.name, c.kept, c.other, c.kept, precedenceRule(c.kind), c.other)
+}
+
+func precedenceRule(kind string) string {
+	if kind == kindSkill {
+		return "the first file path in byte order wins"
+	}
+	return "sequences created with seq.create win, then the first file path in byte order"
+}
+
+func label(d *definition) string {
+	if d.source == "" {
+		return createdSource
+	}
+	return d.source
+}
+
+// resolve decides which definitions are stored, deterministically from its
+// inputs alone (never from the order files were read):
+//
+//   - skills: a skill name belongs to the file whose path (relative, with
+//     '/') sorts first in byte order;
+//   - sequences: sequences created over NATS come first (by name), then
+//     files by path; a sequence is stored when its name is free and none of
+//     its group names is used by a sequence stored before it.
+//
+// files holds the current definition of every file (its last good version
+// when it is invalid now); created the sequences created over NATS.
+func resolve(files map[string]*definition, created map[string]*definition) (skills, seqs map[string]*definition, clashes []clash) {
+	skills = map[string]*definition{}
+	seqs = map[string]*definition{}
+	var seqOrder []*definition
+	for _, name := range sortedKeys(created) {
+		seqOrder = append(seqOrder, created[name])
+	}
+	for _, src := range sortedKeys(files) {
+		d := files[src]
+		if d.kind == kindSequence {
+			seqOrder = append(seqOrder, d)
+			continue
+		}
+		if k, dup := skills[d.name]; dup {
+			clashes = append(clashes, clash{kind: kindSkill, what: "skill name", name: d.name, kept: label(k), other: label(d), rejected: d.name})
+			continue
+		}
+		skills[d.name] = d
+	}
+	groupOwner := map[string]*definition{}
+	for _, d := range seqOrder {
+		if k, dup := seqs[d.name]; dup {
+			clashes = append(clashes, clash{kind: kindSequence, what: "sequence name", name: d.name, kept: label(k), other: label(d), rejected: d.name})
+			continue
+		}
+		var c *clash
+		for _, g := range d.groups {
+			if k, dup := groupOwner[g]; dup {
+				c = &clash{kind: kindSequence, what: "group name", name: g, kept: label(k) + " (sequence " + fmt.Sprintf("%q", k.name) + ")", other: label(d) + " (sequence " + fmt.Sprintf("%q", d.name) + ")", rejected: d.name}
+				break
+			}
+		}
+		if c != nil {
+			clashes = append(clashes, *c)
+			continue
+		}
+		seqs[d.name] = d
+		for _, g := range d.groups {
+			groupOwner[g] = d
+		}
+	}
+	return skills, seqs, clashes
+}

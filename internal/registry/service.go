@@ -1,0 +1,456 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/sections"
+	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// Endpoint subjects of the registry's micro service (events.RegistryPrefix
+// + "." + the suffix). Requests and replies are JSON; an error reply has the
+// micro error headers (Nats-Service-Error-Code: 400 bad request, 404 not
+// found, 409 conflict, 500 internal, 503 unavailable) and an ErrorReply
+// body.
+const (
+	SubjectSkillList = events.RegistryPrefix + ".skill.list" // {} → SkillList
+	SubjectSkillGet  = events.RegistryPrefix + ".skill.get"  // {"name"} → the skill record (pkg/skill.Skill JSON)
+	SubjectSkillInfo = events.RegistryPrefix + ".skill.info" // {"name","section"?} → SkillInfo
+	SubjectSeqList   = events.RegistryPrefix + ".seq.list"   // {} → SeqList
+	SubjectSeqGet    = events.RegistryPrefix + ".seq.get"    // {"name"} → the stored sequence AST (canonical JSON)
+	SubjectSeqCreate = events.RegistryPrefix + ".seq.create" // the JSON form of a sequence → SeqCreated
+	SubjectSeqDelete = events.RegistryPrefix + ".seq.delete" // {"name"} → SeqDeleted
+)
+
+// ErrorReply is the body of every error reply.
+type ErrorReply struct {
+	Code  string `json:"code"`
+	Error string `json:"error"`
+	// Problems lists every problem of an invalid sequence (seq.create).
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// NameRequest is the request of the get, info and delete endpoints.
+type NameRequest struct {
+	Name string `json:"name"`
+	// Section (skill.info only) is a section title; "" asks for the whole
+	// skill or its table of contents (DESIGN.md §5).
+	Section string `json:"section,omitempty"`
+}
+
+// SkillSummary is one entry of SkillList.
+type SkillSummary struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Source      string `json:"source"`
+}
+
+// SkillList is the reply of skill.list, sorted by name.
+type SkillList struct {
+	Skills []SkillSummary `json:"skills"`
+}
+
+// SkillInfo is the reply of skill.info.
+type SkillInfo struct {
+	Name    string `json:"name"`
+	Section string `json:"section,omitempty"`
+	Text    string `json:"text"`
+}
+
+// SeqSummary is one entry of SeqList.
+type SeqSummary struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Source      string            `json:"source"`
+	Groups      []string          `json:"groups"`
+	Boot        bool              `json:"boot,omitempty"`
+	Schedule    string            `json:"schedule,omitempty"`
+	Signature   map[string]string `json:"signature"`
+}
+
+// SeqList is the reply of seq.list, sorted by name.
+type SeqList struct {
+	Sequences []SeqSummary `json:"sequences"`
+}
+
+// SeqCreated is the reply of seq.create.
+type SeqCreated struct {
+	Name      string            `json:"name"`
+	Replaced  bool              `json:"replaced"`
+	Signature map[string]string `json:"signature"`
+}
+
+// SeqDeleted is the reply of seq.delete.
+type SeqDeleted struct {
+	Name    string `json:"name"`
+	Deleted bool   `json:"deleted"`
+}
+
+// replyError is an error with an error reply code.
+type replyError struct {
+	code     string
+	msg      string
+	problems []Problem
+}
+
+func (e *replyError) Error() string { return e.msg }
+
+func fail(code, format string, args ...any) *replyError {
+	return &replyError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+type handlerFunc func(ctx context.Context, data []byte) (any, error)
+
+// serve starts the micro service with one endpoint per subject.
+func (r *Registry) serve(ctx context.Context) error {
+	svc, err := micro.AddService(r.nc, micro.Config{
+		Name:        events.ServiceRegistry,
+		Version:     r.cfg.Version,
+		Description: "skillbus registry: skills and sequences (DESIGN.md §2)",
+		QueueGroup:  events.ServiceRegistry,
+	})
+	if err != nil {
+		return fmt.Errorf("registry: micro service: %w", err)
+	}
+	eps := []struct {
+		name, subject string
+		h             handlerFunc
+	}{
+		{"skill-list", SubjectSkillList, r.skillList},
+		{"skill-get", SubjectSkillGet, r.skillGet},
+		{"skill-info", SubjectSkillInfo, r.skillInfo},
+		{"seq-list", SubjectSeqList, r.seqList},
+		{"seq-get", SubjectSeqGet, r.seqGet},
+		{"seq-create", SubjectSeqCreate, r.seqCreate},
+		{"seq-delete", SubjectSeqDelete, r.seqDelete},
+	}
+	for _, ep := range eps {
+		if err := svc.AddEndpoint(ep.name, r.wrap(ctx, ep.subject, ep.h), micro.WithEndpointSubject(ep.subject)); err != nil {
+			_ = svc.Stop()
+			return fmt.Errorf("registry: endpoint %s: %w", ep.subject, err)
+		}
+	}
+	if err := r.nc.FlushTimeout(r.cfg.Timeout); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("registry: register endpoints: %w", err)
+	}
+	r.svc = svc
+	return nil
+}
+
+// wrap adapts a handlerFunc: trace context, panic recovery, JSON reply or
+// structured error reply.
+func (r *Registry) wrap(base context.Context, subject string, h handlerFunc) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		ctx, span := events.StartSpan(events.Extract(base, nats.Header(req.Headers())), "registry "+subject, trace.SpanKindServer, subject, len(req.Data()))
+		var err error
+		defer func() { events.EndSpan(span, err) }()
+		var res any
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					r.log.Error("endpoint panicked", "subject", subject, "panic", p)
+					err = fail("500", "internal error in %s: %v", subject, p)
+				}
+			}()
+			res, err = h(ctx, req.Data())
+		}()
+		if err != nil {
+			re, ok := err.(*replyError)
+			if !ok {
+				re = fail("500", "%v", err)
+			}
+			body, _ := json.Marshal(ErrorReply{Code: re.code, Error: re.msg, Problems: re.problems})
+			desc := strings.Join(strings.Fields(re.msg), " ")
+			if len(desc) > 1024 {
+				desc = desc[:1021] + "..."
+			}
+			_ = req.Error(re.code, desc, body)
+			return
+		}
+		var out []byte
+		if raw, ok := res.(json.RawMessage); ok {
+			out = raw
+		} else if out, err = json.Marshal(res); err != nil {
+			_ = req.Error("500", "cannot encode the reply", nil)
+			return
+		}
+		if err = req.Respond(out); err != nil {
+			r.log.Warn("cannot send reply", "subject", subject, "err", err)
+		}
+	})
+}
+
+// decodeStrict reads a JSON object into v, rejecting unknown fields and
+// trailing data. An empty body is an empty object.
+func decodeStrict(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fail("400", "bad request: %s", friendlyJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("400", "bad request: unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func friendlyJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q has the wrong type (got a JSON %s)", te.Field, te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, err)
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "unknown field " + msg + `; allowed: "name" (and "section" for skill.info)`
+	}
+	return err.Error()
+}
+
+func (r *Registry) nameRequest(data []byte, allowSection bool) (NameRequest, error) {
+	var req NameRequest
+	if err := decodeStrict(data, &req); err != nil {
+		return req, err
+	}
+	if req.Name == "" {
+		return req, fail("400", `bad request: "name" is required, for example {"name": "pdf"}`)
+	}
+	if req.Section != "" && !allowSection {
+		return req, fail("400", `bad request: "section" is only allowed for skill.info`)
+	}
+	return req, nil
+}
+
+func (r *Registry) skillList(ctx context.Context, data []byte) (any, error) {
+	if err := decodeStrict(data, &struct{}{}); err != nil {
+		return nil, err
+	}
+	r.viewMu.RLock()
+	defer r.viewMu.RUnlock()
+	out := SkillList{Skills: []SkillSummary{}}
+	for _, name := range sortedKeys(r.skills) {
+		d := r.skills[name]
+		out.Skills = append(out.Skills, SkillSummary{Name: name, Description: d.description, Source: label(d)})
+	}
+	return out, nil
+}
+
+func (r *Registry) lookup(kind, name string) (*definition, error) {
+	r.viewMu.RLock()
+	defer r.viewMu.RUnlock()
+	m, what, list := r.skills, "skill", "skill.list"
+	if kind == kindSequence {
+		m, what, list = r.seqs, "sequence", "seq.list"
+	}
+	d, ok := m[name]
+	if !ok {
+		return nil, fail("404", "no %s named %q; %s shows the %d available", what, name, list, len(m))
+	}
+	return d, nil
+}
+
+func (r *Registry) skillGet(ctx context.Context, data []byte) (any, error) {
+	req, err := r.nameRequest(data, false)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.lookup(kindSkill, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(d.value), nil
+}
+
+func (r *Registry) skillInfo(ctx context.Context, data []byte) (any, error) {
+	req, err := r.nameRequest(data, true)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.lookup(kindSkill, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	var s skill.Skill
+	if err := json.Unmarshal(d.value, &s); err != nil {
+		return nil, fail("500", "stored skill %q cannot be read: %v", req.Name, err)
+	}
+	secs := s.Sections
+	if secs == nil {
+		secs = sections.SplitBody(s.Body)
+	}
+	text, err := sections.InfoWith(s.Body, secs, req.Section, sections.Limits{})
+	if err != nil {
+		if errors.Is(err, sections.ErrNoSection) {
+			return nil, fail("404", "skill %q: %v", req.Name, err)
+		}
+		return nil, fail("500", "skill %q: %v", req.Name, err)
+	}
+	return SkillInfo{Name: req.Name, Section: req.Section, Text: text}, nil
+}
+
+func (r *Registry) seqList(ctx context.Context, data []byte) (any, error) {
+	if err := decodeStrict(data, &struct{}{}); err != nil {
+		return nil, err
+	}
+	r.viewMu.RLock()
+	defer r.viewMu.RUnlock()
+	out := SeqList{Sequences: []SeqSummary{}}
+	for _, name := range sortedKeys(r.seqs) {
+		d := r.seqs[name]
+		var head struct {
+			Boot      bool              `json:"boot"`
+			Schedule  string            `json:"schedule"`
+			Signature map[string]string `json:"signature"`
+		}
+		_ = json.Unmarshal(d.value, &head)
+		if head.Signature == nil {
+			head.Signature = map[string]string{}
+		}
+		out.Sequences = append(out.Sequences, SeqSummary{Name: name, Description: d.description, Source: label(d),
+			Groups: d.groups, Boot: head.Boot, Schedule: head.Schedule, Signature: head.Signature})
+	}
+	return out, nil
+}
+
+func (r *Registry) seqGet(ctx context.Context, data []byte) (any, error) {
+	req, err := r.nameRequest(data, false)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.lookup(kindSequence, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(d.value), nil
+}
+
+// seqCreate stores a sequence sent in its JSON form (the form a model
+// writes through seq_create). A sequence of the same name created earlier
+// over NATS is replaced; one defined by a file is not (409).
+func (r *Registry) seqCreate(ctx context.Context, data []byte) (any, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fail("400", "bad request: the body must be a sequence in its JSON form, for example "+
+			`{"name": "x", "groups": [{"name": "g", "tools": "{\"tool\":\"t\"};"}]}`)
+	}
+	s, err := seq.ParseJSON(data)
+	if err != nil {
+		probs := seqProblems("", err)
+		msgs := make([]string, 0, len(probs))
+		for _, p := range probs {
+			msgs = append(msgs, p.String())
+		}
+		return nil, &replyError{code: "400", msg: "invalid sequence: " + strings.Join(msgs, "; "), problems: probs}
+	}
+	d, err := sequenceDefinition(s, "")
+	if err != nil {
+		return nil, fail("400", "%v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Check against everything already resolved, except the sequence this
+	// one replaces.
+	r.viewMu.RLock()
+	cur, exists := r.seqs[d.name]
+	var conflict *replyError
+	if exists && cur.source != "" {
+		conflict = fail("409", "sequence %q is defined by the file %s; edit or delete that file instead", d.name, cur.source)
+	}
+	for _, other := range r.seqs {
+		if conflict != nil {
+			break
+		}
+		if other.name == d.name {
+			continue
+		}
+		for _, g := range d.groups {
+			if containsStr(other.groups, g) {
+				conflict = fail("409", "group name %q is already used by sequence %q (%s); group names are unique across all sequences — rename the group", g, other.name, label(other))
+				break
+			}
+		}
+	}
+	r.viewMu.RUnlock()
+	if conflict != nil {
+		return nil, conflict
+	}
+	prev, replaced := r.created[d.name]
+	r.created[d.name] = d
+	if err := r.applyLocked(ctx); err != nil {
+		if replaced {
+			r.created[d.name] = prev
+		} else {
+			delete(r.created, d.name)
+		}
+		_ = r.applyLocked(ctx)
+		return nil, fail("503", "cannot store sequence %q: %v", d.name, err)
+	}
+	var sig map[string]string
+	if b, err := json.Marshal(s.Signature); err == nil {
+		_ = json.Unmarshal(b, &sig)
+	}
+	if sig == nil {
+		sig = map[string]string{}
+	}
+	return SeqCreated{Name: d.name, Replaced: replaced, Signature: sig}, nil
+}
+
+func (r *Registry) seqDelete(ctx context.Context, data []byte) (any, error) {
+	req, err := r.nameRequest(data, false)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.created[req.Name]
+	if !ok {
+		if fd, err := r.lookup(kindSequence, req.Name); err == nil {
+			return nil, fail("409", "sequence %q is defined by the file %s; delete that file to remove it", req.Name, fd.source)
+		}
+		return nil, fail("404", "no sequence named %q was created with seq.create", req.Name)
+	}
+	delete(r.created, req.Name)
+	if err := r.applyLocked(ctx); err != nil {
+		r.created[req.Name] = d
+		_ = r.applyLocked(ctx)
+		return nil, fail("503", "cannot delete sequence %q: %v", req.Name, err)
+	}
+	// The created sequence's own key is deleted here: applyLocked only
+	// deletes entries that came from files.
+	key := events.KeyFor(req.Name)
+	if e, ok := r.stored[kindSequence][key]; ok && e.source == createdSource {
+		if err := r.writeLocked(ctx, []op{{kind: kindSequence, key: key, source: createdSource}}); err != nil {
+			r.created[req.Name] = d
+			return nil, fail("503", "cannot delete sequence %q: %v", req.Name, err)
+		}
+		// A file sequence of the same name, hidden so far, can now be stored.
+		_ = r.applyLocked(ctx)
+	}
+	return SeqDeleted{Name: req.Name, Deleted: true}, nil
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,104 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// watchDirs brings the set of watched directories in line with dirs (the
+// directories of the last scan). Only the watch loop (and Start, before
+// it) calls it.
+func (r *Registry) watchDirs(dirs []string) (added int) {
+	want := make(map[string]bool, len(dirs))
+	for _, d := range dirs {
+		want[d] = true
+		if r.watched[d] {
+			continue
+		}
+		if err := r.watcher.Add(d); err != nil {
+			r.log.Warn("cannot watch directory; changes in it are seen at the next resync", "dir", d, "err", err)
+			continue
+		}
+		r.watched[d] = true
+		added++
+	}
+	for d := range r.watched {
+		if !want[d] {
+			_ = r.watcher.Remove(d) // gone already, usually
+			delete(r.watched, d)
+		}
+	}
+	return added
+}
+
+// watchLoop turns file-system events into debounced rescans: a rescan runs
+// once the tree has been quiet for Debounce, or MaxDelay after the first
+// event of a steady stream, and every Resync regardless. New directories
+// get watched after the rescan that finds them, and one more rescan
+// follows so files written before the watch was in place are not missed.
+func (r *Registry) watchLoop(ctx context.Context) {
+	defer close(r.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var resync <-chan time.Time
+	if r.cfg.Resync > 0 {
+		t := time.NewTicker(r.cfg.Resync)
+		defer t.Stop()
+		resync = t.C
+	}
+	pending := false
+	var first time.Time
+	schedule := func(now time.Time) {
+		if !pending {
+			pending, first = true, now
+		}
+		delay := r.cfg.Debounce
+		if limit := first.Add(r.cfg.MaxDelay); now.Add(delay).After(limit) {
+			delay = max(limit.Sub(now), 0)
+		}
+		timer.Reset(delay)
+	}
+	rescan := func() {
+		pending = false
+		dirs, err := r.rescan(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Error("rescan incomplete", "err", err)
+			schedule(time.Now()) // retry the failed writes
+		}
+		if ctx.Err() == nil && r.watchDirs(dirs) > 0 {
+			schedule(time.Now())
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case ev, ok := <-r.watcher.Events:
+			if !ok {
+				return
+			}
+			if ev.Op == fsnotify.Chmod {
+				continue
+			}
+			schedule(time.Now())
+		case err, ok := <-r.watcher.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				r.log.Warn("file-system events were dropped; rescanning the whole tree")
+			} else {
+				r.log.Warn("file watcher", "err", err)
+			}
+			schedule(time.Now())
+		case <-timer.C:
+			rescan()
+		case <-resync:
+			rescan()
+		}
+	}
+}
