@@ -1,0 +1,106 @@
+package seqworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// startBoot creates (or updates) the shared durable consumer on the
+// agent_ready events and starts consuming it. A consumer created now
+// starts with new events: a fresh deployment does not replay the boots
+// already in EVENTS.
+func (w *Worker) startBoot(ctx context.Context) error {
+	cons, err := w.js.CreateOrUpdateConsumer(ctx, events.StreamEvents, jetstream.ConsumerConfig{
+		Durable:       events.ConsumerSeqworkerBoot,
+		Description:   "skillbus: seqworker replicas start boot sequences on agent_ready",
+		FilterSubject: events.SubjectAgentReadyAll,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    10,
+		BackOff:       []time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
+		Replicas:      w.cfg.Provision.WithDefaults().Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("seqworker: consumer %s on %s: %w", events.ConsumerSeqworkerBoot, events.StreamEvents, err)
+	}
+	w.bootCC, err = cons.Consume(func(msg jetstream.Msg) {
+		ctx, span := events.StartReceiveSpan(w.runCtx, msg.Headers(), msg.Subject(), len(msg.Data()))
+		err := w.onAgentReady(ctx, msg)
+		events.EndSpan(span, err)
+	}, jetstream.PullMaxMessages(16))
+	if err != nil {
+		return fmt.Errorf("seqworker: consume %s: %w", events.ConsumerSeqworkerBoot, err)
+	}
+	return nil
+}
+
+// onAgentReady starts every boot sequence once for the event's agent and
+// boot id. Each run is guarded by a create-only RUNS key (pending state) —
+// which outlives the stream's duplicate window — and published with its
+// deterministic id as Nats-Msg-Id.
+func (w *Worker) onAgentReady(ctx context.Context, msg jetstream.Msg) error {
+	var ev events.AgentReady
+	if err := events.Decode(msg.Data(), &ev); err != nil {
+		w.log.Warn("agent_ready rejected", "subject", msg.Subject(), "err", err)
+		_ = msg.TermWithReason(clip(err.Error(), 200))
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, name := range w.cat.boot() {
+		if err := w.startBootRun(ctx, ev, name); err != nil {
+			w.log.Warn("boot run not started; retrying the event", "agent", ev.Agent, "sequence", name, "err", err)
+			_ = msg.Nak()
+			return err
+		}
+	}
+	return msg.Ack()
+}
+
+func (w *Worker) startBootRun(ctx context.Context, ev events.AgentReady, name string) error {
+	id := BootRunID(ev.Agent, ev.BootID, name)
+	req := &events.RunRequest{RunID: id, Sequence: name, Trigger: events.TriggerBoot, Agent: ev.Agent, BootID: ev.BootID, RequestedAt: time.Now().UTC()}
+	return w.enqueue(ctx, req)
+}
+
+// enqueue records a pending state for req (create-only) and publishes the
+// request. A pending state left by an earlier attempt that died before
+// publishing is published again (the stream drops a duplicate inside its
+// window; a worker skips a run whose state is finished).
+func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
+	now := time.Now().UTC()
+	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusPending, UpdatedAt: now}
+	if _, err := w.writeState(ctx, st, 0); err != nil {
+		if !errors.Is(err, errConflict) {
+			return err
+		}
+		cur, _, err := w.readState(ctx, req.RunID)
+		if err != nil {
+			return err
+		}
+		if cur != nil && (cur.Status != events.StatusPending || cur.Attempt > 0) {
+			return nil // already started (or done)
+		}
+	}
+	subjName := req.Sequence
+	if len(req.Inline) > 0 {
+		subjName = events.InlineRunToken
+	}
+	subj, err := events.RunSubject(subjName)
+	if err != nil {
+		return &terminalError{err}
+	}
+	b, err := events.Encode(req)
+	if err != nil {
+		return &terminalError{err}
+	}
+	_, err = events.Publish(ctx, w.js, &nats.Msg{Subject: subj, Data: b}, jetstream.WithMsgID(req.RunID))
+	return err
+}

@@ -1,0 +1,254 @@
+package seqworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// startWatcher loads the SEQUENCES bucket into the catalog (returning once
+// the current values are in), then keeps it up to date and reconciles the
+// schedule of every sequence that changes.
+func (w *Worker) startWatcher(ctx context.Context) error {
+	kw, err := w.sequences.WatchAll(w.intakeCtx)
+	if err != nil {
+		return fmt.Errorf("seqworker: watch %s: %w", events.BucketSequences, err)
+	}
+	ready := make(chan struct{})
+	w.loops.Add(2)
+	go func() {
+		defer w.loops.Done()
+		defer func() { _ = kw.Stop() }()
+		initial := true
+		for {
+			select {
+			case <-w.intakeCtx.Done():
+				return
+			case e, ok := <-kw.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					if initial {
+						initial = false
+						close(ready)
+					}
+					continue
+				}
+				name, err := events.NameForKey(e.Key())
+				if err != nil {
+					w.log.Warn("unreadable SEQUENCES key", "key", e.Key(), "err", err)
+					continue
+				}
+				if e.Operation() != jetstream.KeyValuePut {
+					w.cat.remove(name)
+				} else if s, err := seq.Decode(e.Value()); err != nil {
+					w.log.Warn("stored sequence does not decode; ignored", "sequence", name, "revision", e.Revision(), "err", err)
+					w.cat.remove(name)
+				} else {
+					w.cat.put(name, s, e.Revision())
+				}
+				w.requestReconcile(name)
+			}
+		}
+	}()
+	go w.reconcileLoop()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return fmt.Errorf("seqworker: load %s: %w", events.BucketSequences, ctx.Err())
+	}
+	return w.purgeOrphanSchedules(ctx)
+}
+
+func (w *Worker) requestReconcile(name string) {
+	select {
+	case w.recheck <- name:
+	default:
+		w.log.Warn("schedule reconcile queue full; dropped", "sequence", name)
+	}
+}
+
+func (w *Worker) reconcileLoop() {
+	defer w.loops.Done()
+	for {
+		select {
+		case <-w.intakeCtx.Done():
+			return
+		case name := <-w.recheck:
+			ctx, cancel := context.WithTimeout(w.intakeCtx, 10*time.Second)
+			if err := w.reconcileSchedule(ctx, name); err != nil {
+				w.log.Warn("reconcile schedule", "sequence", name, "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// reconcileSchedule makes the schedule message on seq.schedule.<name>
+// match the stored sequence: absent when the sequence is gone or has no
+// schedule; else one message, with the sequence's schedule, target
+// seq.run.<name> and the sequence's revision. Replicas agree: the stored
+// value is read again here, a schedule made from a newer revision is never
+// replaced by an older one (the revision header, and a publish that
+// expects the subject's last sequence), and a repeated publish of one
+// revision is dropped by its Nats-Msg-Id. The server itself keeps one
+// schedule per subject: a schedule message is a subject rollup, so the new
+// message replaces the old (checked in the integration tests).
+func (w *Worker) reconcileSchedule(ctx context.Context, name string) error {
+	subj, err := events.ScheduleSubject(name)
+	if err != nil {
+		return err // a name that cannot be a subject token cannot be scheduled
+	}
+	target, _ := events.RunSubject(name)
+	for range 3 {
+		s, rev, err := w.cat.get(ctx, name)
+		if errors.Is(err, errNoSequence) || (err == nil && s.Schedule == "") || isTerminal(err) {
+			if err := w.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+				return fmt.Errorf("purge %s: %w", subj, err)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var lastSeq uint64
+		last, err := w.stream.GetLastMsgForSubject(ctx, subj)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case err != nil:
+			return fmt.Errorf("read %s: %w", subj, err)
+		default:
+			lastSeq = last.Sequence
+			lrev, _ := strconv.ParseUint(last.Header.Get(events.HeaderSequenceRevision), 10, 64)
+			if lrev > rev || (lrev == rev && last.Header.Get("Nats-Schedule") == schedulePattern(s.Schedule)) {
+				return nil
+			}
+		}
+		opt, err := scheduleOpt(s.Schedule)
+		if err != nil {
+			return err
+		}
+		body, err := events.Encode(&events.RunRequest{RunID: "tick-" + tokenize(name), Sequence: name, Trigger: events.TriggerSchedule})
+		if err != nil {
+			return err
+		}
+		m := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{}}
+		m.Header.Set(events.HeaderSequenceRevision, strconv.FormatUint(rev, 10))
+		_, err = events.Publish(ctx, w.js, m, opt, jetstream.WithScheduleTarget(target),
+			jetstream.WithMsgID(fmt.Sprintf("schedule-%s-%d", tokenize(name), rev)),
+			jetstream.WithExpectLastSequencePerSubject(lastSeq))
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			continue // another replica published meanwhile: look again
+		}
+		if err != nil {
+			return fmt.Errorf("publish schedule %q on %s: %w", s.Schedule, subj, err)
+		}
+		w.log.Info("schedule set", "sequence", name, "schedule", s.Schedule, "revision", rev)
+		return nil
+	}
+	return nil
+}
+
+// scheduleOpt turns a sequence's `schedule` (as pkg/seq validates it: the
+// NATS server's own syntax) into the publish option.
+func scheduleOpt(schedule string) (jetstream.PublishOpt, error) {
+	if rest, ok := strings.CutPrefix(schedule, "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return nil, fmt.Errorf("schedule %q: %w", schedule, err)
+		}
+		return jetstream.WithScheduleEvery(d), nil
+	}
+	return jetstream.WithScheduleCron(schedule), nil
+}
+
+// schedulePattern is the Nats-Schedule header value scheduleOpt produces.
+func schedulePattern(schedule string) string {
+	if rest, ok := strings.CutPrefix(schedule, "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil {
+			return "@every " + d.String()
+		}
+	}
+	return schedule
+}
+
+// purgeOrphanSchedules removes the schedules of sequences that are no
+// longer stored (deleted while no worker ran).
+func (w *Worker) purgeOrphanSchedules(ctx context.Context) error {
+	info, err := w.stream.Info(ctx, jetstream.WithSubjectFilter(events.SubjectScheduleAll))
+	if err != nil {
+		return fmt.Errorf("seqworker: list schedules: %w", err)
+	}
+	known := w.cat.names()
+	for subj := range info.State.Subjects {
+		name := strings.TrimPrefix(subj, "seq.schedule.")
+		if !known[name] {
+			w.requestReconcile(name)
+		}
+	}
+	return nil
+}
+
+// onMaxDeliveries records as failed a run whose request exhausted its
+// deliveries (the last worker died or never acknowledged) and deletes the
+// request, which a work-queue stream would otherwise keep.
+func (w *Worker) onMaxDeliveries(m *nats.Msg) {
+	var adv struct {
+		Stream     string `json:"stream"`
+		Consumer   string `json:"consumer"`
+		StreamSeq  uint64 `json:"stream_seq"`
+		Deliveries int    `json:"deliveries"`
+	}
+	if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 {
+		w.log.Warn("unreadable max-deliveries advisory", "err", err)
+		return
+	}
+	w.inflight.Add(1)
+	go func() {
+		defer w.inflight.Done()
+		ctx, cancel := context.WithTimeout(w.runCtx, 10*time.Second)
+		defer cancel()
+		raw, err := w.stream.GetMsg(ctx, adv.StreamSeq)
+		if err != nil {
+			w.log.Warn("max-deliveries advisory: run request not found", "stream_seq", adv.StreamSeq, "err", err)
+			return
+		}
+		rm := &rawMsg{raw: raw}
+		req, runID, _ := decodeRunRequest(rm)
+		if runID != "" {
+			reason := fmt.Sprintf("gave up after %d deliveries: no worker finished the run in time (each delivery waits AckWait %s)", adv.Deliveries, w.ackWait)
+			if cur, _, err := w.readState(ctx, runID); err == nil && cur != nil && cur.Error != "" {
+				reason += "; last error: " + cur.Error
+			}
+			w.failRun(ctx, runID, req.Sequence, adv.Deliveries, reason)
+			w.log.Error("run failed", "run", runID, "err", reason)
+		}
+		if err := w.stream.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			w.log.Warn("delete exhausted run request", "stream_seq", adv.StreamSeq, "err", err)
+		}
+	}()
+}
+
+// rawMsg lets decodeRunRequest read a stored message.
+type rawMsg struct {
+	jetstream.Msg
+	raw *jetstream.RawStreamMsg
+}
+
+func (r *rawMsg) Headers() nats.Header { return r.raw.Header }
+func (r *rawMsg) Data() []byte         { return r.raw.Data }
+func (r *rawMsg) Subject() string      { return r.raw.Subject }
+func (r *rawMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: r.raw.Sequence}}, nil
+}

@@ -1,0 +1,205 @@
+package seqworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// ServiceVersion is the version of the skillbus-seq micro service.
+const ServiceVersion = "0.1.0"
+
+// startService adds the skillbus-seq micro service with its endpoints:
+//
+//	seq_call  skillbus.seq.call    events.SeqCallRequest   → events.SeqCallReply
+//	run       skillbus.seq.run     events.SeqRunRequest    → events.SeqRunReply
+//	status    skillbus.seq.status  events.SeqStatusRequest → events.RunState
+//
+// Bad input gets a micro error with code "400", an unknown group, sequence
+// or run "404", a NATS failure "503", a worker that is stopping "503".
+func (w *Worker) startService() error {
+	svc, err := micro.AddService(w.nc, micro.Config{
+		Name:        events.ServiceSeq,
+		Version:     ServiceVersion,
+		Description: "skillbus sequence runner: seq_call, run, status",
+		QueueGroup:  events.ServiceSeq,
+	})
+	if err != nil {
+		return fmt.Errorf("seqworker: micro service: %w", err)
+	}
+	w.svc = svc
+	g := svc.AddGroup(events.SeqPrefix)
+	for _, ep := range []struct {
+		name, subj string
+		h        func(context.Context, micro.Request)
+	}{
+		{"seq_call", "call", w.serveCall},
+		{"run", "run", w.serveRun},
+		{"status", "status", w.serveStatus},
+	} {
+		if err := g.AddEndpoint(ep.name, w.async(ep.h), micro.WithEndpointSubject(ep.subj)); err != nil {
+			return fmt.Errorf("seqworker: endpoint %s: %w", ep.name, err)
+		}
+	}
+	return nil
+}
+
+// async runs a handler on its own goroutine, bounded by the call slots, so
+// that a long seq_call does not hold up the other requests.
+func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		if w.intakeCtx.Err() != nil {
+			_ = req.Error("503", "the seqworker is stopping; retry", nil)
+			return
+		}
+		select {
+		case w.callSlots <- struct{}{}:
+		case <-w.intakeCtx.Done():
+			_ = req.Error("503", "the seqworker is stopping; retry", nil)
+			return
+		}
+		w.inflight.Add(1)
+		go func() {
+			defer w.inflight.Done()
+			defer func() { <-w.callSlots }()
+			defer func() {
+				if r := recover(); r != nil {
+					w.log.Error("seq endpoint panic", "subject", req.Subject(), "panic", r)
+					_ = req.Error("500", fmt.Sprintf("internal error: %v", r), nil)
+				}
+			}()
+			ctx := events.Extract(w.runCtx, map[string][]string(req.Headers()))
+			h(ctx, req)
+		}()
+	})
+}
+
+func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
+	var in events.SeqCallRequest
+	if err := events.Decode(req.Data(), &in); err != nil {
+		_ = req.Error("400", err.Error(), nil)
+		return
+	}
+	s, ok := w.cat.group(in.Group)
+	if !ok {
+		_ = req.Error("404", fmt.Sprintf("no stored sequence has a group named %q: list the groups with `skillbus seqs`, or store the sequence first", in.Group), nil)
+		return
+	}
+	args, err := decodeArgs(in.Args)
+	if err != nil {
+		_ = req.Error("400", err.Error(), nil)
+		return
+	}
+	if args == nil {
+		args = map[string]json.RawMessage{}
+	}
+	var opts []seq.RunOption
+	if w.cfg.RetryInitial > 0 || w.cfg.RetryMax > 0 {
+		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
+	}
+	slots, gr, err := seq.RunGroup(ctx, s, in.Group, w.caller, args, opts...)
+	if errors.Is(err, seq.ErrArgument) && (gr == nil || len(gr.Calls) == 0 || gr.Calls[0].Attempts == 0) {
+		_ = req.Error("400", err.Error(), nil)
+		return
+	}
+	reply := &events.SeqCallReply{Group: in.Group, Sequence: s.Name, Slots: slots}
+	if gr != nil {
+		reply.Result, _ = json.Marshal(gr)
+	}
+	if err != nil {
+		reply.Error = err.Error()
+	}
+	w.respond(req, reply)
+}
+
+func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
+	var in events.SeqRunRequest
+	if err := events.Decode(req.Data(), &in); err != nil {
+		_ = req.Error("400", err.Error(), nil)
+		return
+	}
+	if in.RunID == "" {
+		in.RunID = "run-" + nuid.Next()
+	} else if tokenOrEmpty(in.RunID) == "" {
+		_ = req.Error("400", fmt.Sprintf("run_id %q: use only letters, digits, '-' and '_'", in.RunID), nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r := &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerCall, RequestedAt: time.Now().UTC()}
+	// Refuse at once what can never run, rather than queueing a run that
+	// fails.
+	if len(in.Inline) > 0 {
+		s, err := seq.Decode(in.Inline)
+		if err != nil {
+			_ = req.Error("400", "inline sequence: "+err.Error(), nil)
+			return
+		}
+		r.Sequence = s.Name
+	} else if _, _, err := w.cat.get(ctx, in.Sequence); err != nil {
+		code := "503"
+		if errors.Is(err, errNoSequence) {
+			code = "404"
+		} else if isTerminal(err) {
+			code = "400"
+		}
+		_ = req.Error(code, err.Error(), nil)
+		return
+	}
+	if _, err := decodeArgs(in.Args); err != nil {
+		_ = req.Error("400", err.Error(), nil)
+		return
+	}
+	if len(in.Inline) > 0 {
+		r.Sequence = "" // RunRequest: exactly one of sequence and inline
+	}
+	if err := w.enqueue(ctx, r); err != nil {
+		_ = req.Error("503", "queue the run: "+err.Error(), nil)
+		return
+	}
+	w.respond(req, &events.SeqRunReply{RunID: in.RunID})
+}
+
+func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
+	var in events.SeqStatusRequest
+	if err := events.Decode(req.Data(), &in); err != nil {
+		_ = req.Error("400", err.Error(), nil)
+		return
+	}
+	if tokenOrEmpty(in.RunID) == "" {
+		_ = req.Error("400", fmt.Sprintf("run_id %q is not a run id (letters, digits, '-' and '_')", in.RunID), nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	e, err := w.runs.Get(ctx, in.RunID)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its TTL)", in.RunID, events.BucketRuns), nil)
+			return
+		}
+		_ = req.Error("503", err.Error(), nil)
+		return
+	}
+	_ = req.Respond(e.Value())
+}
+
+func (w *Worker) respond(req micro.Request, m events.Message) {
+	b, err := events.Encode(m)
+	if err != nil {
+		_ = req.Error("500", err.Error(), nil)
+		return
+	}
+	if err := req.Respond(b); err != nil {
+		w.log.Warn("reply", "subject", req.Subject(), "err", err)
+		_ = req.Error("500", fmt.Sprintf("reply of %d bytes not sent: %v", len(b), err), nil)
+	}
+}

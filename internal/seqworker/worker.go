@@ -1,0 +1,337 @@
+// Package seqworker runs tool sequences as a durable, distributed service
+// (DESIGN.md §2–§4): any number of replicas share run requests from the
+// SEQ_RUNS work queue, checkpoint every finished group in the RUNS bucket,
+// start boot sequences on agent_ready, keep the server-side schedules of
+// scheduled sequences in line with the SEQUENCES bucket, and serve the
+// skillbus.seq.* micro endpoints (seq_call, run, status).
+//
+// # Guarantees
+//
+//   - A run request is acknowledged only after the run's final state is in
+//     RUNS. A worker that dies mid-run leaves the request unacknowledged: the
+//     server redelivers it after AckWait and the next worker resumes after
+//     the last checkpointed group. A tool of the group that was running may
+//     thus be called twice (at-least-once, DESIGN.md §4); a finished group
+//     is never run again.
+//   - Every state write is compare-and-set on the RUNS key's revision and
+//     carries the delivery count (RunState.Attempt): a worker that lost its
+//     delivery (paused past AckWait while another took over) gets a
+//     conflict and stops, so it cannot overwrite the new owner's state.
+//   - A run that cannot succeed (unknown sequence, undecodable request or
+//     sequence, a checkpoint of a changed sequence) is terminated at once
+//     (Term) with the reason in its RUNS state. Passing failures (NATS or KV
+//     unavailable) are redelivered with a doubling delay; a run whose
+//     deliveries are exhausted ends failed in RUNS with the reason.
+//   - Boot runs have deterministic ids (BootRunID), are guarded by a
+//     create-only RUNS key and published with Nats-Msg-Id, so each boot
+//     sequence runs once per agent and boot id however many replicas see
+//     the agent_ready event and however often it is redelivered.
+//   - Scheduled sequences run on the NATS server's message schedules (one
+//     tick per schedule for the whole cluster); tick run ids derive from the
+//     tick's Nats-Scheduler and Nats-Schedule-Next headers (TickRunID).
+package seqworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// ErrStopped is returned by Start on a worker that was stopped.
+var ErrStopped = errors.New("seqworker: worker stopped")
+
+// Worker is one seqworker replica. Create it with New, then either Run it
+// until its context ends, or Start and later Stop it.
+type Worker struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	cfg    Config
+	log    *slog.Logger
+	caller seq.Caller
+
+	runs       jetstream.KeyValue
+	sequences  jetstream.KeyValue
+	stream     jetstream.Stream
+	consumer   jetstream.Consumer
+	ackWait    time.Duration
+	maxDeliver int
+	cat        *catalog
+
+	runSlots  chan struct{} // a token per running run
+	callSlots chan struct{} // a token per running seq_call
+
+	// runCtx is the parent of every run and call; cancelled when a stop's
+	// deadline passes.
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	// intakeCtx ends the fetch loop, the boot consumer and the watchers.
+	intakeCtx    context.Context
+	intakeCancel context.CancelFunc
+
+	inflight sync.WaitGroup // runs and calls
+	loops    sync.WaitGroup // fetch loop, watcher, reconciler
+
+	svc     micro.Service
+	advSub  *nats.Subscription
+	bootCC  jetstream.ConsumeContext
+	recheck chan string // sequence names whose schedule to reconcile
+
+	// mu guards state and stopErr.
+	mu      sync.Mutex
+	state   int // 0 new, 1 started, 2 stopped
+	stopErr error
+}
+
+// New returns a worker on nc (which the caller owns and drains after Stop).
+// Errors: ErrConfig naming the bad field.
+func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil NATS connection", ErrConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("seqworker: jetstream: %w", err)
+	}
+	caller := cfg.Caller
+	if caller == nil {
+		c, err := tool.NewClient(nc)
+		if err != nil {
+			return nil, fmt.Errorf("seqworker: tool client: %w", err)
+		}
+		caller = c
+	}
+	w := &Worker{
+		nc: nc, js: js, cfg: cfg, log: cfg.Logger, caller: caller,
+		runSlots:  make(chan struct{}, cfg.Concurrency),
+		callSlots: make(chan struct{}, cfg.Concurrency),
+		recheck:   make(chan string, 1024),
+	}
+	w.runCtx, w.runCancel = context.WithCancel(context.Background())
+	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
+	return w, nil
+}
+
+// Run starts the worker and serves until ctx ends, then stops it
+// gracefully within Config.ShutdownTimeout. It returns nil after a clean
+// stop. Errors: those of Start and Stop.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), w.cfg.ShutdownTimeout)
+	defer cancel()
+	return w.Stop(sctx)
+}
+
+// Start provisions the NATS resources (events.Provision), loads the
+// SEQUENCES bucket, reconciles the schedules and starts taking run
+// requests, agent_ready events and micro requests. ctx bounds the start
+// only. Errors: ErrStopped, events.ErrProvision, NATS errors.
+func (w *Worker) Start(ctx context.Context) (err error) {
+	w.mu.Lock()
+	if w.state != 0 {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: Start called twice or after Stop", ErrStopped)
+	}
+	w.state = 1
+	w.mu.Unlock()
+	defer func() {
+		if err != nil {
+			w.intakeCancel()
+			w.runCancel()
+			w.loops.Wait()
+		}
+	}()
+
+	if err := events.Provision(ctx, w.js, w.cfg.Provision); err != nil {
+		return err
+	}
+	if w.runs, err = w.js.KeyValue(ctx, events.BucketRuns); err != nil {
+		return fmt.Errorf("seqworker: bucket %s: %w", events.BucketRuns, err)
+	}
+	if w.sequences, err = w.js.KeyValue(ctx, events.BucketSequences); err != nil {
+		return fmt.Errorf("seqworker: bucket %s: %w", events.BucketSequences, err)
+	}
+	if w.stream, err = w.js.Stream(ctx, events.StreamSeqRuns); err != nil {
+		return fmt.Errorf("seqworker: stream %s: %w", events.StreamSeqRuns, err)
+	}
+	if w.consumer, err = w.js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err != nil {
+		return fmt.Errorf("seqworker: consumer %s: %w", events.ConsumerSeqworker, err)
+	}
+	ci := w.consumer.CachedInfo()
+	w.ackWait, w.maxDeliver = ci.Config.AckWait, ci.Config.MaxDeliver
+	w.cat = newCatalog(w.sequences)
+
+	if err := w.startWatcher(ctx); err != nil {
+		return err
+	}
+	if w.advSub, err = w.nc.QueueSubscribe(events.AdvisoryMaxDeliveriesSeqworker, events.ConsumerSeqworker, w.onMaxDeliveries); err != nil {
+		return fmt.Errorf("seqworker: subscribe to max-deliveries advisories: %w", err)
+	}
+	if err := w.startBoot(ctx); err != nil {
+		return err
+	}
+	if err := w.startService(); err != nil {
+		return err
+	}
+	w.loops.Add(1)
+	go w.fetchLoop()
+	w.log.Info("seqworker started", "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWait, "max_deliver", w.maxDeliver)
+	return nil
+}
+
+// Stop stops the worker in two phases: it stops intake at once (no more
+// fetches, agent_ready events or micro requests), then waits for the
+// running runs and calls until ctx is done; at that point it interrupts
+// them — their runs keep the last checkpoint and are handed back to the
+// queue for another replica — and waits for them to return. It does not
+// close the NATS connection (the caller drains it). Stop is safe to call
+// more than once; later calls return the first result. Errors: ctx's error
+// when runs had to be interrupted.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if w.state == 2 {
+		defer w.mu.Unlock()
+		return w.stopErr
+	}
+	started := w.state == 1
+	w.state = 2
+	w.mu.Unlock()
+
+	w.intakeCancel()
+	var err error
+	if started {
+		if w.bootCC != nil {
+			w.bootCC.Stop()
+		}
+		if w.svc != nil {
+			if e := w.svc.Stop(); e != nil {
+				w.log.Warn("stop micro service", "err", e)
+			}
+		}
+		w.loops.Wait()
+		done := make(chan struct{})
+		go func() { w.inflight.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = fmt.Errorf("seqworker: stop: runs interrupted at the deadline (they resume elsewhere from their last checkpoint): %w", ctx.Err())
+			w.runCancel()
+			<-done
+		}
+		if w.advSub != nil {
+			_ = w.advSub.Unsubscribe()
+		}
+	}
+	w.runCancel()
+	w.mu.Lock()
+	w.stopErr = err
+	w.mu.Unlock()
+	w.log.Info("seqworker stopped", "err", err)
+	return err
+}
+
+// fetchLoop pulls run requests while there are free run slots.
+func (w *Worker) fetchLoop() {
+	defer w.loops.Done()
+	for {
+		select {
+		case w.runSlots <- struct{}{}:
+		case <-w.intakeCtx.Done():
+			return
+		}
+		free := 1
+	more:
+		for free < w.cfg.Concurrency {
+			select {
+			case w.runSlots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		fctx, cancel := context.WithTimeout(w.intakeCtx, w.cfg.FetchWait)
+		batch, err := w.consumer.Fetch(free, jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			w.release(free)
+			if w.intakeCtx.Err() != nil {
+				return
+			}
+			w.log.Warn("fetch run requests", "err", err)
+			sleepCtx(w.intakeCtx, time.Second)
+			continue
+		}
+		used := 0
+		for msg := range batch.Messages() {
+			if used == free {
+				_ = msg.Nak()
+				continue
+			}
+			used++
+			if w.intakeCtx.Err() != nil {
+				// Stopping: hand the run to another replica now.
+				_ = msg.Nak()
+				w.release(1)
+				continue
+			}
+			w.inflight.Add(1)
+			go func() {
+				defer w.inflight.Done()
+				defer w.release(1)
+				w.handleRun(msg)
+			}()
+		}
+		cancel()
+		w.release(free - used)
+		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) &&
+			!errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
+			if w.intakeCtx.Err() != nil {
+				return
+			}
+			w.log.Warn("fetch run requests", "err", err)
+			sleepCtx(w.intakeCtx, 500*time.Millisecond)
+		}
+	}
+}
+
+func (w *Worker) release(n int) {
+	for range n {
+		<-w.runSlots
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// terminalError marks a failure that no redelivery can fix.
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+func isTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t)
+}
