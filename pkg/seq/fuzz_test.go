@@ -1,0 +1,98 @@
+package seq
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// addExamples seeds a fuzz target with the example sequences of the given
+// extension (the checked-in corpus under testdata/fuzz holds more seeds).
+func addExamples(f *testing.F, ext string) {
+	files, _ := filepath.Glob("../../examples/sequences/*" + ext)
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+}
+
+// checkParsed asserts the properties every parser result must have: a
+// success round-trips through Encode; a failure is a non-empty Errors whose
+// problems each wrap a sentinel and have a message.
+func checkParsed(t *testing.T, s *Sequence, err error) {
+	if err != nil {
+		var errs Errors
+		if !errors.As(err, &errs) || len(errs) == 0 {
+			t.Fatalf("error %v is not a non-empty Errors", err)
+		}
+		for _, e := range errs {
+			if e.Kind == nil || e.Message == "" {
+				t.Fatalf("problem without kind or message: %+v", e)
+			}
+		}
+		return
+	}
+	if s == nil || len(s.Groups) == 0 || s.Signature == nil {
+		t.Fatalf("success with an incomplete sequence: %+v", s)
+	}
+	roundTrip(t, s)
+}
+
+func FuzzParseJSON(f *testing.F) {
+	addExamples(f, ".json")
+	f.Add([]byte(`{"name":"s","groups":[{"name":"g","tools":"{\"tool\":\"t\"};"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseJSON(data)
+		checkParsed(t, s, err)
+	})
+}
+
+func FuzzParseYAML(f *testing.F) {
+	addExamples(f, ".yaml")
+	f.Add([]byte("name: s\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseYAML(data)
+		checkParsed(t, s, err)
+	})
+}
+
+func FuzzSplitTools(f *testing.F) {
+	for _, s := range []string{`{"tool":"a"};`, `{"tool":"a","args":{"q":"x;y"}};{"tool":"b"};`, `{"a":"\"};"};`, `{;`, `};{`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		spans, err := SplitTools(s)
+		if err != nil {
+			if !errors.Is(err, ErrSyntax) {
+				t.Fatalf("SplitTools(%q) error %v does not wrap ErrSyntax", s, err)
+			}
+			return
+		}
+		if len(spans) == 0 {
+			t.Fatalf("SplitTools(%q) = no spans and no error", s)
+		}
+		// The spans, each followed by `;`, rebuild the input minus blanks between them.
+		var b strings.Builder
+		prev := 0
+		for _, sp := range spans {
+			if s[sp.Offset:sp.Offset+len(sp.Text)] != sp.Text || sp.Offset < prev {
+				t.Fatalf("SplitTools(%q): span %+v does not match the input", s, sp)
+			}
+			if strings.TrimSpace(strings.TrimSpace(s[prev:sp.Offset])) != "" && strings.Trim(s[prev:sp.Offset], " \t\r\n;") != "" {
+				t.Fatalf("SplitTools(%q): text between spans was dropped: %q", s, s[prev:sp.Offset])
+			}
+			if sp.Text[0] != '{' || sp.Text[len(sp.Text)-1] != '}' {
+				t.Fatalf("SplitTools(%q): span %q is not an object", s, sp.Text)
+			}
+			b.WriteString(sp.Text)
+			b.WriteString(";")
+			prev = sp.Offset + len(sp.Text)
+		}
+		if strings.Trim(s[prev:], " \t\r\n") != ";" {
+			t.Fatalf("SplitTools(%q): the input does not end with one `;` after the last span", s)
+		}
+	})
+}
