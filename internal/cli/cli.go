@@ -40,6 +40,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"validate": validateCommand(),
+		"sections": sectionsCommand(),
 	}
 }
 

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/sections"
+)
+
+func sectionsCommand() command {
+	return command{
+		summary: "show how a Markdown file (e.g. a SKILL.md) splits into sections",
+		usage: `Usage: skillbus sections [--json] PATH
+
+Splits the Markdown file PATH at its top-level headings, as skill_info does
+(CommonMark headings only: never inside code blocks, HTML blocks, block
+quotes or list items; YAML front matter is left out of the headings and
+belongs to the leading untitled section).
+
+Prints one line per section, indented by heading level:
+
+  TITLE  lines START–END (N lines)
+
+with 1-based, inclusive line numbers. With --json, prints an array of
+{"level","title","start","end"} objects instead: 0-based lines, end
+exclusive; the untitled leading section has level 0 and an empty title.
+
+Examples:
+  skillbus sections examples/skills/jetstream-incident/SKILL.md
+  skillbus sections --json README.md | jq '.[] | select(.level == 2) | .title'
+
+Exit codes: 0 success, 1 the file cannot be read, 2 bad usage.
+`,
+		run: runSections,
+	}
+}
+
+func runSections(ctx context.Context, env Env, args []string) int {
+	fset := flag.NewFlagSet("sections", flag.ContinueOnError)
+	fset.SetOutput(env.Stderr)
+	fset.Usage = func() { fmt.Fprint(env.Stderr, sectionsCommand().usage) }
+	asJSON := fset.Bool("json", false, "print a JSON array of {level, title, start, end} (0-based lines, end exclusive)")
+	if err := fset.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fset.NArg() != 1 {
+		fmt.Fprint(env.Stderr, "skillbus sections: give exactly one PATH\n\n"+sectionsCommand().usage)
+		return ExitUsage
+	}
+	path := fset.Arg(0)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus sections: %v\n", err)
+		return ExitFailure
+	}
+	text := string(data)
+	secs := sections.Split(text)
+	if *asJSON {
+		if secs == nil {
+			secs = []sections.Section{}
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(secs); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus sections: %v\n", err)
+			return ExitFailure
+		}
+		return ExitOK
+	}
+	if len(secs) == 0 {
+		fmt.Fprintf(env.Stdout, "%s: empty file, no sections\n", path)
+		return ExitOK
+	}
+	minLevel := 7
+	for _, s := range secs {
+		if s.Level > 0 {
+			minLevel = min(minLevel, s.Level)
+		}
+	}
+	for _, s := range secs {
+		title, indent := strings.ReplaceAll(s.Title, "\n", " "), ""
+		if s.Level == 0 {
+			title = "(before the first heading)"
+			if fm := sections.FrontMatterEnd(text); fm > 0 && fm <= s.End {
+				title = "(front matter and text before the first heading)"
+				if fm == s.End {
+					title = "(front matter)"
+				}
+			}
+		} else {
+			indent = strings.Repeat("  ", s.Level-minLevel)
+			title = strings.Repeat("#", s.Level) + " " + title
+		}
+		n := s.End - s.Start
+		unit := "lines"
+		if n == 1 {
+			unit = "line"
+		}
+		fmt.Fprintf(env.Stdout, "%s%s  lines %d–%d (%d %s)\n", indent, title, s.Start+1, s.End, n, unit)
+	}
+	return ExitOK
+}

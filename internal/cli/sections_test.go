@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/skillbus/skillbus/pkg/sections"
+)
+
+// runCLI runs the command line with args and returns its exit code, stdout
+// and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, dir, rel, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const sectionsDoc = "---\nname: demo\n---\nIntro\n# Guide\n```sh\n# not a heading\n```\n## Install\nsteps\n\nSetup\n-----\n"
+
+func TestSectionsText(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "demo.md", sectionsDoc)
+	code, out, errs := runCLI(t, "sections", p)
+	want := "(front matter and text before the first heading)  lines 1–4 (4 lines)\n" +
+		"# Guide  lines 5–8 (4 lines)\n" +
+		"  ## Install  lines 9–11 (3 lines)\n" +
+		"  ## Setup  lines 12–13 (2 lines)\n"
+	if code != ExitOK || out != want {
+		t.Errorf("skillbus sections %s = %d, %q, %q; want 0 and\n%s", p, code, out, errs, want)
+	}
+}
+
+func TestSectionsJSON(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "demo.md", sectionsDoc)
+	code, out, _ := runCLI(t, "sections", "--json", p)
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != ExitOK {
+		t.Fatalf("sections --json = %d, %q: %v", code, out, err)
+	}
+	want := []map[string]any{
+		{"level": 0.0, "title": "", "start": 0.0, "end": 4.0},
+		{"level": 1.0, "title": "Guide", "start": 4.0, "end": 8.0},
+		{"level": 2.0, "title": "Install", "start": 8.0, "end": 11.0},
+		{"level": 2.0, "title": "Setup", "start": 11.0, "end": 13.0},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("sections --json = %v; want %v", got, want)
+	}
+	// The JSON is exactly what the library returns.
+	var secs []sections.Section
+	_ = json.Unmarshal([]byte(out), &secs)
+	if !reflect.DeepEqual(secs, sections.Split(sectionsDoc)) {
+		t.Errorf("sections --json = %v; library says %v", secs, sections.Split(sectionsDoc))
+	}
+}
+
+func TestSectionsEmptyJSON(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "empty.md", "")
+	code, out, _ := runCLI(t, "sections", "--json", p)
+	if code != ExitOK || strings.TrimSpace(out) != "[]" {
+		t.Errorf("sections --json on an empty file = %d, %q; want 0 and []", code, out)
+	}
+}
+
+func TestSectionsUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"no path", []string{"sections"}, ExitUsage, "give exactly one PATH"},
+		{"two paths", []string{"sections", "a", "b"}, ExitUsage, "give exactly one PATH"},
+		{"bad flag", []string{"sections", "--jsn", "a"}, ExitUsage, "flag provided but not defined"},
+		{"missing file", []string{"sections", filepath.Join(t.TempDir(), "nope.md")}, ExitFailure, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.err) {
+				t.Errorf("skillbus %q = %d, stderr %q; want %d containing %q", tt.args, code, errs, tt.code, tt.err)
+			}
+		})
+	}
+}
