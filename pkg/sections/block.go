@@ -185,8 +185,8 @@ func (p *blockParser) addChild(b *block) {
 	p.stack = append(p.stack, b)
 }
 
-// parentIsDocument reports whether a block added now would be a direct child
-// of the document.
+// containerDepth returns how many block quotes and list items are open: 0
+// means a block added now is a direct child of the document.
 func (p *blockParser) containerDepth() int {
 	n := 0
 	for _, b := range p.stack {

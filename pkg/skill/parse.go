@@ -184,7 +184,7 @@ func (p *parser) parse(src []byte, format Format, dir string) *Skill {
 		if s.Prompt == "" && len(s.Steps) == 0 {
 			p.errf(0, "prompt", ErrMissingField, `a skill.yaml needs a "prompt" or at least one step under "steps"`)
 		}
-		if order, ok := p.checkSteps(s.Steps, root); ok && len(p.errs) == 0 {
+		if order, ok := p.checkSteps(s.Steps); ok && len(p.errs) == 0 {
 			s.Body = render(s, order)
 		}
 	} else if strings.TrimSpace(s.Body) == "" {
@@ -335,6 +335,7 @@ func (p *parser) fields(root *yaml.Node, s *Skill, format Format, dir string) {
 				continue
 			}
 			seen[key] = kn.Line
+			errsBefore := len(p.errs)
 			if !known[key] {
 				p.unknownField(kn, key, format)
 				continue
@@ -358,6 +359,9 @@ func (p *parser) fields(root *yaml.Node, s *Skill, format Format, dir string) {
 			case "allowed-tools":
 				s.AllowedTools = p.list(vn, key, splitTools)
 				allowedLine = vn.Line
+				if len(s.AllowedTools) == 0 && len(p.errs) == errsBefore {
+					p.warnf(vn.Line, key, "allowed-tools is empty, which sets no bound: the skill will not narrow the tool surface; list the tools it may use, or remove the field")
+				}
 			case "disallowed-tools":
 				s.DisallowedTools = p.list(vn, key, splitTools)
 				disallowedLine = vn.Line

@@ -17,7 +17,7 @@ func Render(s *Skill) string {
 	}
 	p := &parser{}
 	p.stepPos = make([]stepPos, len(s.Steps))
-	order, ok := p.checkSteps(s.Steps, nil)
+	order, ok := p.checkSteps(s.Steps)
 	if !ok {
 		order = make([]int, len(s.Steps))
 		for i := range order {

@@ -64,7 +64,7 @@ func (p *parser) required(f map[string]*yaml.Node, item *yaml.Node, path, key st
 	return s
 }
 
-// stepLine remembers where each step and its depends are, for errors found
+// stepPos remembers where each step and its depends are, for errors found
 // after reading (unknown dependencies, cycles).
 type stepPos struct{ line, dependsLine int }
 
@@ -142,7 +142,7 @@ func (p *parser) guardrails(n *yaml.Node) []Guardrail {
 // and returns the steps' indexes in dependency order: a step comes after
 // every step it depends on; among steps that are ready together, the one
 // declared first comes first.
-func (p *parser) checkSteps(steps []Step, _ *yaml.Node) ([]int, bool) {
+func (p *parser) checkSteps(steps []Step) ([]int, bool) {
 	ok := true
 	index := map[string]int{}
 	for i, st := range steps {
