@@ -215,6 +215,9 @@ func friendlyJSONError(err error) string {
 	if errors.As(err, &te) {
 		return fmt.Sprintf("field %q has the wrong type (got a JSON %s)", te.Field, te.Value)
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "not valid JSON: the text ends before the object is complete"
+	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, err)
