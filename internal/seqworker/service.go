@@ -110,7 +110,7 @@ func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
 		_ = req.Error("400", err.Error(), nil)
 		return
 	}
-	reply := &events.SeqCallReply{Group: in.Group, Sequence: s.Name, Slots: slots}
+	reply := &events.SeqCallReply{V: events.Version, Group: in.Group, Sequence: s.Name, Slots: slots}
 	if gr != nil {
 		reply.Result, _ = json.Marshal(gr)
 	}
@@ -165,7 +165,7 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 		_ = req.Error("503", "queue the run: "+err.Error(), nil)
 		return
 	}
-	w.respond(req, &events.SeqRunReply{RunID: in.RunID})
+	w.respond(req, &events.SeqRunReply{V: events.Version, RunID: in.RunID})
 }
 
 func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
