@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 )
@@ -394,6 +396,14 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 	cctx, cancel := context.WithCancelCause(gctx)
 	defer cancel(nil)
 
+	// Render every call's arguments up front, in this goroutine: the scope
+	// is the same for all calls of the group.
+	sc := &argScope{raw: scope}
+	rendered := make([]json.RawMessage, len(g.Tools))
+	renderErrs := make([]error, len(g.Tools))
+	for ci := range g.Tools {
+		rendered[ci], renderErrs[ci] = sc.render(g.Tools[ci].Args)
+	}
 	outs := make([]callOutcome, len(g.Tools))
 	if g.Parallel && len(g.Tools) > 1 {
 		var wg sync.WaitGroup
@@ -401,7 +411,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				outs[ci] = e.call(ctx, cctx, gi, ci, scope)
+				outs[ci] = e.call(ctx, cctx, gi, ci, rendered[ci], renderErrs[ci])
 				if outs[ci].fatal != nil {
 					cancel(errAborted)
 				}
@@ -414,7 +424,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 				outs[ci] = callOutcome{res: CallResult{Tool: g.Tools[ci].Tool, As: g.Tools[ci].As, Status: CallNotRun}}
 				continue
 			}
-			outs[ci] = e.call(ctx, cctx, gi, ci, scope)
+			outs[ci] = e.call(ctx, cctx, gi, ci, rendered[ci], renderErrs[ci])
 			if outs[ci].fatal != nil {
 				cancel(errAborted)
 			}
@@ -478,7 +488,7 @@ func orNull(v json.RawMessage) json.RawMessage {
 // call runs one tool call with the group's policies. runCtx is the run's
 // context (to tell interruption from the group's own deadline), cctx the
 // group's (deadline and sibling-abort cancellation).
-func (e *engine) call(runCtx, cctx context.Context, gi, ci int, scope map[string]json.RawMessage) callOutcome {
+func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMessage, err error) callOutcome {
 	g := &e.s.Groups[gi]
 	c := &g.Tools[ci]
 	out := callOutcome{res: CallResult{Tool: c.Tool, As: c.As, Status: CallPending}}
@@ -487,7 +497,6 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, scope map[string
 	where := func(kind error, msg string, cause error) *Error {
 		return &Error{Kind: kind, Group: gi + 1, GroupName: g.Name, Tool: ci + 1, ToolName: c.Tool, Message: msg, Err: cause}
 	}
-	args, err := renderArgs(c.Args, scope)
 	if err != nil {
 		out.res.Status, out.res.Error = CallFailed, err.Error()
 		out.fatal = where(ErrArgument, err.Error(), err)
@@ -581,55 +590,232 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, scope map[string
 	return out
 }
 
-// renderArgs substitutes $args references in a call's args and returns the
+// argScope is a group's `in` values, with their interpolation text
+// (strings unquoted, other values as compact JSON) computed once per key.
+type argScope struct {
+	raw  map[string]json.RawMessage
+	text map[string]string
+}
+
+// render substitutes $args references in a call's args and returns the
 // JSON object to send ("{}" when there are none).
-func renderArgs(args map[string]any, scope map[string]json.RawMessage) (json.RawMessage, error) {
+func (sc *argScope) render(args map[string]any) (json.RawMessage, error) {
 	if len(args) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	v, err := substitute(args, scope)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.Grow(64)
+	if err := sc.write(&buf, args); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("could not encode the arguments: %v", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return buf.Bytes(), nil
 }
 
-func substitute(v any, scope map[string]json.RawMessage) (any, error) {
+// write writes v as compact JSON (keys sorted), substituting references.
+func (sc *argScope) write(b *bytes.Buffer, v any) error {
 	switch x := v.(type) {
 	case string:
-		if !strings.Contains(x, "$args.") {
+		if !strings.Contains(x, refPrefix) {
+			appendJSONString(b, x)
+			return nil
+		}
+		r, err := sc.substitute(x)
+		if err != nil {
+			return err
+		}
+		return appendJSON(b, r)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := sc.write(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	case map[string]any:
+		var arr [16]string
+		keys := arr[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			appendJSONString(b, k)
+			b.WriteByte(':')
+			if err := sc.write(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	}
+	return appendJSON(b, v)
+}
+
+// appendJSON writes v (a value built by the parser and substitute) as
+// compact JSON with object keys sorted, as encoding/json would, without
+// reflection.
+func appendJSON(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case string:
+		appendJSONString(b, x)
+	case json.Number:
+		b.WriteString(string(x))
+	case json.RawMessage:
+		return json.Compact(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := appendJSON(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			appendJSONString(b, k)
+			b.WriteByte(':')
+			if err := appendJSON(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		enc, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		b.Write(enc)
+	}
+	return nil
+}
+
+// appendJSONString writes s as a JSON string (control characters escaped,
+// invalid UTF-8 replaced by U+FFFD as encoding/json does).
+func appendJSONString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			b.WriteString(`\u`)
+			b.WriteByte(hex[r>>12&0xf])
+			b.WriteByte(hex[r>>8&0xf])
+			b.WriteByte(hex[r>>4&0xf])
+			b.WriteByte(hex[r&0xf])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// interp returns the text that $args.k stands for inside a longer string.
+func (sc *argScope) interp(k string) (string, error) {
+	if t, ok := sc.text[k]; ok {
+		return t, nil
+	}
+	raw := orNull(trimSpace(sc.raw[k]))
+	var t string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return "", fmt.Errorf("$args.%s is not valid JSON: %v", k, err)
+		}
+	} else {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return "", fmt.Errorf("$args.%s is not valid JSON: %v", k, err)
+		}
+		t = b.String()
+	}
+	if sc.text == nil {
+		sc.text = map[string]string{}
+	}
+	sc.text[k] = t
+	return t, nil
+}
+
+const refPrefix = "$args."
+
+func (sc *argScope) substitute(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		i := strings.Index(x, refPrefix)
+		if i < 0 {
 			return x, nil
 		}
-		if m := refRE.FindStringSubmatchIndex(x); m != nil && m[0] == 0 && m[1] == len(x) {
-			return orNull(scope[x[m[2]:m[3]]]), nil
+		if i == 0 {
+			if k := x[len(refPrefix):]; keyRE.MatchString(k) { // exactly "$args.k": keep the JSON type
+				return orNull(sc.raw[k]), nil
+			}
 		}
-		var err error
-		s := refRE.ReplaceAllStringFunc(x, func(ref string) string {
-			raw := orNull(trimSpace(scope[ref[len("$args."):]]))
-			if raw[0] == '"' {
-				var str string
-				if e := json.Unmarshal(raw, &str); e != nil {
-					err = e
+		var b strings.Builder
+		for i >= 0 {
+			b.WriteString(x[:i])
+			j := i + len(refPrefix)
+			k := j
+			for k < len(x) && isIdent(x[k]) {
+				k++
+			}
+			if k == j { // not a reference (parse rejects these; keep the text)
+				b.WriteString(refPrefix)
+			} else {
+				t, err := sc.interp(x[j:k])
+				if err != nil {
+					return nil, err
 				}
-				return str
+				b.WriteString(t)
 			}
-			var b bytes.Buffer
-			if e := json.Compact(&b, raw); e != nil {
-				err = e
-			}
-			return b.String()
-		})
-		return s, err
+			x = x[k:]
+			i = strings.Index(x, refPrefix)
+		}
+		b.WriteString(x)
+		return b.String(), nil
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := substitute(e, scope)
+			r, err := sc.substitute(e)
 			if err != nil {
 				return nil, err
 			}
@@ -639,7 +825,7 @@ func substitute(v any, scope map[string]json.RawMessage) (any, error) {
 	case []any:
 		a := make([]any, len(x))
 		for i, e := range x {
-			r, err := substitute(e, scope)
+			r, err := sc.substitute(e)
 			if err != nil {
 				return nil, err
 			}

@@ -624,3 +624,25 @@ func TestRunGroup(t *testing.T) {
 		t.Errorf("RunGroup without args = %v; want ErrArgument naming group 2", err)
 	}
 }
+
+// TestRenderMatchesEncodingJSON checks the engine's own JSON writer against
+// encoding/json (without HTML escaping) on awkward values.
+func TestRenderMatchesEncodingJSON(t *testing.T) {
+	strs := []string{"", "plain", "quote \" backslash \\ slash /", "ctl \x00\x01\x1f\t\n\r", "html <a href='x'>&amp;</a>", "uni é 日本 🎉", "bad utf8 \xff\xfe", "sep \u2028 \u2029", "$args", "$args.", "cost $5"}
+	for _, s := range strs {
+		args := map[string]any{"s": s, "l": []any{s, json.Number("1.50"), nil, true}, "m": map[string]any{"z": s, "a": false}}
+		got, err := (&argScope{}).render(args)
+		if err != nil {
+			t.Fatalf("render(%q): %v", s, err)
+		}
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(args); err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimSuffix(b.String(), "\n"); string(got) != want {
+			t.Errorf("render(%q) =\n%s\nwant\n%s", s, got, want)
+		}
+	}
+}
