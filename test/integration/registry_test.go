@@ -338,7 +338,10 @@ func TestRegistryFollowsTree(t *testing.T) {
 	}
 	want := func(what, name, desc string) {
 		t.Helper()
-		d := regEventually(t, what, func() (bool, string) { got := skillDesc(name); return got == desc, fmt.Sprintf("%s description %q", name, got) })
+		d := regEventually(t, what, func() (bool, string) {
+			got := skillDesc(name)
+			return got == desc, fmt.Sprintf("%s description %q", name, got)
+		})
 		t.Logf("%s: %s", what, d.Round(time.Millisecond))
 	}
 
@@ -423,7 +426,9 @@ func TestRegistryInvalidEditKeepsLastGood(t *testing.T) {
 	}
 	// An unknown field in a sequence.
 	regWrite(t, seqPath, regSeqYAML("flow", "flow-step", "echo")+"    colour: blue\n")
-	ev = regWaitEvent(t, e, "sequence invalid", func(ev *events.RegistryEvent) bool { return ev.Op == events.OpInvalid && ev.Kind == events.KindSequence })
+	ev = regWaitEvent(t, e, "sequence invalid", func(ev *events.RegistryEvent) bool {
+		return ev.Op == events.OpInvalid && ev.Kind == events.KindSequence
+	})
 	if ev.File != "flows/f.seq.yaml" || ev.Name != "flow" || !strings.Contains(ev.Error, "colour") {
 		t.Errorf("invalid event = %+v; want file flows/f.seq.yaml naming colour", ev)
 	}
