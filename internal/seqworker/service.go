@@ -39,7 +39,7 @@ func (w *Worker) startService() error {
 	g := svc.AddGroup(events.SeqPrefix)
 	for _, ep := range []struct {
 		name, subj string
-		h        func(context.Context, micro.Request)
+		h          func(context.Context, micro.Request)
 	}{
 		{"seq_call", "call", w.serveCall},
 		{"run", "run", w.serveRun},

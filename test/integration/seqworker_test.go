@@ -419,5 +419,3 @@ func TestSeqworkerMaxDeliveries(t *testing.T) {
 		t.Errorf("%d run requests left; want the exhausted one deleted", n)
 	}
 }
-
-
