@@ -106,12 +106,15 @@ type at struct {
 // decoder turns a node tree into a Sequence, collecting problems.
 type decoder struct {
 	problems
+	lines map[[2]int]int // (group, tool) → YAML line, for problems found after decoding
 }
 
 func (d *decoder) errf(kind error, a at, field string, n *node, format string, args ...any) {
 	e := &Error{Kind: kind, Group: a.group, GroupName: a.gname, Tool: a.tool, ToolName: a.tname, Field: field, Message: fmt.Sprintf(format, args...)}
 	if n != nil {
 		e.Line = n.line
+	} else {
+		e.Line = d.lines[[2]int{a.group, a.tool}]
 	}
 	d.add(e)
 }
@@ -164,7 +167,7 @@ func (d *decoder) boolean(n *node, a at, field string) (bool, bool) {
 }
 
 func fromNode(root *node) (*Sequence, error) {
-	d := &decoder{}
+	d := &decoder{lines: map[[2]int]int{}}
 	if root.kind != kindObject {
 		d.errf(ErrSyntax, at{}, "", root, "got %s; a sequence is an object with the fields %s", root.describe(), strings.Join(seqFields, ", "))
 		return nil, d.err()
@@ -225,6 +228,9 @@ func fromNode(root *node) (*Sequence, error) {
 func (d *decoder) group(idx int, gn *node) Group {
 	g := Group{Parallel: true, Missing: MissingFail, Timeout: Duration(DefaultTimeout), OnError: OnErrorAbort}
 	a := at{group: idx}
+	if gn.line > 0 {
+		d.lines[[2]int{idx, 0}] = gn.line
+	}
 	if gn.kind != kindObject {
 		d.errf(ErrInvalidValue, a, "", gn, "got %s; each group is an object with the fields %s", gn.describe(), strings.Join(groupFields, ", "))
 		return g
@@ -350,6 +356,9 @@ func (d *decoder) slots(n *node, a at, field string) map[string]Type {
 
 func (d *decoder) call(g Group, a at, cn *node) Call {
 	var c Call
+	if cn.line > 0 {
+		d.lines[[2]int{a.group, a.tool}] = cn.line
+	}
 	if cn.kind != kindObject {
 		d.errf(ErrInvalidValue, a, "", cn, "got %s; a tool call is an object with the fields %s", cn.describe(), strings.Join(callFields, ", "))
 		return c

@@ -3,6 +3,7 @@ package seq
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -22,6 +23,9 @@ import (
 // be read: any other identifier is undeclared and so a compile error.
 
 const argsVarPrefix = "_args_"
+
+// celOperator matches CEL's internal operator names such as _>_ or _&&_.
+var celOperator = regexp.MustCompile(`_([^\w\s']{1,2})_`)
 
 // whenProgram is a compiled `when` expression.
 type whenProgram struct {
@@ -150,6 +154,8 @@ func celMessage(s string) string {
 		s = strings.ReplaceAll(s, "wrapper("+w+")", w)
 	}
 	s = strings.ReplaceAll(s, "ERROR: ", "")
+	s = strings.ReplaceAll(s, " (in container '')", "")
+	s = celOperator.ReplaceAllString(s, "$1")
 	// Drop CEL's source excerpt lines ("| expr", "| ..^").
 	var keep []string
 	for _, l := range strings.Split(s, "\n") {
