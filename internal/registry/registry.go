@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -89,6 +90,8 @@ type Registry struct {
 	js  jetstream.JetStream
 	kv  map[string]jetstream.KeyValue // by kind
 
+	// scanMu serialises rescans (the only writers of files).
+	scanMu sync.Mutex
 	// mu guards files, created, stored and clashes, and serialises every
 	// write to the buckets.
 	mu      sync.Mutex
@@ -320,40 +323,74 @@ func (r *Registry) loadStored(ctx context.Context) error {
 	return nil
 }
 
-// rescan walks the tree, parses the files whose bytes changed and applies
-// the result. It returns the directories to watch.
+// rescan walks the tree, parses the files whose bytes changed (in
+// parallel, one worker per CPU) and applies the result. It returns the
+// directories to watch. Rescans are serialised by scanMu; only they change
+// r.files, so the parse runs without holding mu.
 func (r *Registry) rescan(ctx context.Context) ([]string, error) {
+	r.scanMu.Lock()
+	defer r.scanMu.Unlock()
 	res := scan(r.cfg.Dir)
+	type job struct {
+		f    *scanned
+		hash string
+		def  *definition
+		prob []Problem
+	}
+	var jobs []*job
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, rel := range sortedKeys(res.files) {
 		f := res.files[rel]
 		h := sum(f.data)
 		if f.err != nil {
 			h = "error: " + f.err.Error()
 		}
-		st := r.files[rel]
-		if st != nil && st.hash == h {
+		if st := r.files[rel]; st != nil && st.hash == h {
 			continue
 		}
+		jobs = append(jobs, &job{f: f, hash: h})
+	}
+	r.mu.Unlock()
+
+	next := make(chan *job)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				j.def, j.prob = loadFile(j.f)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range jobs { // in path order
+		rel := j.f.rel
+		st := r.files[rel]
 		if st == nil {
 			st = &fileState{}
 			r.files[rel] = st
 		}
-		st.hash = h
-		def, probs := loadFile(f)
-		if probs == nil {
+		st.hash = j.hash
+		if j.prob == nil {
 			if st.problems != nil {
 				r.log.Info("file valid again", "file", rel)
 			}
-			st.good, st.problems = def, nil
+			st.good, st.problems = j.def, nil
 			continue
 		}
-		st.problems = probs
+		st.problems = j.prob
 		if st.good == nil {
-			st.good = r.storedVersionLocked(f.kind, rel)
+			st.good = r.storedVersionLocked(j.f.kind, rel)
 		}
-		r.reportInvalidLocked(ctx, f.kind, rel, st)
+		r.reportInvalidLocked(ctx, j.f.kind, rel, st)
 	}
 	for rel := range r.files {
 		if _, ok := res.files[rel]; !ok {
