@@ -132,6 +132,9 @@ func WithRetryBackoff(initial, max time.Duration) RunOption {
 // ErrObserver, and the tool's own error) or, when ctx ended, an error
 // wrapping ctx.Err() with the result interrupted.
 func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.RawMessage, opts ...RunOption) (*Result, error) {
+	if s == nil || caller == nil {
+		return &Result{Status: StatusFailed, Error: "seq: Run needs a sequence and a caller"}, &Error{Kind: ErrInvalidValue, Message: "seq: Run needs a sequence and a caller"}
+	}
 	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax}
 	for _, o := range opts {
 		o(&cfg)
@@ -212,6 +215,9 @@ func RunGroup(ctx context.Context, s *Sequence, name string, caller Caller, args
 	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if s == nil || caller == nil {
+		return nil, nil, &Error{Kind: ErrInvalidValue, Message: "seq: RunGroup needs a sequence and a caller"}
 	}
 	g, gi := s.Group(name)
 	if g == nil {
