@@ -417,3 +417,45 @@ func TestProvisionCluster(t *testing.T) {
 	}
 	provisionCheck(t, js, o)
 }
+
+// FuzzDecode feeds arbitrary bytes to Decode for every message type: it
+// never panics, and whatever it accepts encodes and decodes again to the
+// same JSON.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"v":1,"run_id":"r","sequence":"s","args":{"a":1}}`,
+		`{"v":1,"agent":"a","boot_id":"b"}`,
+		`{"v":1,"run_id":"r","status":"failed","error":"x"}`,
+		`{"v":1,"run_id":"r","kind":"group","group":2}`,
+		`{"v":1,"kind":"sequence","op":"clash","name":"n","file":"a","other":"b"}`,
+		`{"v":2}`, `[]`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, m := range []func() events.Message{
+			func() events.Message { return &events.RunRequest{} },
+			func() events.Message { return &events.RunState{} },
+			func() events.Message { return &events.AgentReady{} },
+			func() events.Message { return &events.RunEvent{} },
+			func() events.Message { return &events.RegistryEvent{} },
+		} {
+			first := m()
+			if events.Decode(data, first) != nil {
+				continue
+			}
+			b, err := events.Encode(first)
+			if err != nil {
+				t.Fatalf("Decode accepted %q but Encode failed: %v", data, err)
+			}
+			second := m()
+			if err := events.Decode(b, second); err != nil {
+				t.Fatalf("Decode(Encode(Decode(%q))) = %v", data, err)
+			}
+			b2, _ := events.Encode(second)
+			if string(b) != string(b2) {
+				t.Fatalf("not stable: %s then %s", b, b2)
+			}
+		}
+	})
+}
