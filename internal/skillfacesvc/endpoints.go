@@ -1,0 +1,379 @@
+package skillfacesvc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/internal/kvsession"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/sections"
+	"github.com/skillbus/skillbus/pkg/skillface"
+)
+
+// Endpoint subjects (events.SkillfacePrefix + suffix). Requests and replies
+// are JSON. An error reply carries the micro error headers
+// (Nats-Service-Error-Code, Nats-Service-Error) and an ErrorReply body.
+const (
+	// SubjectAssemble: a skillface.Request → a skillface.Response
+	// (DESIGN.md §6).
+	SubjectAssemble = events.SkillfacePrefix + ".assemble"
+	// SubjectInfo: an InfoRequest → an InfoReply (skill_info, DESIGN.md §5).
+	SubjectInfo = events.SkillfacePrefix + ".info"
+)
+
+// SkillsRevisionHeader is an optional request header holding a revision of
+// the SKILLS bucket (a decimal number, such as the revision kv.Put
+// returned). The replica answers only once its view of the bucket has
+// reached that revision, so a request sent right after a skill was written
+// is assembled with it; after Config.RevisionWait it answers with code 503.
+const SkillsRevisionHeader = "Skillbus-Skills-Revision"
+
+// Error codes of error replies (the Nats-Service-Error-Code header and
+// ErrorReply.Code), HTTP-like as in the other skillbus services.
+const (
+	CodeBadRequest  = "400" // malformed JSON, an unknown field, a missing or invalid value
+	CodeNotFound    = "404" // an unknown mounted skill, skill or section
+	CodeConflict    = "409" // the session changed under too many attempts; retry
+	CodeTooLarge    = "413" // the request or the assembled reply exceeds a size limit
+	CodeInternal    = "500" // a bug: please report it
+	CodeUnavailable = "503" // JetStream unavailable, or the skills revision not yet seen; retry
+	CodeTimeout     = "504" // the request's work did not finish within Config.Timeout; retry
+)
+
+// ErrorReply is the body of every error reply.
+type ErrorReply struct {
+	// Code is one of the Code constants.
+	Code string `json:"code"`
+	// Error says what is wrong and how to fix it.
+	Error string `json:"error"`
+	// Skills names the unknown skills of a 404 for mounts.
+	Skills []string `json:"skills,omitempty"`
+	// Retryable is true when the same request may succeed later (409, 503,
+	// 504).
+	Retryable bool `json:"retryable,omitempty"`
+}
+
+// InfoRequest is the request of skillbus.skillface.info.
+type InfoRequest struct {
+	// Name of the skill; required.
+	Name string `json:"name"`
+	// Section is a section title; "" asks for the whole skill, or for its
+	// first lines and table of contents when it is long (DESIGN.md §5).
+	Section string `json:"section,omitempty"`
+}
+
+// InfoReply is the reply of skillbus.skillface.info; the same shape as the
+// registry's skill.info reply.
+type InfoReply struct {
+	Name    string `json:"name"`
+	Section string `json:"section,omitempty"`
+	Text    string `json:"text"`
+}
+
+// replyError is an error with an error reply code.
+type replyError struct {
+	code   string
+	msg    string
+	skills []string
+}
+
+func (e *replyError) Error() string { return e.msg }
+
+func fail(code, format string, args ...any) *replyError {
+	return &replyError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+type handlerFunc func(ctx context.Context, req micro.Request) ([]byte, error)
+
+// serve starts the micro service with its two endpoints.
+func (s *Service) serve() error {
+	svc, err := micro.AddService(s.nc, micro.Config{
+		Name:        events.ServiceSkillface,
+		Version:     s.cfg.Version,
+		Description: "skillbus skillface: prompt assembly with skills (DESIGN.md §6)",
+		QueueGroup:  events.ServiceSkillface,
+		StatsHandler: func(*micro.Endpoint) any {
+			return s.Stats()
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("skillfacesvc: micro service: %w", err)
+	}
+	eps := []struct {
+		name, subject string
+		h             handlerFunc
+	}{
+		{"assemble", SubjectAssemble, s.assemble},
+		{"info", SubjectInfo, s.info},
+	}
+	for _, ep := range eps {
+		if err := svc.AddEndpoint(ep.name, s.wrap(ep.subject, ep.h), micro.WithEndpointSubject(ep.subject)); err != nil {
+			_ = svc.Stop()
+			return fmt.Errorf("skillfacesvc: endpoint %s: %w", ep.subject, err)
+		}
+	}
+	if err := s.nc.FlushTimeout(s.cfg.Timeout); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("skillfacesvc: register endpoints: %w", err)
+	}
+	s.svc = svc
+	return nil
+}
+
+// wrap adapts a handlerFunc: it waits for a slot (Config.MaxConcurrent),
+// then works on the request in its own goroutine with the caller's trace
+// context and Config.Timeout, recovers a panic, and sends the reply or an
+// error reply. micro's own per-endpoint processing time therefore counts
+// only the wait for a slot; Stats has the service's counters.
+func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		s.sem <- struct{}{}
+		s.begin()
+		go func() {
+			defer func() { <-s.sem; s.end() }()
+			s.handle(subject, h, req)
+		}()
+	})
+}
+
+func (s *Service) handle(subject string, h handlerFunc, req micro.Request) {
+	hdr := nats.Header(req.Headers())
+	ctx, span := events.StartSpan(events.Extract(context.Background(), hdr), "skillface "+subject, trace.SpanKindServer, subject, len(req.Data()))
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	var err error
+	defer func() { events.EndSpan(span, err) }()
+	var out []byte
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("endpoint panicked", "subject", subject, "panic", p)
+				err = fail(CodeInternal, "internal error in %s: %v (please report it)", subject, p)
+			}
+		}()
+		out, err = h(ctx, req)
+	}()
+	if err == nil && len(out) > int(s.nc.MaxPayload()) {
+		err = fail(CodeTooLarge, "the reply would be %d bytes, more than the NATS server's max_payload of %d bytes: "+
+			"send fewer or shorter messages, or raise max_payload", len(out), s.nc.MaxPayload())
+	}
+	s.requests.Add(1)
+	if err != nil {
+		s.failures.Add(1)
+		s.replyError(subject, req, s.classify(ctx, err))
+		return
+	}
+	if rerr := req.Respond(out); rerr != nil {
+		s.log.Warn("cannot send reply", "subject", subject, "err", rerr)
+	}
+}
+
+// classify turns any error into a reply error with a code.
+func (s *Service) classify(ctx context.Context, err error) *replyError {
+	var re *replyError
+	var unknown *skillface.UnknownSkillError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.As(err, &unknown):
+		return &replyError{code: CodeNotFound, msg: strings.TrimPrefix(err.Error(), "skillface: "), skills: unknown.Names}
+	case errors.Is(err, skillface.ErrInvalidRequest), errors.Is(err, kvsession.ErrSessionID):
+		return fail(CodeBadRequest, "bad request: %s", trimPrefixes(err.Error()))
+	case errors.Is(err, skillface.ErrContention):
+		return fail(CodeConflict, "%s", trimPrefixes(err.Error()))
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		return fail(CodeTimeout, "the request did not finish within %s (the session store may be slow or unavailable); retry", s.cfg.Timeout)
+	default:
+		s.log.Warn("request failed", "err", err)
+		return fail(CodeUnavailable, "%s; retry later", trimPrefixes(err.Error()))
+	}
+}
+
+func trimPrefixes(msg string) string {
+	for _, p := range []string{"skillface: ", "kvsession: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
+
+func (s *Service) replyError(subject string, req micro.Request, re *replyError) {
+	retry := re.code == CodeConflict || re.code == CodeUnavailable || re.code == CodeTimeout
+	body, _ := json.Marshal(ErrorReply{Code: re.code, Error: re.msg, Skills: re.skills, Retryable: retry})
+	desc := strings.Join(strings.Fields(re.msg), " ")
+	if len(desc) > 1024 {
+		desc = desc[:1021] + "..."
+	}
+	s.log.Debug("error reply", "subject", subject, "code", re.code, "error", desc)
+	if err := req.Error(re.code, desc, body); err != nil {
+		s.log.Warn("cannot send error reply", "subject", subject, "err", err)
+	}
+}
+
+// precheck enforces the request size limit and the skills revision barrier.
+func (s *Service) precheck(ctx context.Context, req micro.Request) error {
+	if n := len(req.Data()); n > s.cfg.MaxRequestBytes {
+		return fail(CodeTooLarge, "the request is %d bytes; this service accepts at most %d (its max request size): "+
+			"send fewer or shorter messages", n, s.cfg.MaxRequestBytes)
+	}
+	v := req.Headers().Get(SkillsRevisionHeader)
+	if v == "" {
+		return nil
+	}
+	rev, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return fail(CodeBadRequest, "bad request: header %s is %q; want a SKILLS bucket revision, a decimal number such as the one kv.Put returned", SkillsRevisionHeader, v)
+	}
+	if got, ok := s.waitRevision(ctx, rev); !ok {
+		return fail(CodeUnavailable, "this replica has applied the SKILLS bucket up to revision %d, not yet %d (header %s), after waiting %s; "+
+			"retry, and check that the revision is one of the SKILLS bucket", got, rev, SkillsRevisionHeader, s.cfg.RevisionWait)
+	}
+	return nil
+}
+
+// assemble serves skillbus.skillface.assemble.
+func (s *Service) assemble(ctx context.Context, mreq micro.Request) ([]byte, error) {
+	if err := s.precheck(ctx, mreq); err != nil {
+		return nil, err
+	}
+	data := mreq.Data()
+	var req skillface.Request
+	if err := decodeStrict(data, &req, assembleFields); err != nil {
+		return nil, err
+	}
+	if !req.Restricted && len(req.SessionID) > kvsession.MaxIDBytes {
+		return nil, fail(CodeBadRequest, "bad request: session_id is %d bytes long; at most %d are allowed (use a shorter id, such as a hash of it)",
+			len(req.SessionID), kvsession.MaxIDBytes)
+	}
+	resp, err := s.asm.Assemble(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Restricted {
+		// DESIGN.md §6: the messages come back unchanged — the request's
+		// own bytes, not a re-encoding.
+		var raw struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(data, &raw); err != nil {
+			return nil, fail(CodeBadRequest, "bad request: %s", friendlyJSONError(err, assembleFields))
+		}
+		if len(raw.Messages) == 0 {
+			raw.Messages = json.RawMessage("null")
+		}
+		tools := resp.Tools
+		if tools == nil {
+			tools = []string{}
+		}
+		return json.Marshal(struct {
+			Messages json.RawMessage  `json:"messages"`
+			Tools    []string         `json:"tools"`
+			Counts   skillface.Counts `json:"counts"`
+		}{raw.Messages, tools, resp.Counts})
+	}
+	return json.Marshal(resp)
+}
+
+// info serves skillbus.skillface.info.
+func (s *Service) info(ctx context.Context, mreq micro.Request) ([]byte, error) {
+	if err := s.precheck(ctx, mreq); err != nil {
+		return nil, err
+	}
+	var req InfoRequest
+	if err := decodeStrict(mreq.Data(), &req, infoFields); err != nil {
+		return nil, err
+	}
+	if req.Name == "" {
+		return nil, fail(CodeBadRequest, `bad request: "name" is required, for example {"name": "pdf"} or {"name": "pdf", "section": "Usage"}`)
+	}
+	s.mu.Lock()
+	sk, ok := s.skills[req.Name]
+	n := len(s.skills)
+	s.mu.Unlock()
+	if !ok {
+		return nil, fail(CodeNotFound, "no skill named %q is loaded (%d skills are); list them with `skillbus skills`, or check the spelling", req.Name, n)
+	}
+	secs := sk.Sections
+	if secs == nil {
+		secs = sections.SplitBody(sk.Body)
+	}
+	text, err := sections.InfoWith(sk.Body, secs, req.Section, s.cfg.Info)
+	if err != nil {
+		if errors.Is(err, sections.ErrNoSection) {
+			return nil, fail(CodeNotFound, "skill %q: %s", req.Name, strings.TrimPrefix(err.Error(), "sections: "))
+		}
+		return nil, fail(CodeInternal, "skill %q: %v", req.Name, err)
+	}
+	return json.Marshal(InfoReply{Name: req.Name, Section: req.Section, Text: text})
+}
+
+const (
+	assembleFields = `a request has "session_id", "round", "restricted", "messages" (each with "role" and "content"), "work_files", "tools" and "mounts"`
+	infoFields     = `a request has "name" and, optionally, "section"`
+)
+
+// decodeStrict reads one JSON object into v, rejecting unknown fields and
+// trailing data; fields names the allowed fields for the message.
+func decodeStrict(data []byte, v any, fields string) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fail(CodeBadRequest, "bad request: the body is empty; send a JSON object (%s)", fields)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fail(CodeBadRequest, "bad request: %s", friendlyJSONError(err, fields))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail(CodeBadRequest, "bad request: unexpected data after the JSON object; send exactly one object")
+	}
+	return nil
+}
+
+// friendlyJSONError says what is wrong with a request body without Go type
+// names.
+func friendlyJSONError(err error, fields string) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf("the body is a JSON %s; send a JSON object (%s)", te.Value, fields)
+		}
+		return fmt.Sprintf("field %q has the wrong type (got a JSON %s, want %s)", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "the JSON ends too early (truncated body?)"
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "unknown field " + msg + "; " + fields
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number"
+	case "float32", "float64":
+		return "a number"
+	case "slice", "array":
+		return "an array"
+	default:
+		return "an object"
+	}
+}
