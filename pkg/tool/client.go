@@ -86,10 +86,8 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	deadline, _ := ctx.Deadline()
 	msg := &nats.Msg{Subject: subject, Data: args, Header: nats.Header{}}
 	msg.Header.Set(DeadlineHeader, deadline.UTC().Format(time.RFC3339Nano))
-	// Headers (trace context, deadline) count towards max_payload too; keep
-	// a margin for them.
-	if max := c.nc.MaxPayload(); int64(len(args))+512 > max {
-		return nil, fmt.Errorf("%w: arguments for tool %q are %d bytes; the server's max_payload is %d bytes — pass a reference (a path, a URL, a KV key) instead of the data, or raise max_payload", ErrPayloadTooLarge, name, len(args), max)
+	if max := c.nc.MaxPayload(); int64(len(args)) > max {
+		return nil, tooLarge(name, len(args), max)
 	}
 	start := time.Now()
 	reply, err := events.Request(ctx, c.nc, msg)
@@ -98,7 +96,9 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, fmt.Errorf("tool %q: no provider serves %s: %w (%w)", name, subject, seq.ErrToolMissing, err)
 	case errors.Is(err, nats.ErrMaxPayload):
-		return nil, fmt.Errorf("%w: tool %q: %v", ErrPayloadTooLarge, name, err)
+		// The arguments fit, but not with the headers (trace context,
+		// deadline) added.
+		return nil, tooLarge(name, len(args), c.nc.MaxPayload())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return nil, fmt.Errorf("tool %q: %w (waited %s): %w", name, ErrTimeout, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
 	default:
@@ -112,4 +112,8 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 		return nil, &seq.ToolError{Tool: name, Code: code, Description: reply.Header.Get(micro.ErrorHeader)}
 	}
 	return json.RawMessage(reply.Data), nil
+}
+
+func tooLarge(tool string, size int, max int64) error {
+	return fmt.Errorf("%w: arguments for tool %q are %d bytes (with headers) and the server's max_payload is %d bytes — pass a reference (a path, a URL, a KV key) instead of the data, or raise max_payload", ErrPayloadTooLarge, tool, size, max)
 }

@@ -287,13 +287,15 @@ func (s *Server) handle(t Tool, r micro.Request) {
 		s.replyError(r, err.(*Error))
 		return
 	}
-	if max := s.nc.MaxPayload(); int64(len(out)) > max-1024 {
-		err = Errorf("413", "result of %d bytes is larger than the server's max_payload (%d bytes): %v", len(out), max, ErrPayloadTooLarge)
+	// A successful reply carries no headers, so the limit is exact.
+	if max := s.nc.MaxPayload(); int64(len(out)) > max {
+		err = Errorf("413", "tool %s: result of %d bytes is larger than the server's max_payload (%d bytes): %v", t.Name, len(out), max, ErrPayloadTooLarge)
 		s.replyError(r, err.(*Error))
 		return
 	}
 	if rerr := r.Respond(out); rerr != nil {
 		err = rerr
+		s.replyError(r, Errorf("500", "tool %s: cannot send the result: %v", t.Name, rerr))
 	}
 }
 

@@ -156,6 +156,11 @@ func TestPayloadTooLarge(t *testing.T) {
 	if time.Since(start) > time.Second {
 		t.Fatalf("payload error took %s; want it at once", time.Since(start))
 	}
+	// Arguments that fit alone but not with the trace and deadline headers.
+	edge := json.RawMessage(fmt.Sprintf(`{"text":%q}`, strings.Repeat("a", 8192-20)))
+	if _, err := f.client.Call(context.Background(), "test.echo", edge); !errors.Is(err, tool.ErrPayloadTooLarge) {
+		t.Fatalf("Call with %d-byte args (+headers) on an 8 kB server = %v; want ErrPayloadTooLarge", len(edge), err)
+	}
 	// A result too large for the server comes back as a 413 tool error.
 	_, err = f.client.Call(context.Background(), "test.big", nil)
 	var te *seq.ToolError
