@@ -20,8 +20,9 @@ type Config struct {
 	// Dir is the root of the tree of skills and sequences to load and
 	// watch; "" (default) loads no files. Skills are files named SKILL.md
 	// or skill.yaml; sequences are files named *.seq.json, *.seq.yaml or
-	// *.seq.yml, anywhere in the tree. Directories whose name starts with
-	// "." (.git, .cache) are skipped; symlinked directories are followed,
+	// *.seq.yml, anywhere in the tree. .git, .hg, .svn, .jj and
+	// node_modules directories are skipped (other hidden directories such
+	// as .claude/skills are loaded); symlinked directories are followed,
 	// each real directory visited once (loop guard).
 	Dir string
 	// Debounce is the quiet time after the last file-system event before

@@ -9,8 +9,10 @@
 //
 // Skills are files named SKILL.md or skill.yaml; sequences are files named
 // *.seq.json, *.seq.yaml or *.seq.yml, anywhere in the tree (the rule of
-// `skillbus validate`). Hidden directories (.git) are skipped; symlinked
-// directories are followed, each real directory once.
+// `skillbus validate`). Version-control directories (.git, .hg, .svn, .jj)
+// and node_modules are skipped; symlinked directories are followed, each
+// real directory once. A definition whose stored JSON would exceed the
+// server's max_payload is treated as an invalid file.
 //
 // # Guarantees
 //
@@ -360,6 +362,9 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 			defer wg.Done()
 			for j := range next {
 				j.def, j.prob = loadFile(j.f)
+				if j.prob == nil {
+					j.prob = r.checkSize(j.f.rel, j.def)
+				}
 			}
 		}()
 	}
@@ -398,6 +403,17 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 		}
 	}
 	return res.dirs, r.applyLocked(ctx)
+}
+
+// checkSize reports a definition too large to be stored: a KV value is
+// one message, bounded by the server's max_payload (less room for headers).
+func (r *Registry) checkSize(rel string, d *definition) []Problem {
+	limit := r.nc.MaxPayload() - 4096
+	if int64(len(d.value)) <= limit {
+		return nil
+	}
+	return []Problem{{File: rel, Message: fmt.Sprintf("the stored %s would be %d bytes, more than the %d bytes a NATS message may carry here (server max_payload less headers); split the %s or raise max_payload",
+		d.kind, len(d.value), limit, d.kind)}}
 }
 
 // storedVersionLocked returns the bucket's version of the definition that

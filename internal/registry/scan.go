@@ -44,11 +44,16 @@ type scanResult struct {
 	dirs  []string
 }
 
+// skippedDirs are never walked: version-control metadata and dependency
+// caches, which hold no definitions of this tree. Other hidden directories
+// (.claude/skills, .agents) are walked.
+var skippedDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".jj": true, "node_modules": true}
+
 // scan walks root, following symlinked directories. Each real directory is
 // visited once, in sorted order, so a symlink loop ends and a folder
 // reachable twice is loaded from its first path only (deterministic).
-// Directories whose name starts with "." are skipped. Unreadable entries
-// are skipped (a file that vanished mid-walk is simply not there).
+// skippedDirs are skipped. Unreadable entries are skipped (a file that
+// vanished mid-walk is simply not there).
 func scan(root string) scanResult {
 	res := scanResult{files: map[string]*scanned{}}
 	seen := map[string]bool{}
@@ -81,7 +86,7 @@ func scan(root string) scanResult {
 				isDir = st.IsDir()
 			}
 			if isDir {
-				if strings.HasPrefix(name, ".") {
+				if skippedDirs[name] {
 					continue
 				}
 				walk(p, r)

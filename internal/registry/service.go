@@ -366,6 +366,9 @@ func (r *Registry) seqCreate(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, fail("400", "%v", err)
 	}
+	if probs := r.checkSize("", d); probs != nil {
+		return nil, &replyError{code: "413", msg: probs[0].Message, problems: probs}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Check against everything already resolved, except the sequence this

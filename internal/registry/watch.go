@@ -61,12 +61,21 @@ func (r *Registry) watchLoop(ctx context.Context) {
 		}
 		timer.Reset(delay)
 	}
+	// Failed bucket writes are retried with exponential backoff (from
+	// Debounce up to 30 s), not in a tight loop while NATS is away.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	failures := 0
 	rescan := func() {
 		pending = false
 		dirs, err := r.rescan(ctx)
 		if err != nil && ctx.Err() == nil {
-			r.log.Error("rescan incomplete", "err", err)
-			schedule(time.Now()) // retry the failed writes
+			failures++
+			delay := min(max(r.cfg.Debounce, 10*time.Millisecond)<<min(failures, 12), 30*time.Second)
+			r.log.Error("rescan incomplete; retrying", "err", err, "in", delay)
+			retry.Reset(delay)
+		} else {
+			failures = 0
 		}
 		if ctx.Err() == nil && r.watchDirs(dirs) > 0 {
 			schedule(time.Now())
@@ -96,6 +105,8 @@ func (r *Registry) watchLoop(ctx context.Context) {
 			}
 			schedule(time.Now())
 		case <-timer.C:
+			rescan()
+		case <-retry.C:
 			rescan()
 		case <-resync:
 			rescan()

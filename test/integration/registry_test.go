@@ -615,3 +615,27 @@ func TestRegistryEndpoints(t *testing.T) {
 		t.Errorf("registry endpoints = %d; want 7", len(info.Endpoints))
 	}
 }
+
+// TestRegistryOversizeAndHiddenDirs: a skill too large for one NATS
+// message is reported as invalid and keeps its last good version; skills
+// under .claude/ are loaded while .git/ is skipped.
+func TestRegistryOversizeAndHiddenDirs(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".claude/skills/huge/SKILL.md")
+	regWrite(t, p, regSkillMD("huge", "small for now", "# Huge"))
+	regWrite(t, filepath.Join(dir, ".git/skills/ignored/SKILL.md"), regSkillMD("ignored", "in .git", "x"))
+	srv := natsserver.StartTB(t, natsserver.Options{MaxPayload: 16 << 10})
+	e := regStart(t, srv, dir)
+	if got := regKeys(t, e.skills); strings.Join(got, ",") != "huge" {
+		t.Fatalf("SKILLS keys = %q; want [huge] (.claude loaded, .git skipped)", got)
+	}
+	good := regValue(e.skills, "huge")
+	regWrite(t, p, regSkillMD("huge", "now too big", "# Huge\n\n"+strings.Repeat("All work and no play. ", 1500)))
+	ev := regWaitEvent(t, e, "oversize invalid", func(ev *events.RegistryEvent) bool { return ev.Op == events.OpInvalid })
+	if ev.File != ".claude/skills/huge/SKILL.md" || !strings.Contains(ev.Error, "max_payload") {
+		t.Errorf("invalid event = %+v; want the file and a max_payload explanation", ev)
+	}
+	if got := regValue(e.skills, "huge"); got != good {
+		t.Errorf("SKILLS/huge replaced by an oversize version")
+	}
+}
