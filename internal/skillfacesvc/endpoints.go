@@ -93,7 +93,16 @@ func fail(code, format string, args ...any) *replyError {
 	return &replyError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-type handlerFunc func(ctx context.Context, req micro.Request) ([]byte, error)
+// incoming is what a handler reads of a request: copied out of the
+// micro.Request before the work moves to its own goroutine, so that the
+// request object is never touched concurrently with micro.
+type incoming struct {
+	data  []byte
+	hdr   nats.Header
+	reply string
+}
+
+type handlerFunc func(ctx context.Context, in incoming) ([]byte, error)
 
 // serve starts the micro service with its two endpoints.
 func (s *Service) serve() error {
@@ -134,21 +143,22 @@ func (s *Service) serve() error {
 // then works on the request in its own goroutine with the caller's trace
 // context and Config.Timeout, recovers a panic, and sends the reply or an
 // error reply. micro's own per-endpoint processing time therefore counts
-// only the wait for a slot; Stats has the service's counters.
+// only the wait for a slot, and its error count stays 0; Stats has the
+// service's own counters. Replies carry the trace context.
 func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		in := incoming{data: req.Data(), hdr: nats.Header(req.Headers()), reply: req.Reply()}
 		s.sem <- struct{}{}
 		s.begin()
 		go func() {
 			defer func() { <-s.sem; s.end() }()
-			s.handle(subject, h, req)
+			s.handle(subject, h, in)
 		}()
 	})
 }
 
-func (s *Service) handle(subject string, h handlerFunc, req micro.Request) {
-	hdr := nats.Header(req.Headers())
-	ctx, span := events.StartSpan(events.Extract(context.Background(), hdr), "skillface "+subject, trace.SpanKindServer, subject, len(req.Data()))
+func (s *Service) handle(subject string, h handlerFunc, in incoming) {
+	ctx, span := events.StartSpan(events.Extract(context.Background(), in.hdr), "skillface "+subject, trace.SpanKindServer, subject, len(in.data))
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	var err error
@@ -161,7 +171,7 @@ func (s *Service) handle(subject string, h handlerFunc, req micro.Request) {
 				err = fail(CodeInternal, "internal error in %s: %v (please report it)", subject, p)
 			}
 		}()
-		out, err = h(ctx, req)
+		out, err = h(ctx, in)
 	}()
 	if err == nil && len(out) > int(s.nc.MaxPayload()) {
 		err = fail(CodeTooLarge, "the reply would be %d bytes, more than the NATS server's max_payload of %d bytes: "+
@@ -170,11 +180,21 @@ func (s *Service) handle(subject string, h handlerFunc, req micro.Request) {
 	s.requests.Add(1)
 	if err != nil {
 		s.failures.Add(1)
-		s.replyError(subject, req, s.classify(ctx, err))
+		s.replyError(ctx, subject, in, s.classify(ctx, err))
 		return
 	}
-	if rerr := req.Respond(out); rerr != nil {
-		s.log.Warn("cannot send reply", "subject", subject, "err", rerr)
+	s.send(ctx, subject, in, &nats.Msg{Data: out, Header: nats.Header{}})
+}
+
+// send publishes a reply to the request's inbox with the trace context.
+func (s *Service) send(ctx context.Context, subject string, in incoming, m *nats.Msg) {
+	if in.reply == "" {
+		return // a publish without a reply subject: nobody to answer
+	}
+	m.Subject = in.reply
+	events.Inject(ctx, m.Header)
+	if err := s.nc.PublishMsg(m); err != nil {
+		s.log.Warn("cannot send reply", "subject", subject, "err", err)
 	}
 }
 
@@ -206,7 +226,7 @@ func trimPrefixes(msg string) string {
 	return msg
 }
 
-func (s *Service) replyError(subject string, req micro.Request, re *replyError) {
+func (s *Service) replyError(ctx context.Context, subject string, in incoming, re *replyError) {
 	retry := re.code == CodeConflict || re.code == CodeUnavailable || re.code == CodeTimeout
 	body, _ := json.Marshal(ErrorReply{Code: re.code, Error: re.msg, Skills: re.skills, Retryable: retry})
 	desc := strings.Join(strings.Fields(re.msg), " ")
@@ -214,18 +234,19 @@ func (s *Service) replyError(subject string, req micro.Request, re *replyError) 
 		desc = desc[:1021] + "..."
 	}
 	s.log.Debug("error reply", "subject", subject, "code", re.code, "error", desc)
-	if err := req.Error(re.code, desc, body); err != nil {
-		s.log.Warn("cannot send error reply", "subject", subject, "err", err)
-	}
+	s.send(ctx, subject, in, &nats.Msg{Data: body, Header: nats.Header{
+		micro.ErrorCodeHeader: {re.code},
+		micro.ErrorHeader:     {desc},
+	}})
 }
 
 // precheck enforces the request size limit and the skills revision barrier.
-func (s *Service) precheck(ctx context.Context, req micro.Request) error {
-	if n := len(req.Data()); n > s.cfg.MaxRequestBytes {
+func (s *Service) precheck(ctx context.Context, in incoming) error {
+	if n := len(in.data); n > s.cfg.MaxRequestBytes {
 		return fail(CodeTooLarge, "the request is %d bytes; this service accepts at most %d (its max request size): "+
 			"send fewer or shorter messages", n, s.cfg.MaxRequestBytes)
 	}
-	v := req.Headers().Get(SkillsRevisionHeader)
+	v := in.hdr.Get(SkillsRevisionHeader)
 	if v == "" {
 		return nil
 	}
@@ -241,11 +262,11 @@ func (s *Service) precheck(ctx context.Context, req micro.Request) error {
 }
 
 // assemble serves skillbus.skillface.assemble.
-func (s *Service) assemble(ctx context.Context, mreq micro.Request) ([]byte, error) {
-	if err := s.precheck(ctx, mreq); err != nil {
+func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
+	if err := s.precheck(ctx, in); err != nil {
 		return nil, err
 	}
-	data := mreq.Data()
+	data := in.data
 	var req skillface.Request
 	if err := decodeStrict(data, &req, assembleFields); err != nil {
 		return nil, err
@@ -274,22 +295,31 @@ func (s *Service) assemble(ctx context.Context, mreq micro.Request) ([]byte, err
 		if tools == nil {
 			tools = []string{}
 		}
-		return json.Marshal(struct {
-			Messages json.RawMessage  `json:"messages"`
-			Tools    []string         `json:"tools"`
-			Counts   skillface.Counts `json:"counts"`
-		}{raw.Messages, tools, resp.Counts})
+		rest, err := json.Marshal(struct {
+			Tools  []string         `json:"tools"`
+			Counts skillface.Counts `json:"counts"`
+		}{tools, resp.Counts})
+		if err != nil {
+			return nil, err
+		}
+		// json.Marshal would compact and re-escape a RawMessage, so the
+		// reply is put together by hand: {"messages":RAW,"tools":…}.
+		out := make([]byte, 0, len(raw.Messages)+len(rest)+16)
+		out = append(out, `{"messages":`...)
+		out = append(out, raw.Messages...)
+		out = append(out, ',')
+		return append(out, rest[1:]...), nil
 	}
 	return json.Marshal(resp)
 }
 
 // info serves skillbus.skillface.info.
-func (s *Service) info(ctx context.Context, mreq micro.Request) ([]byte, error) {
-	if err := s.precheck(ctx, mreq); err != nil {
+func (s *Service) info(ctx context.Context, in incoming) ([]byte, error) {
+	if err := s.precheck(ctx, in); err != nil {
 		return nil, err
 	}
 	var req InfoRequest
-	if err := decodeStrict(mreq.Data(), &req, infoFields); err != nil {
+	if err := decodeStrict(in.data, &req, infoFields); err != nil {
 		return nil, err
 	}
 	if req.Name == "" {
