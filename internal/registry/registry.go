@@ -113,6 +113,7 @@ type Registry struct {
 	watched map[string]bool // directories under watch; owned by the watch loop
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the watch loop ends
+	kvDone  chan struct{} // closed when followStored ends
 
 	lifeMu  sync.Mutex // guards started, stopped
 	started bool
@@ -185,22 +186,35 @@ func (r *Registry) Start(ctx context.Context) error {
 		}
 		r.kv[k] = kv
 	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	// Follow SEQUENCES from before the initial read, so a sequence another
+	// replica creates meanwhile is not missed.
+	kvw, err := r.kv[kindSequence].WatchAll(loopCtx, jetstream.UpdatesOnly())
+	if err != nil {
+		cancel()
+		return fmt.Errorf("registry: watch %s: %w", events.BucketSequences, err)
+	}
 	if err := r.loadStored(ctx); err != nil {
+		cancel()
+		_ = kvw.Stop()
 		return err
 	}
-	loopCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
+	r.kvDone = make(chan struct{})
+	go r.followStored(loopCtx, kvw)
 	if r.cfg.Dir != "" {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
 			cancel()
+			<-r.kvDone
 			return fmt.Errorf("registry: file watcher: %w", err)
 		}
 		r.watcher = w
 		dirs, err := r.rescan(ctx)
 		if err != nil {
 			cancel()
+			<-r.kvDone
 			_ = w.Close()
 			return err
 		}
@@ -210,15 +224,17 @@ func (r *Registry) Start(ctx context.Context) error {
 		r.mu.Lock()
 		err := r.applyLocked(ctx)
 		r.mu.Unlock()
+		close(r.done)
 		if err != nil {
 			cancel()
+			<-r.kvDone
 			return err
 		}
-		close(r.done)
 	}
 	if err := r.serve(loopCtx); err != nil {
 		cancel()
 		<-r.done
+		<-r.kvDone
 		if r.watcher != nil {
 			_ = r.watcher.Close()
 		}
@@ -253,10 +269,12 @@ func (r *Registry) Stop(ctx context.Context) error {
 		}
 	}
 	r.cancel()
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("registry: rescan still running at the stop deadline: %w", ctx.Err()))
+	for _, done := range []chan struct{}{r.done, r.kvDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("registry: rescan still running at the stop deadline: %w", ctx.Err()))
+		}
 	}
 	if r.watcher != nil {
 		_ = r.watcher.Close()

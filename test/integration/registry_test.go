@@ -639,3 +639,50 @@ func TestRegistryOversizeAndHiddenDirs(t *testing.T) {
 		t.Errorf("SKILLS/huge replaced by an oversize version")
 	}
 }
+
+// TestRegistryReplicasAgree runs two registry replicas on one server (they
+// share requests through the queue group) and checks that a sequence
+// created or deleted through either is seen by both.
+func TestRegistryReplicasAgree(t *testing.T) {
+	dir := t.TempDir()
+	regWrite(t, filepath.Join(dir, "f.seq.yaml"), regSeqYAML("from-file", "file-group", "echo"))
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	a := regStart(t, srv, dir)
+	regStart(t, srv, dir)
+	listed := func(name string) (all, none bool) {
+		all, none = true, true
+		for range 20 { // the queue group spreads these over both replicas
+			body, err := regRequest(t, a.nc, registry.SubjectSeqList, `{}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := strings.Contains(string(body), `"name":"`+name+`"`)
+			all = all && has
+			none = none && !has
+		}
+		return all, none
+	}
+	if _, err := regRequest(t, a.nc, registry.SubjectSeqCreate, regSeqJSON("shared", "shared-group")); err != nil {
+		t.Fatal(err)
+	}
+	regEventually(t, "both replicas list the created sequence", func() (bool, string) {
+		all, _ := listed("shared")
+		return all, "some replica does not list it"
+	})
+	// Either replica now refuses a clashing group name.
+	for range 4 {
+		if _, err := regRequest(t, a.nc, registry.SubjectSeqCreate, regSeqJSON("other", "shared-group")); err == nil || !strings.HasPrefix(err.Error(), "409") {
+			t.Fatalf("seq.create with a clashing group = %v; want 409 from every replica", err)
+		}
+	}
+	if _, err := regRequest(t, a.nc, registry.SubjectSeqDelete, `{"name":"shared"}`); err != nil {
+		t.Fatal(err)
+	}
+	regEventually(t, "both replicas forget the deleted sequence", func() (bool, string) {
+		_, none := listed("shared")
+		return none, "some replica still lists it"
+	})
+	if all, _ := listed("from-file"); !all {
+		t.Errorf("the file sequence is missing from some replica")
+	}
+}
