@@ -459,3 +459,23 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeDefaultsVersionForEveryType covers message types declared in
+// any file of the package.
+func TestEncodeDefaultsVersionForEveryType(t *testing.T) {
+	for _, m := range []events.Message{
+		&events.RunRequest{RunID: "r", Sequence: "s"},
+		&events.RunState{RunID: "r", Status: events.StatusPending},
+		&events.AgentReady{Agent: "a", BootID: "b"},
+		&events.RunEvent{RunID: "r", Kind: events.RunStarted},
+		&events.RegistryEvent{Kind: events.KindSkill, Op: events.OpPut},
+		&events.SeqCallRequest{Group: "g"},
+		&events.SeqRunReply{RunID: "r"},
+		&events.SeqStatusRequest{RunID: "r"},
+	} {
+		b, err := events.Encode(m)
+		if err != nil || !strings.HasPrefix(string(b), `{"v":1,`) {
+			t.Errorf("Encode(%T) = %s, %v; want v 1", m, b, err)
+		}
+	}
+}

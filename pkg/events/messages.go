@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -22,17 +23,12 @@ type Message interface {
 // Encode returns the JSON encoding of m with "v" set to Version when it was
 // zero. Errors: ErrBadMessage when a required field is missing.
 func Encode(m Message) ([]byte, error) {
-	switch t := m.(type) {
-	case *RunRequest:
-		t.V = orVersion(t.V)
-	case *RunState:
-		t.V = orVersion(t.V)
-	case *AgentReady:
-		t.V = orVersion(t.V)
-	case *RunEvent:
-		t.V = orVersion(t.V)
-	case *RegistryEvent:
-		t.V = orVersion(t.V)
+	// Every message type (including ones added in other files) is a
+	// pointer to a struct with an int field V: default it to Version.
+	if v := reflect.ValueOf(m); v.Kind() == reflect.Pointer && !v.IsNil() {
+		if f := v.Elem().FieldByName("V"); f.IsValid() && f.CanSet() && f.Kind() == reflect.Int && f.Int() == 0 {
+			f.SetInt(Version)
+		}
 	}
 	if err := m.check(); err != nil {
 		return nil, err
@@ -42,13 +38,6 @@ func Encode(m Message) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
 	return b, nil
-}
-
-func orVersion(v int) int {
-	if v == 0 {
-		return Version
-	}
-	return v
 }
 
 // Decode parses data into m (a pointer to a message type) and checks its
