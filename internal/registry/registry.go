@@ -48,6 +48,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -108,12 +109,13 @@ type Registry struct {
 	skills map[string]*definition
 	seqs   map[string]*definition
 
-	svc     micro.Service
-	watcher *fsnotify.Watcher
-	watched map[string]bool // directories under watch; owned by the watch loop
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the watch loop ends
-	kvDone  chan struct{} // closed when followStored ends
+	svc      micro.Service
+	inflight atomic.Int64 // endpoint requests being handled
+	watcher  *fsnotify.Watcher
+	watched  map[string]bool // directories under watch; owned by the watch loop
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the watch loop ends
+	kvDone   chan struct{} // closed when followStored ends
 
 	lifeMu  sync.Mutex // guards started, stopped
 	started bool
@@ -248,9 +250,10 @@ func (r *Registry) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops watching, then stops the endpoints (draining requests already
-// received) and waits for a rescan in progress to finish, until ctx is
-// done. It does not close or drain the connection: the caller does, after
+// Stop shuts down in two phases: it stops the endpoints (no new requests;
+// those already received are still handled) and waits until the requests
+// in progress are answered, then it cancels the watchers and waits for a
+// rescan in progress — both bounded by ctx. It does not close or drain the connection: the caller does, after
 // Stop. Safe to call more than once and before Start.
 func (r *Registry) Stop(ctx context.Context) error {
 	r.lifeMu.Lock()
@@ -267,6 +270,11 @@ func (r *Registry) Stop(ctx context.Context) error {
 		if err := r.svc.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("registry: stop endpoints: %w", err))
 		}
+	}
+	// Phase two: requests already being handled finish (a seq.create
+	// completes its write) until ctx is done; then everything is cancelled.
+	for r.inflight.Load() > 0 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
 	}
 	r.cancel()
 	for _, done := range []chan struct{}{r.done, r.kvDone} {

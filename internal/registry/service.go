@@ -154,6 +154,8 @@ func (r *Registry) serve(ctx context.Context) error {
 // structured error reply.
 func (r *Registry) wrap(base context.Context, subject string, h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		r.inflight.Add(1)
+		defer r.inflight.Add(-1)
 		ctx, span := events.StartSpan(events.Extract(base, nats.Header(req.Headers())), "registry "+subject, trace.SpanKindServer, subject, len(req.Data()))
 		var err error
 		defer func() { events.EndSpan(span, err) }()
