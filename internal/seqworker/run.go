@@ -49,21 +49,56 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		_ = msg.TermWithReason(clip(err.Error(), 200))
 		return err
 	}
-	cur, rev, err := w.readState(ctx, runID)
-	if err != nil {
-		return w.retry(ctx, msg, req, attempt, fmt.Errorf("read run state: %w", err))
+	// The sequence is read while the run is claimed. On a first delivery
+	// the claim is a create-only write of the running state, which saves
+	// reading a state that is almost never there (it is read when the
+	// create finds a key: a pending state from seq.run or a boot, or a
+	// run id used before).
+	type resolved struct {
+		s   *seq.Sequence
+		err error
 	}
-	if cur != nil {
-		if finished(cur.Status) {
-			_ = msg.Ack() // a duplicate or a redelivery after the ack was lost
-			return nil
-		}
-		if cur.Attempt > attempt {
-			log.Info("stale delivery; a later delivery owns the run", "owner_attempt", cur.Attempt)
-			return nil
+	seqCh := make(chan resolved, 1)
+	go func() {
+		s, err := w.resolve(ctx, req)
+		seqCh <- resolved{s, err}
+	}()
+	now := time.Now().UTC()
+	st := &events.RunState{RunID: runID, Sequence: req.Sequence, Status: events.StatusRunning, Attempt: attempt, StartedAt: now, UpdatedAt: now}
+	var (
+		cur     *events.RunState
+		rev     uint64
+		claimed bool
+	)
+	if attempt == 1 && req.Trigger != events.TriggerSchedule {
+		rev, err = w.writeState(ctx, st, 0)
+		claimed = err == nil
+		if err != nil && !errors.Is(err, errConflict) {
+			<-seqCh
+			return w.retry(ctx, msg, req, attempt, fmt.Errorf("store run state: %w", err))
 		}
 	}
-	s, err := w.resolve(ctx, req)
+	if !claimed {
+		cur, rev, err = w.readState(ctx, runID)
+		if err != nil {
+			<-seqCh
+			return w.retry(ctx, msg, req, attempt, fmt.Errorf("read run state: %w", err))
+		}
+		if cur != nil {
+			if finished(cur.Status) {
+				<-seqCh
+				_ = msg.Ack() // a duplicate or a redelivery after the ack was lost
+				return nil
+			}
+			if cur.Attempt > attempt {
+				<-seqCh
+				log.Info("stale delivery; a later delivery owns the run", "owner_attempt", cur.Attempt)
+				return nil
+			}
+		}
+	}
+	r := <-seqCh
+	s, err := r.s, r.err
 	if err != nil {
 		if !isTerminal(err) {
 			return w.retry(ctx, msg, req, attempt, err)
@@ -88,8 +123,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 
-	now := time.Now().UTC()
-	st := &events.RunState{RunID: runID, Sequence: s.Name, Status: events.StatusRunning, Attempt: attempt, StartedAt: now, UpdatedAt: now}
+	st.Sequence = s.Name
 	var opts []seq.RunOption
 	if cur != nil {
 		if !cur.StartedAt.IsZero() {
@@ -104,13 +138,15 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 			}
 		}
 	}
-	rev, err = w.writeState(ctx, st, rev)
-	if errors.Is(err, errConflict) {
-		log.Info("run claimed by another delivery")
-		return nil
-	}
-	if err != nil {
-		return w.retry(ctx, msg, req, attempt, fmt.Errorf("store run state: %w", err))
+	if !claimed {
+		rev, err = w.writeState(ctx, st, rev)
+		if errors.Is(err, errConflict) {
+			log.Info("run claimed by another delivery")
+			return nil
+		}
+		if err != nil {
+			return w.retry(ctx, msg, req, attempt, fmt.Errorf("store run state: %w", err))
+		}
 	}
 	w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunStarted, Sequence: s.Name, Status: events.StatusRunning})
 

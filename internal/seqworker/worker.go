@@ -141,8 +141,13 @@ func (w *Worker) Run(ctx context.Context) error {
 // Start provisions the NATS resources (events.Provision), loads the
 // SEQUENCES bucket, reconciles the schedules and starts taking run
 // requests, agent_ready events and micro requests. ctx bounds the start
-// only. Errors: ErrStopped, events.ErrProvision, NATS errors.
+// only (30 s when it has no deadline). Errors: ErrStopped, events.ErrProvision, NATS errors.
 func (w *Worker) Start(ctx context.Context) (err error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	w.mu.Lock()
 	if w.state != 0 {
 		w.mu.Unlock()
@@ -188,6 +193,11 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	}
 	if err := w.startService(); err != nil {
 		return err
+	}
+	// Make the subscriptions known to the server before returning, so a
+	// request sent right after Start finds the endpoints.
+	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("seqworker: flush subscriptions: %w", err)
 	}
 	w.loops.Add(1)
 	go w.fetchLoop()

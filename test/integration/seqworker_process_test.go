@@ -118,3 +118,62 @@ groups:
 		}
 	}
 }
+
+// TestSeqworkerLostDelivery: while a worker runs group 1, the run's state
+// is overwritten by a later owner (attempt 99, as a worker that took the
+// run over after this one paused past AckWait would write). The first
+// worker's checkpoint is compare-and-set, so it fails: the worker stops
+// without overwriting the state and without running group 2.
+func TestSeqworkerLostDelivery(t *testing.T) {
+	t.Parallel()
+	env := swStart(t, natsserver.Options{}, swOptions())
+	var calls swCounter
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	swServe(t, env,
+		tool.Tool{Name: "lost.one", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			calls.add("lost.one")
+			entered <- struct{}{}
+			<-release
+			return args, nil
+		}},
+		swEcho("lost.two", &calls),
+	)
+	swStore(t, env, `
+name: sw-lost
+groups:
+  - name: sw-lost-one
+    tools: [{tool: lost.one}]
+  - name: sw-lost-two
+    tools: [{tool: lost.two}]
+`)
+	swWorker(t, env, seqworker.Config{})
+	swRequest(t, env, "r-lost", "sw-lost", nil)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("group 1 never started")
+	}
+	kv, err := env.js.KeyValue(context.Background(), events.BucketRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := &events.RunState{RunID: "r-lost", Sequence: "sw-lost", Status: events.StatusRunning, Attempt: 99}
+	b, _ := events.Encode(owner)
+	rev, err := kv.Put(context.Background(), "r-lost", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	time.Sleep(700 * time.Millisecond)
+	e, err := kv.Get(context.Background(), "r-lost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Revision() != rev {
+		t.Errorf("RUNS r-lost revision %d after the owner's write %d: the stale worker overwrote it with %s", e.Revision(), rev, e.Value())
+	}
+	if n := calls.get("lost.two"); n != 0 {
+		t.Errorf("group 2 ran %d times on the worker that lost the run; want 0", n)
+	}
+}

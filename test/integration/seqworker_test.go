@@ -91,6 +91,13 @@ groups:
       - {tool: sw.echo, args: {n: $args.n}}
 `
 
+const swLongSeq = `
+name: sw-long
+groups:
+  - name: sw-long-g
+    tools: [{tool: sw.long}]
+`
+
 const swBigSeq = `
 name: sw-big
 groups:
@@ -108,7 +115,7 @@ groups:
 func TestSeqworkerRuns(t *testing.T) {
 	t.Parallel()
 	env := swStart(t, natsserver.Options{MaxPayload: 256 << 10}, swOptions())
-	var flaky atomic.Int32
+	var flaky, long atomic.Int32
 	swServe(t, env,
 		swEcho("sw.echo", nil),
 		tool.Tool{Name: "sw.sleepy", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
@@ -124,17 +131,19 @@ func TestSeqworkerRuns(t *testing.T) {
 			return map[string]int{"calls": int(flaky.Load())}, nil
 		}},
 		tool.Tool{Name: "sw.slow", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
-			select {
-			case <-time.After(5 * time.Second):
-			case <-ctx.Done():
-			}
+			time.Sleep(2 * time.Second) // ignores its deadline, like a stuck tool
 			return "late", nil
+		}},
+		tool.Tool{Name: "sw.long", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			long.Add(1)
+			time.Sleep(2500 * time.Millisecond) // AckWait is 1s
+			return args, nil
 		}},
 		tool.Tool{Name: "sw.blob", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
 			return strings.Repeat("x", 300<<10), nil
 		}},
 	)
-	for _, src := range []string{swParallelSeq, swFlakySeq, swMissingSeq("fail"), swMissingSeq("skip"), swMissingSeq("degrade"), swTimeoutSeq, swTypedSeq, swBigSeq} {
+	for _, src := range []string{swParallelSeq, swFlakySeq, swMissingSeq("fail"), swMissingSeq("skip"), swMissingSeq("degrade"), swTimeoutSeq, swTypedSeq, swBigSeq, swLongSeq} {
 		swStore(t, env, src)
 	}
 	swWorker(t, env, seqworker.Config{Concurrency: 4})
@@ -163,6 +172,14 @@ func TestSeqworkerRuns(t *testing.T) {
 			t.Errorf("finished_groups = %d, attempt = %d; want 3, 1", st.FinishedGroups, st.Attempt)
 		}
 		t.Logf("end-to-end %s", time.Since(start))
+	})
+
+	t.Run("long group kept alive past AckWait", func(t *testing.T) {
+		swRequest(t, env, "r-long", "sw-long", nil)
+		st := swWait(t, env, "r-long", 20*time.Second)
+		if st.Status != events.StatusSucceeded || st.Attempt != 1 || long.Load() != 1 {
+			t.Errorf("state %s attempt %d, tool calls %d (%s); want succeeded on the first delivery with one call (in-progress acks)", st.Status, st.Attempt, long.Load(), st.Error)
+		}
 	})
 
 	t.Run("retries against a flaky tool", func(t *testing.T) {

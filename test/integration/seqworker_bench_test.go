@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/internal/seqworker"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// swBenchSeq is 3 groups × 8 parallel calls of an echo tool.
+func swBenchSeq() string {
+	var b strings.Builder
+	b.WriteString("name: sw-bench\ngroups:\n")
+	for g := 1; g <= 3; g++ {
+		fmt.Fprintf(&b, "  - name: sw-bench-g%d\n    tools:\n", g)
+		for c := 1; c <= 8; c++ {
+			fmt.Fprintf(&b, "      - {tool: bench.echo, args: {g: %d, c: %d}}\n", g, c)
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkSeqworker measures a 3-group × 8-tool run against an echo tool,
+// end to end (run request published → finished event received), beside
+// the raw floor: the same 24 calls made directly by a client over the same
+// server with the same shape (3 rounds of 8 parallel calls). "latency" runs
+// one run at a time; "throughput" keeps 16 runs in flight. Compare the
+// ns/op of worker and floor of the same mode: their ratio is the
+// seqworker's overhead.
+//
+//	go test -run '^$' -bench BenchmarkSeqworker -benchtime 200x ./test/integration/
+func BenchmarkSeqworker(b *testing.B) {
+	env := swStart(b, natsserver.Options{}, events.Options{})
+	swServe(b, env, tool.Tool{Name: "bench.echo", Func: func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil }})
+	swStore(b, env, swBenchSeq())
+	swWorker(b, env, seqworker.Config{Concurrency: 16})
+
+	client, err := tool.NewClient(natsserver.ConnectTB(b, env.srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	floorRun := func() error {
+		for g := 1; g <= 3; g++ {
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for c := 1; c <= 8; c++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					if _, err := client.Call(ctx, "bench.echo", json.RawMessage(fmt.Sprintf(`{"g":%d,"c":%d}`, g, c))); err != nil {
+						errs <- err
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	// The worker path: a client publishes run requests and waits for the
+	// finished events.
+	pub := natsserver.ConnectTB(b, env.srv)
+	js, err := jetstream.New(pub)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var waitMu sync.Mutex
+	waiters := map[string]chan events.RunEvent{}
+	sub, err := pub.Subscribe("events.run.*.finished", func(m *nats.Msg) {
+		var ev events.RunEvent
+		if events.Decode(m.Data, &ev) != nil {
+			return
+		}
+		waitMu.Lock()
+		ch := waiters[ev.RunID]
+		delete(waiters, ev.RunID)
+		waitMu.Unlock()
+		if ch != nil {
+			ch <- ev
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	var seqNo atomic.Int64
+	workerRun := func() error {
+		id := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), seqNo.Add(1))
+		ch := make(chan events.RunEvent, 1)
+		waitMu.Lock()
+		waiters[id] = ch
+		waitMu.Unlock()
+		subj, _ := events.RunSubject("sw-bench")
+		if _, err := events.PublishMessage(context.Background(), js, subj, &events.RunRequest{RunID: id, Sequence: "sw-bench"}, jetstream.WithMsgID(id)); err != nil {
+			return err
+		}
+		select {
+		case ev := <-ch:
+			if ev.Status != events.StatusSucceeded {
+				return fmt.Errorf("run %s: %s %s", id, ev.Status, ev.Error)
+			}
+			return nil
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("run %s: no finished event", id)
+		}
+	}
+
+	for _, mode := range []string{"latency", "throughput"} {
+		for _, path := range []struct {
+			name string
+			run  func() error
+		}{{"floor", floorRun}, {"worker", workerRun}} {
+			b.Run(mode+"/"+path.name, func(b *testing.B) {
+				if mode == "latency" {
+					for b.Loop() {
+						if err := path.run(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					return
+				}
+				b.SetParallelism(8) // 16 in flight on 2 cores
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := path.run(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
