@@ -98,6 +98,21 @@ groups:
     tools: [{tool: sw.long}]
 `
 
+const swBigArgSeq = `
+name: sw-bigarg
+groups:
+  - name: sw-bigarg-fetch
+    out: {parts: array<string>}
+    tools:
+      - {tool: sw.part, as: parts}
+      - {tool: sw.part, as: parts}
+      - {tool: sw.part, as: parts}
+  - name: sw-bigarg-send
+    in: {parts: array<string>}
+    tools:
+      - {tool: sw.echo, args: {all: $args.parts}}
+`
+
 const swBigSeq = `
 name: sw-big
 groups:
@@ -139,11 +154,14 @@ func TestSeqworkerRuns(t *testing.T) {
 			time.Sleep(2500 * time.Millisecond) // AckWait is 1s
 			return args, nil
 		}},
+		tool.Tool{Name: "sw.part", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			return strings.Repeat("y", 100<<10), nil
+		}},
 		tool.Tool{Name: "sw.blob", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
 			return strings.Repeat("x", 300<<10), nil
 		}},
 	)
-	for _, src := range []string{swParallelSeq, swFlakySeq, swMissingSeq("fail"), swMissingSeq("skip"), swMissingSeq("degrade"), swTimeoutSeq, swTypedSeq, swBigSeq, swLongSeq} {
+	for _, src := range []string{swParallelSeq, swFlakySeq, swMissingSeq("fail"), swMissingSeq("skip"), swMissingSeq("degrade"), swTimeoutSeq, swTypedSeq, swBigSeq, swLongSeq, swBigArgSeq} {
 		swStore(t, env, src)
 	}
 	swWorker(t, env, seqworker.Config{Concurrency: 4})
@@ -256,6 +274,18 @@ func TestSeqworkerRuns(t *testing.T) {
 		swRequest(t, env, "r-big", "sw-big", nil)
 		st := swWait(t, env, "r-big", 10*time.Second)
 		for _, want := range []string{"sw-big-fetch", "sw.blob", "max_payload"} {
+			if st.Status != events.StatusFailed || !strings.Contains(st.Error, want) {
+				t.Errorf("state = %s error %q; want failed with an error naming %q", st.Status, st.Error, want)
+			}
+		}
+	})
+
+	t.Run("argument over max_payload", func(t *testing.T) {
+		swRequest(t, env, "r-bigarg", "sw-bigarg", nil)
+		st := swWait(t, env, "r-bigarg", 10*time.Second)
+		// The slots (3 × 100 KiB) do not fit a RUNS value either: the state
+		// keeps the outcome and says what was dropped.
+		for _, want := range []string{"sw-bigarg-send", "sw.echo", "payload too large", "slots and result dropped"} {
 			if st.Status != events.StatusFailed || !strings.Contains(st.Error, want) {
 				t.Errorf("state = %s error %q; want failed with an error naming %q", st.Status, st.Error, want)
 			}
