@@ -1,0 +1,95 @@
+package seqworker
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		field string // "" = valid
+	}{
+		{"zero value", Config{}, ""},
+		{"explicit", Config{Concurrency: 4, RedeliveryDelay: time.Second, RedeliveryMaxDelay: time.Minute, FetchWait: time.Second}, ""},
+		{"negative concurrency", Config{Concurrency: -1}, "Concurrency"},
+		{"huge concurrency", Config{Concurrency: 1 << 20}, "Concurrency"},
+		{"negative redelivery", Config{RedeliveryDelay: -time.Second}, "RedeliveryDelay"},
+		{"max below first", Config{RedeliveryDelay: time.Minute, RedeliveryMaxDelay: time.Second}, "RedeliveryMaxDelay"},
+		{"negative retry", Config{RetryInitial: -1}, "RetryInitial"},
+		{"negative shutdown", Config{ShutdownTimeout: -1}, "ShutdownTimeout"},
+		{"tiny fetch wait", Config{FetchWait: time.Millisecond}, "FetchWait"},
+		{"bad provision", Config{Provision: events.Options{Replicas: 9}}, "Replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Validate(%+v) = %v; want nil", tc.cfg, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("Validate(%+v) = %v; want ErrConfig naming %s", tc.cfg, err, tc.field)
+			}
+		})
+	}
+}
+
+func TestRedeliveryDelay(t *testing.T) {
+	c := Config{RedeliveryDelay: time.Second, RedeliveryMaxDelay: 5 * time.Second}.withDefaults()
+	for delivery, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 5 * time.Second, 50: 5 * time.Second} {
+		if got := c.redeliveryDelay(delivery); got != want {
+			t.Errorf("redeliveryDelay(%d) = %s; want %s", delivery, got, want)
+		}
+	}
+}
+
+func TestRunIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name, got, want string
+	}{
+		{"tick", TickRunID("nightly", "2026-11-30T03:04:05.678901Z", nil), "tick-nightly-20261130T030405678Z"},
+		{"tick, offset time", TickRunID("nightly", "2026-11-30T04:04:05+01:00", nil), "tick-nightly-20261130T030405000Z"},
+		{"tick, one-shot", TickRunID("once", "purge", nil), "tick-once-seq0"},
+		{"tick, odd name", TickRunID("a.b c", "2026-11-30T03:04:05Z", nil), "tick-a_b_c-20261130T030405000Z"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %q; want %q", tc.name, tc.got, tc.want)
+		}
+	}
+	a := BootRunID("agent-1", "b1", "warm")
+	if !strings.HasPrefix(a, "boot-agent-1-warm-") || tokenOrEmpty(a) != a {
+		t.Errorf("BootRunID = %q; want boot-agent-1-warm-<hash>, a usable run id", a)
+	}
+	if a != BootRunID("agent-1", "b1", "warm") {
+		t.Error("BootRunID is not deterministic")
+	}
+	for _, other := range []string{BootRunID("agent-1", "b2", "warm"), BootRunID("agent-2", "b1", "warm"), BootRunID("agent-1", "b1", "cold"), BootRunID("agent-1b", "1", "warm")} {
+		if other == a {
+			t.Errorf("BootRunID collision: %q", other)
+		}
+	}
+}
+
+func TestSchedulePattern(t *testing.T) {
+	for in, want := range map[string]string{
+		"@every 1s":      "@every 1s",
+		"@every 90s":     "@every 1m30s",
+		"@every 1h":      "@every 1h0m0s",
+		"@hourly":        "@hourly",
+		"0 30 9 * * 1-5": "0 30 9 * * 1-5",
+	} {
+		if got := schedulePattern(in); got != want {
+			t.Errorf("schedulePattern(%q) = %q; want %q", in, got, want)
+		}
+		if _, err := scheduleOpt(in); err != nil {
+			t.Errorf("scheduleOpt(%q) = %v", in, err)
+		}
+	}
+}
