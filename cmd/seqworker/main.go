@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		cfg.Provision.Storage = jetstream.MemoryStorage
 	}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "seqworker: %v\n", err)
+		fmt.Fprintf(stderr, "%v\n", err) // already says "seqworker: …"
 		return 2
 	}
 
