@@ -361,11 +361,13 @@ type callOutcome struct {
 	fatal error           // non-nil: this call fails the group
 }
 
-func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.RawMessage, slots map[string]json.RawMessage) (GroupResult, error) {
+func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.RawMessage, slots map[string]json.RawMessage) (res GroupResult, _ error) {
 	g := &e.s.Groups[gi]
 	gr := pendingGroup(g)
 	gr.Status, gr.Started = GroupRunning, time.Now()
-	defer func() { gr.Duration = Duration(time.Since(gr.Started)) }()
+	// res, not gr: a deferred write to gr would come after the return
+	// value was copied and be lost.
+	defer func() { res.Duration = Duration(time.Since(gr.Started)) }()
 	fail := func(err error) (GroupResult, error) {
 		gr.Status, gr.Error = GroupFailed, err.Error()
 		gr.Duration = Duration(time.Since(gr.Started))
@@ -494,10 +496,10 @@ func orNull(v json.RawMessage) json.RawMessage {
 // call runs one tool call with the group's policies. runCtx is the run's
 // context (to tell interruption from the group's own deadline), cctx the
 // group's (deadline and sibling-abort cancellation).
-func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMessage, err error) callOutcome {
+func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMessage, err error) (out callOutcome) {
 	g := &e.s.Groups[gi]
 	c := &g.Tools[ci]
-	out := callOutcome{res: CallResult{Tool: c.Tool, As: c.As, Status: CallPending}}
+	out = callOutcome{res: CallResult{Tool: c.Tool, As: c.As, Status: CallPending}}
 	start := time.Now()
 	defer func() { out.res.Duration = Duration(time.Since(start)) }()
 	where := func(kind error, msg string, cause error) *Error {
