@@ -39,8 +39,17 @@ type command struct {
 // here, keeping this file free of subcommand logic.
 func commands() map[string]command {
 	return map[string]command{
-		"validate": validateCommand(),
-		"sections": sectionsCommand(),
+		"validate":    validateCommand(),
+		"sections":    sectionsCommand(),
+		"run":         runCommand(),
+		"dev":         devCommand(),
+		"skills":      skillsCommand(),
+		"seqs":        seqsCommand(),
+		"call":        callCommand(),
+		"watch":       watchCommand(),
+		"tools":       toolsCommand(),
+		"agent-ready": agentReadyCommand(),
+		"mcp":         mcpCommand(),
 	}
 }
 
@@ -67,7 +76,25 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "skillbus: unknown command %q; run `skillbus help` for the list of commands\n", args[0])
 		return ExitUsage
 	}
+	if wantsHelp(args[1:]) {
+		fmt.Fprint(stdout, c.usage)
+		return ExitOK
+	}
 	return c.run(ctx, env, args[1:])
+}
+
+// wantsHelp reports whether a command's arguments ask for its usage (-h,
+// -help or --help before any "--"), which is printed on stdout with exit 0.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func printHelp(w io.Writer, cmds map[string]command) {
@@ -83,5 +110,6 @@ func printHelp(w io.Writer, cmds map[string]command) {
 	}
 	b.WriteString("\nRun `skillbus help COMMAND` or `skillbus COMMAND --help` for a command's usage and examples.\n")
 	b.WriteString("Exit codes: 0 success, 1 the command found a problem, 2 bad command line.\n")
+	b.WriteString("Commands other than validate, sections, run and dev talk to a running skillbus\nat NATS_URL; `skillbus dev` starts one on this machine and prints the URL.\n")
 	fmt.Fprint(w, b.String())
 }

@@ -1,0 +1,530 @@
+package builtin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// Entry is one item of fs.list.
+type Entry struct {
+	Name string `json:"name"`
+	// Type is "file", "dir", "symlink" or "other".
+	Type string `json:"type"`
+	// Size in bytes (files only).
+	Size int64 `json:"size,omitempty"`
+}
+
+// ListResult is fs.list's reply.
+type ListResult struct {
+	Path      string  `json:"path"`
+	Entries   []Entry `json:"entries"`
+	Truncated bool    `json:"truncated,omitempty"`
+}
+
+// StatResult is fs.stat's reply.
+type StatResult struct {
+	Path     string    `json:"path"`
+	Type     string    `json:"type"`
+	Size     int64     `json:"size"`
+	Mode     string    `json:"mode"`
+	Modified time.Time `json:"modified"`
+}
+
+// ReadResult is fs.read's reply. Content is the text (invalid UTF-8
+// replaced); Truncated says the file was longer than the limit.
+type ReadResult struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	Content   string `json:"content"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// GlobResult is fs.glob's reply: matching paths relative to the root,
+// sorted.
+type GlobResult struct {
+	Pattern   string   `json:"pattern"`
+	Matches   []string `json:"matches"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
+// GrepMatch is one matching line of fs.grep: Line is 1-based; Text is cut at
+// 300 bytes.
+type GrepMatch struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// GrepResult is fs.grep's reply. Count is the number of matches returned;
+// Truncated says more matched.
+type GrepResult struct {
+	Pattern       string      `json:"pattern"`
+	Matches       []GrepMatch `json:"matches"`
+	Count         int         `json:"count"`
+	FilesSearched int         `json:"files_searched"`
+	Truncated     bool        `json:"truncated,omitempty"`
+}
+
+// LanguageCount is one language of fs.lines.
+type LanguageCount struct {
+	Language string `json:"language"`
+	Files    int    `json:"files"`
+	Lines    int    `json:"lines"`
+}
+
+// LinesResult is fs.lines's reply: languages sorted by lines, most first.
+type LinesResult struct {
+	Path      string          `json:"path"`
+	Files     int             `json:"files"`
+	Lines     int             `json:"lines"`
+	Languages []LanguageCount `json:"languages"`
+	// Skipped counts files not counted: binary or larger than the limit.
+	Skipped int `json:"skipped,omitempty"`
+}
+
+// decodeArgs reads a tool's arguments strictly: a field the tool does not
+// have is an error naming it, never ignored.
+func decodeArgs(args json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := err.Error()
+		msg = strings.TrimPrefix(msg, "json: ")
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			msg = fmt.Sprintf("argument %q: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		}
+		return tool.Errorf("400", "bad arguments: %s", msg)
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool", "ptr":
+		return "a boolean"
+	case "int", "int64":
+		return "an integer"
+	case "slice":
+		return "an array"
+	}
+	return "another type"
+}
+
+// local checks a tool path and returns it cleaned, in the form os.Root
+// wants. "" means the root itself. Absolute paths and paths climbing above
+// the root are refused with code 403.
+func local(p string) (string, error) {
+	if p == "" {
+		return ".", nil
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", tool.Errorf("400", "path %q holds a NUL byte", p)
+	}
+	if path.IsAbs(p) || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':') {
+		return "", tool.Errorf("403", "path %q is absolute: give a path relative to the tool root (for example %q)", p, strings.TrimLeft(p, `/\`))
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", tool.Errorf("403", "path %q leads outside the tool root: only files under the root can be reached", p)
+	}
+	return c, nil
+}
+
+// fsError maps an error from the root onto a tool error with a code.
+func fsError(p string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case strings.Contains(err.Error(), "escapes from parent"):
+		// os.Root's own refusal: a symlink (or ..) pointing outside.
+		return tool.Errorf("403", "path %q leads outside the tool root (through a symlink): only files under the root can be reached", p)
+	case errors.Is(err, fs.ErrNotExist):
+		return tool.Errorf("404", "no file or directory %q under the tool root", p)
+	case errors.Is(err, fs.ErrPermission):
+		return tool.Errorf("403", "permission denied reading %q", p)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return tool.Errorf("500", "%s: %v", p, err)
+}
+
+func typeOf(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "other"
+}
+
+func hidden(name string) bool { return len(name) > 1 && name[0] == '.' && name != ".." }
+
+func (p *Provider) list(ctx context.Context, args json.RawMessage) (any, error) {
+	var in struct {
+		Path   string `json:"path"`
+		Hidden bool   `json:"hidden"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	dir, err := local(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	des, err := fs.ReadDir(p.root.FS(), dir)
+	if err != nil {
+		return nil, fsError(dir, err)
+	}
+	out := ListResult{Path: dir, Entries: []Entry{}}
+	for _, de := range des {
+		if !in.Hidden && hidden(de.Name()) {
+			continue
+		}
+		if len(out.Entries) == p.cfg.MaxResults {
+			out.Truncated = true
+			break
+		}
+		e := Entry{Name: de.Name(), Type: typeOf(de.Type())}
+		if e.Type == "file" {
+			if fi, err := de.Info(); err == nil {
+				e.Size = fi.Size()
+			}
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	return out, nil
+}
+
+func (p *Provider) stat(ctx context.Context, args json.RawMessage) (any, error) {
+	var in struct {
+		Path string `json:"path"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	name, err := local(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := p.root.Stat(name)
+	if err != nil {
+		return nil, fsError(name, err)
+	}
+	return StatResult{Path: name, Type: typeOf(fi.Mode()), Size: fi.Size(), Mode: fi.Mode().Perm().String(), Modified: fi.ModTime().UTC()}, nil
+}
+
+func (p *Provider) read(ctx context.Context, args json.RawMessage) (any, error) {
+	var in struct {
+		Path     string `json:"path"`
+		MaxBytes int    `json:"max_bytes"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if in.Path == "" {
+		return nil, tool.Errorf("400", "bad arguments: path is required (a file relative to the tool root)")
+	}
+	if in.MaxBytes < 0 {
+		return nil, tool.Errorf("400", "bad arguments: max_bytes %d is negative", in.MaxBytes)
+	}
+	limit := p.cfg.MaxReadBytes
+	if in.MaxBytes > 0 && in.MaxBytes < limit {
+		limit = in.MaxBytes
+	}
+	name, err := local(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := p.root.Open(name)
+	if err != nil {
+		return nil, fsError(name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fsError(name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, tool.Errorf("400", "%q is a %s, not a file: use fs.list for directories", name, typeOf(fi.Mode()))
+	}
+	buf, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fsError(name, err)
+	}
+	out := ReadResult{Path: name, Size: fi.Size()}
+	if len(buf) > limit {
+		buf, out.Truncated = buf[:limit], true
+	}
+	if bytes.IndexByte(buf[:min(len(buf), 8000)], 0) >= 0 {
+		return nil, tool.Errorf("415", "%q is a binary file: fs.read returns text only", name)
+	}
+	out.Content = strings.ToValidUTF8(string(buf), "\uFFFD")
+	return out, nil
+}
+
+func (p *Provider) glob(ctx context.Context, args json.RawMessage) (any, error) {
+	var in struct {
+		Pattern string `json:"pattern"`
+		Hidden  bool   `json:"hidden"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if in.Pattern == "" {
+		return nil, tool.Errorf("400", "bad arguments: pattern is required, for example \"**/*.go\"")
+	}
+	pat, err := local(in.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	if !doublestar.ValidatePattern(pat) {
+		return nil, tool.Errorf("400", "pattern %q is not a valid glob: check brackets and braces", in.Pattern)
+	}
+	out := GlobResult{Pattern: in.Pattern, Matches: []string{}}
+	errStop := errors.New("stop")
+	err = doublestar.GlobWalk(p.root.FS(), pat, func(m string, d fs.DirEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !in.Hidden && slices.ContainsFunc(strings.Split(m, "/"), hidden) {
+			return nil
+		}
+		if len(out.Matches) == p.cfg.MaxResults {
+			out.Truncated = true
+			return errStop
+		}
+		out.Matches = append(out.Matches, m)
+		return nil
+	}, doublestar.WithNoFollow())
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, fsError(pat, err)
+	}
+	sort.Strings(out.Matches)
+	return out, nil
+}
+
+// walkFiles calls fn for every regular file under dir (not following
+// symlinks, skipping hidden names unless withHidden), stopping at ctx's end
+// or when fn returns errStopWalk.
+func (p *Provider) walkFiles(ctx context.Context, dir string, withHidden bool, fn func(name string) error) error {
+	fi, err := p.root.Stat(dir)
+	if err != nil {
+		return fsError(dir, err)
+	}
+	if fi.Mode().IsRegular() {
+		return fn(dir)
+	}
+	err = fs.WalkDir(p.root.FS(), dir, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if name == dir {
+				return err
+			}
+			return nil // an unreadable subdirectory is left out
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if name != dir && !withHidden && hidden(d.Name()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		return fn(name)
+	})
+	if errors.Is(err, errStopWalk) {
+		return nil
+	}
+	if err != nil && ctx.Err() == nil {
+		return fsError(dir, err)
+	}
+	return err
+}
+
+var errStopWalk = errors.New("stop walk")
+
+// readText reads a file for grep and lines: nil when it is binary or larger
+// than 16× MaxReadBytes.
+func (p *Provider) readText(name string) []byte {
+	f, err := p.root.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	limit := int64(p.cfg.MaxReadBytes) * 16
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil || int64(len(b)) > limit || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+		return nil
+	}
+	return b
+}
+
+func (p *Provider) grep(ctx context.Context, args json.RawMessage) (any, error) {
+	var in struct {
+		Pattern    string `json:"pattern"`
+		Path       string `json:"path"`
+		Include    string `json:"include"`
+		IgnoreCase bool   `json:"ignore_case"`
+		MaxMatches int    `json:"max_matches"`
+		Hidden     bool   `json:"hidden"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if in.Pattern == "" {
+		return nil, tool.Errorf("400", "bad arguments: pattern is required (an RE2 regular expression, for example \"TODO|FIXME\")")
+	}
+	expr := in.Pattern
+	if in.IgnoreCase {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, tool.Errorf("400", "pattern %q is not a valid RE2 regular expression: %v", in.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	if in.Include != "" && !doublestar.ValidatePattern(in.Include) {
+		return nil, tool.Errorf("400", "include %q is not a valid glob", in.Include)
+	}
+	if in.MaxMatches < 0 {
+		return nil, tool.Errorf("400", "bad arguments: max_matches %d is negative", in.MaxMatches)
+	}
+	limit := min(100, p.cfg.MaxResults)
+	if in.MaxMatches > 0 {
+		limit = min(in.MaxMatches, p.cfg.MaxResults)
+	}
+	dir, err := local(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := GrepResult{Pattern: in.Pattern, Matches: []GrepMatch{}}
+	err = p.walkFiles(ctx, dir, in.Hidden, func(name string) error {
+		if in.Include != "" {
+			base := path.Base(name)
+			if ok, _ := doublestar.Match(in.Include, name); !ok {
+				if ok, _ := doublestar.Match(in.Include, base); !ok {
+					return nil
+				}
+			}
+		}
+		b := p.readText(name)
+		if b == nil {
+			return nil
+		}
+		out.FilesSearched++
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 0, 64<<10), len(b)+1)
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Bytes()
+			if !re.Match(line) {
+				continue
+			}
+			if len(out.Matches) == limit {
+				out.Truncated = true
+				return errStopWalk
+			}
+			out.Matches = append(out.Matches, GrepMatch{Path: name, Line: n, Text: clipText(string(line), 300)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Count = len(out.Matches)
+	return out, nil
+}
+
+// clipText cuts s to at most n bytes on a rune boundary, trimming spaces
+// and marking a cut with "…".
+func clipText(s string, n int) string {
+	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func (p *Provider) lines(ctx context.Context, args json.RawMessage) (any, error) {
+	var in struct {
+		Path   string `json:"path"`
+		Hidden bool   `json:"hidden"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	dir, err := local(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := LinesResult{Path: dir, Languages: []LanguageCount{}}
+	byLang := map[string]*LanguageCount{}
+	err = p.walkFiles(ctx, dir, in.Hidden, func(name string) error {
+		lang := Language(name)
+		if lang == "" {
+			return nil
+		}
+		b := p.readText(name)
+		if b == nil {
+			out.Skipped++
+			return nil
+		}
+		n := bytes.Count(b, []byte{'\n'})
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			n++
+		}
+		lc := byLang[lang]
+		if lc == nil {
+			lc = &LanguageCount{Language: lang}
+			byLang[lang] = lc
+		}
+		lc.Files++
+		lc.Lines += n
+		out.Files++
+		out.Lines += n
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, lc := range byLang {
+		out.Languages = append(out.Languages, *lc)
+	}
+	sort.Slice(out.Languages, func(i, j int) bool {
+		a, b := out.Languages[i], out.Languages[j]
+		if a.Lines != b.Lines {
+			return a.Lines > b.Lines
+		}
+		return a.Language < b.Language
+	})
+	return out, nil
+}

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+)
+
+func agentReadyCommand() command {
+	return command{
+		summary: "announce that an agent (re)started, so boot sequences run for it",
+		usage: `Usage: skillbus agent-ready AGENT [--boot-id ID]
+
+Publishes agent_ready for AGENT on events.agent_ready.AGENT (EVENTS stream).
+Every stored sequence with boot: true then runs once for this agent and boot
+id, however many seqworkers there are; publishing the same boot id again
+starts nothing new. Prints the boot id. Needs NATS_URL.
+
+Flags:
+  --boot-id ID   the boot's id (default a new one: every call is a new boot)
+
+Examples:
+  skillbus agent-ready support-bot
+  skillbus agent-ready support-bot --boot-id 2026-11-30-a
+
+Exit codes: 0 published, 1 not published (no NATS, no EVENTS stream),
+2 bad command line.
+`,
+		run: runAgentReady,
+	}
+}
+
+func runAgentReady(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "agent-ready", agentReadyCommand)
+	bootID := fs.String("boot-id", "", "the boot's id")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.Stderr, "skillbus agent-ready: give exactly one AGENT name\n\n%s", agentReadyCommand().usage)
+		return ExitUsage
+	}
+	if !validToken(pos[0]) {
+		fmt.Fprintf(env.Stderr, "skillbus agent-ready: agent %q: use only letters, digits, '-' and '_'\n", pos[0])
+		return ExitUsage
+	}
+	if *bootID == "" {
+		*bootID = nuid.Next()
+	}
+	return withConn(env, "agent-ready", func(nc *nats.Conn) int {
+		ev, err := publishAgentReady(ctx, nc, pos[0], *bootID)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus agent-ready: %v\n", err)
+			return ExitFailure
+		}
+		fmt.Fprintf(env.Stdout, "agent_ready published for agent %s, boot id %s\n", ev.Agent, ev.BootID)
+		return ExitOK
+	})
+}

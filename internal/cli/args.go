@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// argsUsage is the shared help text on how `--arg` values are read.
+const argsUsage = `  --arg KEY=VALUE is read by the type KEY has in the signature (shown by
+  ` + "`skillbus validate FILE`" + `): for a string the VALUE is taken literally
+  (--arg root=. , --arg title="two words"); for bool it is true or false; for
+  integer and number a JSON number; for object, array and array<T> a JSON
+  value ('--arg tags=["a","b"]'). null is accepted for every type but string.
+  --args-file FILE reads a JSON object of arguments; --arg wins over it.
+`
+
+// buildArgs turns --args-file and --arg values into run arguments for a
+// signature (key → type). Unknown keys, malformed values and missing keys
+// are errors that say which key, what was expected and how to write it.
+// want is nil when the signature is not known (a group of a stored
+// sequence that the caller did not fetch): values are then read as JSON
+// when they are valid JSON, else as strings.
+func buildArgs(want map[string]seq.Type, file string, kvs []string, requireAll bool) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--args-file: %v", err)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("--args-file %s: want a JSON object of arguments such as {\"root\": \".\"}: %v", file, errText(err))
+		}
+		for k, v := range obj {
+			if want != nil {
+				if _, ok := want[k]; !ok {
+					return nil, fmt.Errorf("--args-file %s: unknown argument %q; the sequence takes %s", file, k, sigString(want))
+				}
+			}
+			args[k] = v
+		}
+	}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--arg %q: write KEY=VALUE, for example --arg root=.", kv)
+		}
+		if want == nil {
+			if json.Valid([]byte(v)) {
+				args[k] = json.RawMessage(v)
+			} else {
+				args[k], _ = json.Marshal(v)
+			}
+			continue
+		}
+		t, ok := want[k]
+		if !ok {
+			return nil, fmt.Errorf("--arg %s: unknown argument %q; the sequence takes %s", kv, k, sigString(want))
+		}
+		raw, err := argValue(t, v)
+		if err != nil {
+			return nil, fmt.Errorf("--arg %s: %s is declared %s; %v", kv, k, t, err)
+		}
+		args[k] = raw
+	}
+	if requireAll && want != nil {
+		var missing []string
+		for k := range want {
+			if _, ok := args[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		sort.Strings(missing)
+		if len(missing) > 0 {
+			var b strings.Builder
+			for _, k := range missing {
+				fmt.Fprintf(&b, " --arg %s=%s", k, example(want[k]))
+			}
+			return nil, fmt.Errorf("missing argument(s) %s: the sequence takes %s; add%s", strings.Join(missing, ", "), sigString(want), b.String())
+		}
+	}
+	return args, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "got null"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// argValue reads one --arg value as type t.
+func argValue(t seq.Type, v string) (json.RawMessage, error) {
+	if t == "string" {
+		return json.Marshal(v)
+	}
+	if v == "null" {
+		return json.RawMessage("null"), nil
+	}
+	s := string(t)
+	switch {
+	case s == "bool":
+		if v != "true" && v != "false" {
+			return nil, fmt.Errorf("give true or false, not %q", v)
+		}
+	case s == "integer":
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return nil, fmt.Errorf("give a whole number such as 10, not %q", v)
+		}
+	case s == "number":
+		var n json.Number
+		if err := json.Unmarshal([]byte(v), &n); err != nil {
+			return nil, fmt.Errorf("give a number such as 2.5, not %q", v)
+		}
+	case s == "object":
+		if !json.Valid([]byte(v)) || !strings.HasPrefix(strings.TrimSpace(v), "{") {
+			return nil, fmt.Errorf(`give a JSON object such as '{"k": 1}', not %q`, v)
+		}
+	case s == "array" || strings.HasPrefix(s, "array<"):
+		if !json.Valid([]byte(v)) || !strings.HasPrefix(strings.TrimSpace(v), "[") {
+			return nil, fmt.Errorf(`give a JSON array such as '["a", "b"]', not %q`, v)
+		}
+	default:
+		if !json.Valid([]byte(v)) {
+			return nil, fmt.Errorf("give a JSON value, not %q", v)
+		}
+	}
+	return json.RawMessage(v), nil
+}
+
+func example(t seq.Type) string {
+	switch s := string(t); {
+	case s == "string":
+		return "TEXT"
+	case s == "bool":
+		return "true"
+	case s == "integer":
+		return "10"
+	case s == "number":
+		return "2.5"
+	case s == "object":
+		return "'{}'"
+	default:
+		return "'[]'"
+	}
+}
+
+func sigString(want map[string]seq.Type) string {
+	if len(want) == 0 {
+		return "no arguments"
+	}
+	return seq.Signature(want).String()
+}

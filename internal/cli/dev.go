@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+func devCommand() command {
+	return command{
+		summary: "run the all-in-one stack (NATS, registry, seqworker, skillface, tools) until Ctrl-C",
+		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
+
+Runs all of skillbus in this process until interrupted, like
+` + "`temporal server start-dev`" + `: an embedded NATS server with JetStream and a
+persistent store, the registry loading and watching DIR (skills and
+sequences; edits are picked up live), the seqworker, skillface and the
+built-in tools (fs.*, text.render; cmd.run with --allow-cmd) rooted at
+--tools-root. It prints the NATS URL: export it as NATS_URL for the other
+skillbus commands and for the nats CLI (` + "`nats micro ls`" + `). Once everything
+serves, it publishes agent_ready for --agent, so boot sequences run.
+
+Flags:
+  --dir DIR           skills and sequences to load and watch (default .)
+  --data DIR          JetStream store, kept across restarts
+                      (default $XDG_DATA_HOME/skillbus/dev or ~/.local/share/skillbus/dev)
+  --port N            client port (default 4222; 0 picks a free one)
+  --host HOST         listen address (default 127.0.0.1)
+  --tools-root DIR    the built-in tools' root (default .)
+  --allow-cmd NAMES   commands cmd.run may run, comma-separated (default none:
+                      cmd.run is not served)
+  --agent NAME        the agent announced with agent_ready (default dev;
+                      "" announces none)
+  --verbose           print the services' logs
+
+Examples:
+  skillbus dev --dir examples
+  skillbus dev --port 0 --data /tmp/sb --allow-cmd git,go
+  export NATS_URL=nats://127.0.0.1:4222; skillbus seqs
+
+Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 could not start (port in use:
+try --port 0), 2 bad command line.
+`,
+		run: runDev,
+	}
+}
+
+// defaultDataDir is the persistent store of `skillbus dev`.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "skillbus", "dev")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "skillbus", "dev")
+	}
+	return filepath.Join(os.TempDir(), "skillbus-dev")
+}
+
+func runDev(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "dev", devCommand)
+	dir := fs.String("dir", ".", "skills and sequences to load and watch")
+	data := fs.String("data", "", "JetStream store directory")
+	port := fs.Int("port", 4222, "client port (0 = free port)")
+	host := fs.String("host", "127.0.0.1", "listen address")
+	toolsRoot := fs.String("tools-root", ".", "built-in tools' root")
+	var allow stringList
+	allow.split = true
+	fs.Var(&allow, "allow-cmd", "commands cmd.run may run")
+	agent := fs.String("agent", "dev", "agent announced with agent_ready")
+	verbose := fs.Bool("verbose", false, "print the services' logs")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "skillbus dev: unexpected argument %q (give the directory with --dir)\n", pos[0])
+		return ExitUsage
+	}
+	if *port < 0 || *port > 65535 {
+		fmt.Fprintf(env.Stderr, "skillbus dev: --port %d is not a port (0-65535)\n", *port)
+		return ExitUsage
+	}
+	if *agent != "" && !validToken(*agent) {
+		fmt.Fprintf(env.Stderr, "skillbus dev: --agent %q: use only letters, digits, '-' and '_'\n", *agent)
+		return ExitUsage
+	}
+	if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
+		fmt.Fprintf(env.Stderr, "skillbus dev: --dir %s is not a directory\n", *dir)
+		return ExitUsage
+	}
+	if *data == "" {
+		*data = defaultDataDir()
+	}
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus dev: --data %s: %v\n", *data, err)
+		return ExitFailure
+	}
+	var log *slog.Logger
+	if *verbose {
+		log = slog.New(slog.NewTextHandler(env.Stderr, nil))
+	}
+	stack, err := devstack.Start(ctx, devstack.Config{
+		DataDir: *data, Host: *host, Port: *port, Dir: *dir, Logger: log,
+		Tools: builtin.Config{Root: *toolsRoot, AllowCommands: allow.values},
+		// A long-running stack polls less often than a single run.
+		FetchWait: 2 * time.Second,
+	})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
+		if *port != 0 {
+			fmt.Fprintf(env.Stderr, "skillbus dev: if port %d is in use, pick another with --port N or a free one with --port 0\n", *port)
+		}
+		return ExitFailure
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := stack.Stop(stopCtx); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: stop: %v\n", err)
+		}
+		fmt.Fprintln(env.Stderr, "skillbus dev: stopped")
+	}()
+	absDir, _ := filepath.Abs(*dir)
+	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", stack.URL(), stack.StoreDir(), absDir, stack.ToolsRoot())
+	fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", stack.URL())
+	if *agent != "" {
+		if err := announce(ctx, stack.URL(), *agent); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: agent_ready not published: %v\n", err)
+		} else {
+			fmt.Fprintf(env.Stdout, "Published agent_ready for agent %q: boot sequences run now.\n", *agent)
+		}
+	}
+	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
+	<-ctx.Done()
+	return ExitOK
+}
+
+// announce publishes agent_ready for agent with a new boot id.
+func announce(ctx context.Context, url, agent string) error {
+	nc, err := nats.Connect(url, nats.Name("skillbus dev agent_ready"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	_, err = publishAgentReady(ctx, nc, agent, nuid.Next())
+	return err
+}
+
+// publishAgentReady publishes an AgentReady event to the EVENTS stream with
+// the boot id as message id, and returns the event.
+func publishAgentReady(ctx context.Context, nc *nats.Conn, agent, bootID string) (*events.AgentReady, error) {
+	subj, err := events.AgentReadySubject(agent)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: use only letters, digits, '-' and '_'", agent)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ev := &events.AgentReady{Agent: agent, BootID: bootID, At: time.Now().UTC()}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if _, err := events.PublishMessage(ctx, js, subj, ev, jetstream.WithMsgID("agent_ready-"+agent+"-"+bootID)); err != nil {
+		return nil, fmt.Errorf("publish on %s: %v (is the EVENTS stream provisioned? a skillbus service creates it at start)", subj, err)
+	}
+	return ev, nil
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/internal/mcpbridge"
+)
+
+func mcpCommand() command {
+	return command{
+		summary: "serve the tools of a stdio MCP server on NATS (tool.<prefix>.<name>)",
+		usage: `Usage: skillbus mcp [--prefix P] [--only NAMES] [--name NAME] -- COMMAND [ARGS...]
+
+Starts COMMAND as a Model Context Protocol server over stdio, lists its
+tools and serves each on tool.<P>.<name> (characters other than letters,
+digits, - and _ become _), forwarding the arguments and returning the
+result: the structured content when the server gives one, else the text
+content (one string), else the content list. A tool's isError result is a
+tool error (code 500) with its text. Each endpoint carries the tool's input
+schema and description in its metadata (` + "`skillbus tools --json`" + `). When the
+server announces a changed tool list, the endpoints follow it. When COMMAND
+exits, the bridge stops with exit code 1. Needs NATS_URL.
+
+Flags:
+  --prefix P      subject prefix of the tools (default mcp)
+  --only NAMES    serve only these MCP tools (comma-separated MCP names)
+  --name NAME     micro service name (default mcp-<prefix>)
+  --verbose       log the bridge's activity on stderr
+
+Examples:
+  skillbus mcp --prefix files -- npx -y @modelcontextprotocol/server-filesystem /srv/data
+  skillbus mcp --prefix gh --only search_issues,get_issue -- github-mcp-server stdio
+
+Exit codes: 0 stopped by Ctrl-C, 1 the server could not start, failed or
+exited, 2 bad command line.
+`,
+		run: runMCP,
+	}
+}
+
+func runMCP(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "mcp", mcpCommand)
+	prefix := fs.String("prefix", "mcp", "subject prefix")
+	var only stringList
+	only.split = true
+	fs.Var(&only, "only", "serve only these MCP tools")
+	name := fs.String("name", "", "micro service name")
+	verbose := fs.Bool("verbose", false, "log on stderr")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) == 0 {
+		fmt.Fprintf(env.Stderr, "skillbus mcp: give the MCP server's command after --, for example: skillbus mcp -- npx -y @modelcontextprotocol/server-filesystem .\n")
+		return ExitUsage
+	}
+	cfg := mcpbridge.Config{Prefix: *prefix, Only: only.values, ServiceName: *name, Command: pos[0], Args: pos[1:], Stderr: env.Stderr}
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(env.Stderr, nil))
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
+		return ExitUsage
+	}
+	return withConn(env, "mcp", func(nc *nats.Conn) int {
+		b, err := mcpbridge.Start(ctx, nc, cfg)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
+			return ExitFailure
+		}
+		fmt.Fprintf(env.Stdout, "serving %d tool(s) of %s: %v; Ctrl-C to stop\n", len(b.Tools()), pos[0], b.Tools())
+		var code = ExitOK
+		select {
+		case <-ctx.Done():
+		case <-b.Done():
+			fmt.Fprintf(env.Stderr, "skillbus mcp: the MCP server ended: %v\n", b.Err())
+			code = ExitFailure
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Stop(stopCtx)
+		return code
+	})
+}

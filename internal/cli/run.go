@@ -1,0 +1,331 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+func runCommand() command {
+	return command{
+		summary: "run a sequence (a file or a stored name) and show its progress and result",
+		usage: `Usage: skillbus run SEQUENCE [--arg KEY=VALUE ...] [--args-file FILE] [--json]
+
+Runs a sequence and waits for it, showing each group and call as it
+finishes (a live line on a terminal, plain lines otherwise, on stderr), then
+prints the result on stdout: a table of groups and calls and the outputs, or
+with --json the run's state as stored in the RUNS bucket.
+
+SEQUENCE is a sequence file (*.seq.yaml, *.seq.yml, *.seq.json) or the name of
+a stored sequence.
+
+Without NATS_URL, skillbus starts everything in this process for the run —
+an embedded NATS server with a temporary store (or --data DIR), the registry,
+the seqworker and the built-in tools (fs.*, text.render; cmd.run with
+--allow-cmd) rooted at --tools-root — so it works on a fresh machine. With
+NATS_URL it submits the run to that cluster; Ctrl-C then stops waiting but
+not the run (follow it with ` + "`skillbus watch RUN_ID`" + `).
+
+Flags:
+  --arg KEY=VALUE     a run argument (repeatable)
+  --args-file FILE    a JSON object of run arguments
+  --json              print the run state as JSON instead of the table
+  --quiet             no progress lines
+  --run-id ID         the run id (letters, digits, - and _); default a new one;
+                      the same id twice runs once (the server deduplicates)
+  --tools-root DIR    in-process only: the built-in tools' root (default .)
+  --allow-cmd NAMES   in-process only: commands cmd.run may run (comma list)
+  --data DIR          in-process only: keep the JetStream store in DIR
+
+` + argsUsage + `
+Examples:
+  skillbus run examples/sequences/project-survey.seq.yaml --arg root=.
+  skillbus run project-survey --arg root=services/api --json     # stored, with NATS_URL
+  skillbus run nightly-deps-audit --args-file args.json
+
+Exit codes: 0 the run succeeded, 1 the run failed (or could not be started),
+2 bad command line (unknown flag, bad --arg, no such file).
+`,
+		run: runRun,
+	}
+}
+
+func runRun(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "run", runCommand)
+	var argv stringList
+	var allow stringList
+	allow.split = true
+	fs.Var(&argv, "arg", "run argument KEY=VALUE (repeatable)")
+	argsFile := fs.String("args-file", "", "JSON object of run arguments")
+	asJSON := fs.Bool("json", false, "print the run state as JSON")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	runID := fs.String("run-id", "", "run id")
+	toolsRoot := fs.String("tools-root", ".", "built-in tools' root (in-process only)")
+	fs.Var(&allow, "allow-cmd", "commands cmd.run may run (in-process only)")
+	dataDir := fs.String("data", "", "JetStream store directory (in-process only)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.Stderr, "skillbus run: give exactly one SEQUENCE (a file or a stored name), got %d\n\n%s", len(pos), runCommand().usage)
+		return ExitUsage
+	}
+	if *runID != "" && !validToken(*runID) {
+		fmt.Fprintf(env.Stderr, "skillbus run: --run-id %q: use only letters, digits, '-' and '_'\n", *runID)
+		return ExitUsage
+	}
+	target := pos[0]
+	remote := os.Getenv(EnvNATSURL) != ""
+
+	// The sequence: a file is parsed here, so its problems are reported
+	// before anything starts.
+	var s *seq.Sequence
+	var inline json.RawMessage
+	if st, err := os.Stat(target); err == nil && !st.IsDir() {
+		data, err := os.ReadFile(target)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+			return ExitFailure
+		}
+		s, err = seq.ParseFile(target, data)
+		if err != nil {
+			printSeqProblems(env, target, err)
+			fmt.Fprintf(env.Stderr, "skillbus run: %s is not a valid sequence; fix the problems above (`skillbus validate %s` checks it)\n", target, target)
+			return ExitFailure
+		}
+		if inline, err = seq.Encode(s); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+			return ExitFailure
+		}
+	} else if looksLikeFile(target) {
+		fmt.Fprintf(env.Stderr, "skillbus run: no sequence file %s (%v); give a *.seq.yaml or *.seq.json file, or the name of a stored sequence\n", target, statErr(err, st))
+		return ExitUsage
+	} else if !remote {
+		fmt.Fprintf(env.Stderr, "skillbus run: %q is not a file here, and running a stored sequence by name needs NATS_URL (start `skillbus dev --dir DIR` and export the URL it prints), or give the sequence file's path\n", target)
+		return ExitUsage
+	}
+	if s != nil {
+		// Arguments are checked before a server starts.
+		if _, err := buildArgs(s.Signature, *argsFile, argv.values, true); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+			return ExitUsage
+		}
+	}
+
+	var nc *nats.Conn
+	if remote {
+		if nc, err = connect("run"); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+			return ExitFailure
+		}
+		defer nc.Drain()
+	} else {
+		stack, err := devstack.Start(ctx, devstack.Config{
+			DataDir: *dataDir,
+			Tools:   builtin.Config{Root: *toolsRoot, AllowCommands: allow.values},
+		})
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: start the in-process stack: %v\n", err)
+			return ExitFailure
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = stack.Stop(stopCtx)
+		}()
+		if nc, err = nats.Connect(stack.URL(), nats.Name("skillbus run")); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+			return ExitFailure
+		}
+		defer nc.Close()
+	}
+	if s == nil {
+		var raw json.RawMessage
+		if err := request(ctx, nc, registry.SubjectSeqGet, registry.NameRequest{Name: target}, &raw); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: sequence %q: %v\n", target, describe(err, "list the stored sequences with `skillbus seqs`"))
+			return ExitFailure
+		}
+		if s, err = seq.Decode(raw); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: stored sequence %q cannot be read: %v\n", target, err)
+			return ExitFailure
+		}
+	}
+	runArgs, err := buildArgs(s.Signature, *argsFile, argv.values, true)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+		return ExitUsage
+	}
+	id := *runID
+	if id == "" {
+		id = "run-" + nuid.Next()
+	}
+	st, code := submitAndWait(ctx, env, nc, s, inline, runArgs, id, !*quiet, remote)
+	if st == nil {
+		return code
+	}
+	if *asJSON {
+		writeJSON(env.Stdout, st)
+	} else {
+		printRunState(env.Stdout, st, s)
+	}
+	if st.Status != events.StatusSucceeded {
+		if !*asJSON {
+			fmt.Fprintf(env.Stderr, "skillbus run: run %s failed: %s\n", st.RunID, st.Error)
+		}
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// submitAndWait submits the run, shows its progress and returns its final
+// state (nil with an exit code when it could not be followed to the end).
+func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence, inline json.RawMessage, args map[string]json.RawMessage, id string, showProgress, remote bool) (*events.RunState, int) {
+	subj, err := events.RunEventSubject(id, events.RunStarted)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+		return nil, ExitUsage
+	}
+	evCh := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(strings.TrimSuffix(subj, events.RunStarted)+">", evCh)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus run: subscribe to the run's events: %v\n", err)
+		return nil, ExitFailure
+	}
+	defer sub.Unsubscribe()
+	rawArgs, _ := json.Marshal(args)
+	req := &events.SeqRunRequest{RunID: id, Args: rawArgs}
+	if inline != nil {
+		req.Inline = inline
+	} else {
+		req.Sequence = s.Name
+	}
+	var reply events.SeqRunReply
+	if err := request(ctx, nc, events.SeqRunSubject, req, &reply); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus run: the run was not accepted: %v\n", describe(err, ""))
+		return nil, ExitFailure
+	}
+	var pr *progress
+	if showProgress {
+		pr = newProgress(env.Stderr, s, id)
+		pr.start()
+		defer pr.stop()
+	}
+	poll := time.NewTicker(2 * time.Second)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if pr != nil {
+				pr.stop()
+			}
+			if remote {
+				fmt.Fprintf(env.Stderr, "skillbus run: stopped waiting; run %s goes on in the cluster: follow it with `skillbus watch %s`\n", id, id)
+			} else {
+				fmt.Fprintf(env.Stderr, "skillbus run: interrupted; run %s was stopped with the in-process stack\n", id)
+			}
+			return nil, ExitFailure
+		case m := <-evCh:
+			var ev events.RunEvent
+			if events.Decode(m.Data, &ev) != nil {
+				continue
+			}
+			if pr != nil && ev.Kind == events.RunGroup {
+				pr.group(&ev)
+			}
+			if ev.Kind != events.RunFinished {
+				continue
+			}
+		case <-poll.C:
+		}
+		var st events.RunState
+		err := request(ctx, nc, events.SeqStatusSubject, &events.SeqStatusRequest{RunID: id}, &st)
+		var se *serviceError
+		if errors.As(err, &se) && se.Code == "404" {
+			continue // not stored yet
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			fmt.Fprintf(env.Stderr, "skillbus run: read the state of run %s: %v\n", id, err)
+			return nil, ExitFailure
+		}
+		if st.Status == events.StatusSucceeded || st.Status == events.StatusFailed {
+			if pr != nil {
+				pr.finish(&st)
+			}
+			return &st, ExitOK
+		}
+	}
+}
+
+// looksLikeFile reports whether a SEQUENCE argument is meant as a path
+// rather than a stored name.
+func looksLikeFile(s string) bool {
+	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(s, ".json") || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") || filepath.IsAbs(s)
+}
+
+func statErr(err error, st os.FileInfo) string {
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return pe.Err.Error()
+		}
+		return err.Error()
+	}
+	if st != nil && st.IsDir() {
+		return "it is a directory"
+	}
+	return "unreadable"
+}
+
+// describe turns a request error into text, adding a hint for "404".
+func describe(err error, hint404 string) string {
+	var se *serviceError
+	if errors.As(err, &se) && se.Code == "404" && hint404 != "" && !strings.Contains(se.Message, "skillbus ") {
+		return se.Message + "; " + hint404
+	}
+	return err.Error()
+}
+
+// printSeqProblems prints each problem of an invalid sequence on its own
+// line, prefixed with the file.
+func printSeqProblems(env Env, file string, err error) {
+	var errs seq.Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			fmt.Fprintf(env.Stderr, "%s: %v\n", file, e)
+		}
+		return
+	}
+	fmt.Fprintf(env.Stderr, "%s: %v\n", file, err)
+}
+
+// validToken reports whether id can be a run id (one subject token of
+// letters, digits, '-' and '_').
+func validToken(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/internal/registry"
+)
+
+func skillsCommand() command {
+	return command{
+		summary: "list the stored skills, or show one (its table of contents or a section)",
+		usage: `Usage: skillbus skills [ls] [--json]
+       skillbus skills info NAME [SECTION] [--json]
+
+ls (the default) lists the skills in the SKILLS bucket: name, source file and
+description. info prints a skill as skill_info gives it to a model: the
+whole text of a short skill, or the first 30 lines and a table of contents of
+a long one; with SECTION, that section and its subsections (title matched
+exactly, then as a substring, case and spaces ignored). Needs NATS_URL.
+
+Examples:
+  skillbus skills
+  skillbus skills info jetstream-incident
+  skillbus skills info jetstream-incident "consumer lag"
+
+Exit codes: 0 success, 1 not found or no registry answers, 2 bad command line.
+`,
+		run: runSkills,
+	}
+}
+
+func runSkills(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "skills", skillsCommand)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	sub := "ls"
+	if len(pos) > 0 {
+		sub, pos = pos[0], pos[1:]
+	}
+	switch {
+	case sub == "ls" && len(pos) == 0:
+		return withConn(env, "skills", func(nc *nats.Conn) int {
+			var list registry.SkillList
+			if err := request(ctx, nc, registry.SubjectSkillList, struct{}{}, &list); err != nil {
+				fmt.Fprintf(env.Stderr, "skillbus skills: %v\n", err)
+				return ExitFailure
+			}
+			if *asJSON {
+				writeJSON(env.Stdout, list)
+				return ExitOK
+			}
+			if len(list.Skills) == 0 {
+				fmt.Fprintln(env.Stdout, "no skills stored (the registry loads SKILL.md and skill.yaml files from its directory)")
+				return ExitOK
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+			for _, s := range list.Skills {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Source, oneLine(s.Description, 80))
+			}
+			tw.Flush()
+			return ExitOK
+		})
+	case sub == "info" && (len(pos) == 1 || len(pos) == 2):
+		req := registry.NameRequest{Name: pos[0]}
+		if len(pos) == 2 {
+			req.Section = pos[1]
+		}
+		return withConn(env, "skills", func(nc *nats.Conn) int {
+			var info registry.SkillInfo
+			if err := request(ctx, nc, registry.SubjectSkillInfo, req, &info); err != nil {
+				fmt.Fprintf(env.Stderr, "skillbus skills info: %v\n", describe(err, "list the skills with `skillbus skills`"))
+				return ExitFailure
+			}
+			if *asJSON {
+				writeJSON(env.Stdout, info)
+				return ExitOK
+			}
+			fmt.Fprint(env.Stdout, info.Text)
+			if info.Text != "" && info.Text[len(info.Text)-1] != '\n' {
+				fmt.Fprintln(env.Stdout)
+			}
+			return ExitOK
+		})
+	}
+	fmt.Fprintf(env.Stderr, "skillbus skills: bad arguments %q\n\n%s", args, skillsCommand().usage)
+	return ExitUsage
+}

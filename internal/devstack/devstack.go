@@ -1,0 +1,195 @@
+// Package devstack runs the whole of skillbus in one process: an embedded
+// nats-server with JetStream, the registry, the seqworker, the skillface
+// service and the built-in tools (DESIGN.md §2). `skillbus dev` runs it until
+// interrupted; `skillbus run` without NATS_URL starts one for a single run.
+//
+// Every component talks to the others only through the embedded server,
+// exactly as separate processes would on a cluster, so what works here works
+// deployed.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/internal/seqworker"
+	"github.com/skillbus/skillbus/internal/skillfacesvc"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// BuiltinProvider is the micro service name of the built-in tools.
+const BuiltinProvider = "skillbus-builtin"
+
+// Config configures a Stack. The zero value is a stack on a random port
+// with a temporary store, no definition directory and no built-in tools.
+type Config struct {
+	// DataDir is the JetStream store directory; "" (default) uses a
+	// temporary directory removed by Stop. A given directory is kept, so
+	// runs, sessions and stored sequences survive a restart.
+	DataDir string
+	// Host and Port the embedded server listens on; defaults 127.0.0.1
+	// and 0 (a random free port).
+	Host string
+	Port int
+	// Dir is the tree of skills and sequences the registry loads and
+	// watches; "" (default) loads none.
+	Dir string
+	// Tools configures the built-in tools; Tools.Root "" (default) serves
+	// none.
+	Tools builtin.Config
+	// FetchWait is the seqworker's pull wait, which bounds how long Stop
+	// waits for it; default 500 ms.
+	FetchWait time.Duration
+	// Logger receives the services' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Stack is a running all-in-one skillbus.
+type Stack struct {
+	srv      *natsserver.Server
+	nc       *nats.Conn // the services' connection
+	tnc      *nats.Conn // the tools' connection
+	reg      *registry.Registry
+	worker   *seqworker.Worker
+	face     *skillfacesvc.Service
+	provider *builtin.Provider
+	tools    *tool.Server
+}
+
+// Start starts the server and every service, in an order that lets each
+// find what it needs, and returns when all of them serve. On error what was
+// started is stopped again. Errors: the server's (a port in use, a store
+// directory not writable), builtin.ErrConfig, and each service's Start
+// errors, wrapped with the component's name.
+func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.FetchWait == 0 {
+		cfg.FetchWait = 500 * time.Millisecond
+	}
+	s := &Stack{}
+	defer func() {
+		if err != nil {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.Stop(stopCtx)
+		}
+	}()
+	if cfg.Tools.Root != "" {
+		if s.provider, err = builtin.New(cfg.Tools); err != nil {
+			return nil, err
+		}
+	}
+	s.srv, err = natsserver.Start(natsserver.Options{Name: "skillbus-dev", Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.DataDir})
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	if s.nc, err = s.srv.Connect(nats.Name("skillbus-dev services")); err != nil {
+		return nil, fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	if s.reg, err = registry.New(s.nc, registry.Config{Dir: cfg.Dir, Logger: log.With("service", "registry")}); err != nil {
+		return nil, err
+	}
+	if err = s.reg.Start(ctx); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	if s.face, err = skillfacesvc.New(s.nc, skillfacesvc.Config{Logger: log.With("service", "skillface")}); err != nil {
+		return nil, err
+	}
+	if err = s.face.Start(ctx); err != nil {
+		return nil, fmt.Errorf("skillface: %w", err)
+	}
+	if s.provider != nil {
+		if s.tnc, err = s.srv.Connect(nats.Name("skillbus-dev tools")); err != nil {
+			return nil, fmt.Errorf("connect to the embedded server: %w", err)
+		}
+		s.tools, err = tool.Serve(s.tnc, tool.ServerConfig{Name: BuiltinProvider, Description: "skillbus built-in tools rooted at " + s.provider.Root()}, s.provider.Tools()...)
+		if err != nil {
+			return nil, fmt.Errorf("built-in tools: %w", err)
+		}
+	}
+	if s.worker, err = seqworker.New(s.nc, seqworker.Config{FetchWait: cfg.FetchWait, ShutdownTimeout: 5 * time.Second, Logger: log.With("service", "seqworker")}); err != nil {
+		return nil, err
+	}
+	if err = s.worker.Start(ctx); err != nil {
+		return nil, fmt.Errorf("seqworker: %w", err)
+	}
+	return s, nil
+}
+
+// URL returns the client URL of the embedded server (nats://HOST:PORT).
+func (s *Stack) URL() string { return s.srv.ClientURL() }
+
+// StoreDir returns the JetStream store directory in use.
+func (s *Stack) StoreDir() string { return s.srv.StoreDir() }
+
+// ToolsRoot returns the built-in tools' root (absolute), or "" when the
+// stack serves no built-in tools.
+func (s *Stack) ToolsRoot() string {
+	if s.provider == nil {
+		return ""
+	}
+	return s.provider.Root()
+}
+
+// Registry returns the in-process registry (for Rescan in tests).
+func (s *Stack) Registry() *registry.Registry { return s.reg }
+
+// Stop stops the services in the reverse order of Start — the seqworker
+// first (runs in flight get until ctx's deadline to finish their group),
+// then the tools, skillface and the registry — drains the connections and
+// shuts the server down. Safe to call on a partly started stack and more
+// than once. Errors: the first error of a component's Stop (joined).
+func (s *Stack) Stop(ctx context.Context) error {
+	var errs []error
+	if s.worker != nil {
+		errs = append(errs, s.worker.Stop(ctx))
+	}
+	if s.tools != nil {
+		errs = append(errs, s.tools.Stop(ctx))
+	}
+	if s.face != nil {
+		errs = append(errs, s.face.Stop(ctx))
+	}
+	if s.reg != nil {
+		errs = append(errs, s.reg.Stop(ctx))
+	}
+	for _, nc := range []*nats.Conn{s.tnc, s.nc} {
+		if nc != nil && !nc.IsClosed() {
+			drain(ctx, nc)
+		}
+	}
+	if s.srv != nil {
+		s.srv.Shutdown()
+	}
+	if s.provider != nil {
+		_ = s.provider.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// drain drains nc and waits for it to close, until ctx is done.
+func drain(ctx context.Context, nc *nats.Conn) {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return
+	}
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		nc.Close()
+	}
+}
