@@ -144,9 +144,9 @@ type Bridge struct {
 	done    chan struct{}
 	waitErr error // set before done is closed
 
-	mu     sync.Mutex // mu guards srv, names and stopped
-	srv    *tool.Server
-	names  []string
+	mu      sync.Mutex // mu guards srv, names and stopped
+	srv     *tool.Server
+	names   []string
 	stopped bool
 
 	refresh chan struct{}
