@@ -26,9 +26,9 @@ import (
 const (
 	// SubjectAssemble: a skillface.Request → a skillface.Response
 	// (DESIGN.md §6).
-	SubjectAssemble = events.SkillfacePrefix + ".assemble"
+	SubjectAssemble = events.SkillfaceAssembleSubject
 	// SubjectInfo: an InfoRequest → an InfoReply (skill_info, DESIGN.md §5).
-	SubjectInfo = events.SkillfacePrefix + ".info"
+	SubjectInfo = events.SkillfaceInfoSubject
 )
 
 // SkillsRevisionHeader is an optional request header holding a revision of
@@ -36,7 +36,7 @@ const (
 // returned). The replica answers only once its view of the bucket has
 // reached that revision, so a request sent right after a skill was written
 // is assembled with it; after Config.RevisionWait it answers with code 503.
-const SkillsRevisionHeader = "Skillbus-Skills-Revision"
+const SkillsRevisionHeader = events.HeaderSkillsRevision
 
 // Error codes of error replies (the Nats-Service-Error-Code header and
 // ErrorReply.Code), HTTP-like as in the other skillbus services.
@@ -50,13 +50,19 @@ const (
 	CodeTimeout     = "504" // the request's work did not finish within Config.Timeout; retry
 )
 
+// Bounds of an error reply, so that it always fits in one NATS message.
+const (
+	maxErrorSkills = 100
+	maxErrorChars  = 8 << 10
+)
+
 // ErrorReply is the body of every error reply.
 type ErrorReply struct {
 	// Code is one of the Code constants.
 	Code string `json:"code"`
 	// Error says what is wrong and how to fix it.
 	Error string `json:"error"`
-	// Skills names the unknown skills of a 404 for mounts.
+	// Skills names the unknown skills of a 404 for mounts (the first 100).
 	Skills []string `json:"skills,omitempty"`
 	// Retryable is true when the same request may succeed later (409, 503,
 	// 504).
@@ -228,10 +234,20 @@ func trimPrefixes(msg string) string {
 
 func (s *Service) replyError(ctx context.Context, subject string, in incoming, re *replyError) {
 	retry := re.code == CodeConflict || re.code == CodeUnavailable || re.code == CodeTimeout
+	// An error about a huge request (thousands of unknown mounts) must
+	// still fit in one message: keep the first names and say how many.
+	if len(re.skills) > maxErrorSkills {
+		re.msg = fmt.Sprintf("%d mounted skills are not loaded, among them %q; list the loaded skills with `skillbus skills`",
+			len(re.skills), re.skills[:maxErrorSkills])
+		re.skills = re.skills[:maxErrorSkills]
+	}
+	if len(re.msg) > maxErrorChars {
+		re.msg = strings.ToValidUTF8(re.msg[:maxErrorChars], "") + "…"
+	}
 	body, _ := json.Marshal(ErrorReply{Code: re.code, Error: re.msg, Skills: re.skills, Retryable: retry})
 	desc := strings.Join(strings.Fields(re.msg), " ")
 	if len(desc) > 1024 {
-		desc = desc[:1021] + "..."
+		desc = strings.ToValidUTF8(desc[:1021], "") + "..."
 	}
 	s.log.Debug("error reply", "subject", subject, "code", re.code, "error", desc)
 	s.send(ctx, subject, in, &nats.Msg{Data: body, Header: nats.Header{
@@ -275,6 +291,11 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 		return nil, fail(CodeBadRequest, "bad request: session_id is %d bytes long; at most %d are allowed (use a shorter id, such as a hash of it)",
 			len(req.SessionID), kvsession.MaxIDBytes)
 	}
+	if !req.Restricted {
+		if err := s.checkMounts(&req); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := s.asm.Assemble(ctx, req)
 	if err != nil {
 		return nil, err
@@ -311,6 +332,36 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 		return append(out, rest[1:]...), nil
 	}
 	return json.Marshal(resp)
+}
+
+// checkMounts removes repeated mounts (keeping the first, which changes
+// nothing in the result) and reports the mounts of skills that are not
+// loaded, in linear time, so that a request with tens of thousands of
+// mounts costs no more than its size.
+func (s *Service) checkMounts(req *skillface.Request) error {
+	if len(req.Mounts) < 2 {
+		return nil
+	}
+	seen := make(map[string]bool, len(req.Mounts))
+	uniq := make([]string, 0, len(req.Mounts))
+	var unknown []string
+	s.mu.Lock()
+	for _, m := range req.Mounts {
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		uniq = append(uniq, m)
+		if _, ok := s.skills[m]; !ok {
+			unknown = append(unknown, m)
+		}
+	}
+	s.mu.Unlock()
+	if len(unknown) > 0 {
+		return &skillface.UnknownSkillError{Names: unknown}
+	}
+	req.Mounts = uniq
+	return nil
 }
 
 // info serves skillbus.skillface.info.
