@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ func (w *Worker) handleRun(msg jetstream.Msg) {
 }
 
 func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
+	received := time.Now()
 	attempt := 1
 	if md, err := msg.Metadata(); err == nil {
 		attempt = int(md.NumDelivered)
@@ -175,8 +177,10 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	}
 
 	stopKeepalive := w.keepalive(msg)
+	runStart := time.Now()
 	res, runErr := seq.Run(ctx, s, w.caller, args, opts...)
 	stopKeepalive()
+	runEnd := time.Now()
 
 	switch {
 	case errors.Is(runErr, errLost):
@@ -210,6 +214,13 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunFinished, Sequence: s.Name, Status: final.Status, Error: final.Error})
 	if err := msg.Ack(); err != nil {
 		log.Warn("ack run request", "err", err)
+	}
+	if log.Enabled(ctx, slog.LevelDebug) {
+		var queued time.Duration
+		if md, err := msg.Metadata(); err == nil {
+			queued = received.Sub(md.Timestamp)
+		}
+		log.Debug("run finished", "status", final.Status, "queued", queued, "claim", runStart.Sub(received), "run", runEnd.Sub(runStart), "store", time.Since(runEnd))
 	}
 	return nil
 }

@@ -29,6 +29,22 @@
 //   - Scheduled sequences run on the NATS server's message schedules (one
 //     tick per schedule for the whole cluster); tick run ids derive from the
 //     tick's Nats-Scheduler and Nats-Schedule-Next headers (TickRunID).
+//     The `schedule` syntax is the server's own (pkg/seq validates it:
+//     "@every D" with D ≥ 1s, @hourly/@daily/…, or 6-field cron with seconds
+//     first; a 5-field cron is refused with a hint), so it is passed through
+//     unchanged. Every replica reconciles the schedule messages with the
+//     SEQUENCES bucket (a new or changed sequence publishes its schedule,
+//     which replaces the older one on the same subject; a deleted or
+//     unscheduled one purges it); a tick of a sequence that is no longer
+//     scheduled is dropped.
+//
+// # Cost
+//
+// Beside the tool calls, a run costs, on the worker's critical path: one
+// create-only RUNS write (in parallel with reading the sequence), one RUNS
+// write per finished group but the last, one final RUNS write, and three
+// or more events published without waiting. See BenchmarkSeqworker in
+// test/integration for the measured overhead against direct calls.
 package seqworker
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/seqworker"
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -35,7 +36,8 @@ func swBenchSeq() string {
 // BenchmarkSeqworker measures a 3-group × 8-tool run against an echo tool,
 // end to end (run request published → finished event received), beside
 // the raw floor: the same 24 calls made directly by a client over the same
-// server with the same shape (3 rounds of 8 parallel calls). "latency" runs
+// server with the same shape (3 rounds of 8 parallel calls), and pkg/seq's
+// engine alone over the same client. "latency" runs
 // one run at a time; "throughput" keeps 16 runs in flight. Compare the
 // ns/op of worker and floor of the same mode: their ratio is the
 // seqworker's overhead.
@@ -73,6 +75,20 @@ func BenchmarkSeqworker(b *testing.B) {
 			}
 		}
 		return nil
+	}
+
+	// The engine alone: pkg/seq's Run over the same tool client, no
+	// queue, no checkpoints — splits the overhead between pkg/seq and the
+	// seqworker.
+	parsed, err := seq.Parse([]byte(swBenchSeq()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	engineRun := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := seq.Run(ctx, parsed, client, nil)
+		return err
 	}
 
 	// The worker path: a client publishes run requests and waits for the
@@ -127,7 +143,7 @@ func BenchmarkSeqworker(b *testing.B) {
 		for _, path := range []struct {
 			name string
 			run  func() error
-		}{{"floor", floorRun}, {"worker", workerRun}} {
+		}{{"floor", floorRun}, {"engine", engineRun}, {"worker", workerRun}} {
 			b.Run(mode+"/"+path.name, func(b *testing.B) {
 				if mode == "latency" {
 					for b.Loop() {
