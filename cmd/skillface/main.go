@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		store       = fs.String("embedded-store", "", "JetStream store directory of the embedded server (empty = a temporary directory, removed at exit)")
 		replicas    = fs.Int("replicas", 1, "replicas of every stream and bucket (3 on a 3-node cluster)")
 		memory      = fs.Bool("memory", false, "keep streams and buckets in memory instead of files")
-		sessionTTL  = fs.Duration("session-ttl", events.DefaultSessionsTTL, "how long an idle session is kept (the SKILLFACE_SESSIONS bucket TTL)")
+		sessionTTL  = fs.Duration("session-ttl", events.DefaultSessionsTTL, "how long an idle session is kept (the SKILLFACE_SESSIONS bucket TTL; every service provisions the buckets at start, so give them all the same value)")
 		entryChars  = fs.Int("entry-chars", skillface.DefaultEntryChars, "listing entry budget in characters")
 		listing     = fs.Int("listing-entries", skillface.DefaultListingEntries, "how many skills the listing shows")
 		bodies      = fs.Int("session-bodies", skillface.DefaultSessionBodies, "how many skill bodies a session holds")

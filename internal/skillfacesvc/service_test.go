@@ -623,6 +623,41 @@ func TestManyUnknownMounts(t *testing.T) {
 	}
 }
 
+// TestReplyTooLarge: an assembled prompt larger than the server's
+// max_payload is a 413 that says so, not a lost reply.
+func TestReplyTooLarge(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{MaxPayload: 32 << 10})
+	nc := natsserver.ConnectTB(t, srv)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := events.Provision(ctx, js, events.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, events.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{srv: srv, nc: nc, kv: kv}
+	e.put(t, sk("big", "# Big\n\n"+strings.Repeat("a line of instructions\n", 700), "big"))
+	e.start(t, skillfacesvc.Config{})
+	req := userReq("large", 1, "big "+strings.Repeat("y", 20<<10))
+	b, _ := json.Marshal(req)
+	m, code := call(t, nc, skillfacesvc.SubjectAssemble, b, nil)
+	var er skillfacesvc.ErrorReply
+	_ = json.Unmarshal(m.Data, &er)
+	if code != "413" || !strings.Contains(er.Error, "max_payload of 32768 bytes") {
+		t.Fatalf("oversize reply: code %q %+v; want 413 naming max_payload", code, er)
+	}
+	// The service keeps serving.
+	if r := assemble(t, nc, userReq("large", 2, "small"), nil); len(r.Messages) == 0 {
+		t.Fatal("no messages after a 413")
+	}
+}
+
 func containsContent(msgs []skillface.Message, text string) bool {
 	for _, m := range msgs {
 		if strings.Contains(m.Content, text) {
