@@ -214,7 +214,9 @@ func (w *Worker) onMaxDeliveries(m *nats.Msg) {
 		w.log.Warn("unreadable max-deliveries advisory", "err", err)
 		return
 	}
-	w.inflight.Add(1)
+	if !w.begin() {
+		return // stopping: another replica gets the advisory
+	}
 	go func() {
 		defer w.inflight.Done()
 		ctx, cancel := context.WithTimeout(w.runCtx, 10*time.Second)

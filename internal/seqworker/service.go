@@ -66,7 +66,11 @@ func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
 			_ = req.Error("503", "the seqworker is stopping; retry", nil)
 			return
 		}
-		w.inflight.Add(1)
+		if !w.begin() {
+			<-w.callSlots
+			_ = req.Error("503", "the seqworker is stopping; retry", nil)
+			return
+		}
 		go func() {
 			defer w.inflight.Done()
 			defer func() { <-w.callSlots }()
@@ -162,7 +166,11 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 		r.Sequence = "" // RunRequest: exactly one of sequence and inline
 	}
 	if err := w.enqueue(ctx, r); err != nil {
-		_ = req.Error("503", "queue the run: "+err.Error(), nil)
+		code := "503"
+		if isTerminal(err) {
+			code = "400"
+		}
+		_ = req.Error(code, "queue the run: "+err.Error(), nil)
 		return
 	}
 	w.respond(req, &events.SeqRunReply{V: events.Version, RunID: in.RunID})

@@ -102,10 +102,23 @@ type Worker struct {
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
 
-	// mu guards state and stopErr.
-	mu      sync.Mutex
-	state   int // 0 new, 1 started, 2 stopped
-	stopErr error
+	// mu guards state, draining and stopErr, and orders inflight.Add
+	// before the final inflight.Wait.
+	mu       sync.Mutex
+	state    int // 0 new, 1 started, 2 stopped
+	draining bool
+	stopErr  error
+}
+
+// begin registers one run or call; false once Stop waits for them.
+func (w *Worker) begin() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.draining {
+		return false
+	}
+	w.inflight.Add(1)
+	return true
 }
 
 // New returns a worker on nc (which the caller owns and drains after Stop).
@@ -251,6 +264,12 @@ func (w *Worker) Stop(ctx context.Context) error {
 			}
 		}
 		w.loops.Wait()
+		if w.advSub != nil {
+			_ = w.advSub.Unsubscribe()
+		}
+		w.mu.Lock()
+		w.draining = true
+		w.mu.Unlock()
 		done := make(chan struct{})
 		go func() { w.inflight.Wait(); close(done) }()
 		select {
@@ -259,9 +278,6 @@ func (w *Worker) Stop(ctx context.Context) error {
 			err = fmt.Errorf("seqworker: stop: runs interrupted at the deadline (they resume elsewhere from their last checkpoint): %w", ctx.Err())
 			w.runCancel()
 			<-done
-		}
-		if w.advSub != nil {
-			_ = w.advSub.Unsubscribe()
 		}
 	}
 	w.runCancel()
@@ -316,7 +332,11 @@ func (w *Worker) fetchLoop() {
 				w.release(1)
 				continue
 			}
-			w.inflight.Add(1)
+			if !w.begin() {
+				_ = msg.Nak()
+				w.release(1)
+				continue
+			}
 			go func() {
 				defer w.inflight.Done()
 				defer w.release(1)
