@@ -100,7 +100,7 @@ func GraphMermaid(s *seq.Sequence) string {
 // dashed slot edges (compound edges ending at the reading group's cluster).
 func GraphDOT(s *seq.Sequence) string {
 	q := func(t string) string {
-		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ").Replace(t) + `"`
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(t) + `"`
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n  rankdir=LR;\n  compound=true;\n  label=%s;\n  labelloc=t;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n", q(s.Name), q(s.Name+" "+s.Signature.String()))

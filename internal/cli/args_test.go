@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+func TestBuildArgs(t *testing.T) {
+	sig := map[string]seq.Type{"root": "string", "limit": "integer", "ratio": "number", "page": "bool", "meta": "object", "tags": "array<string>"}
+	file := filepath.Join(t.TempDir(), "args.json")
+	if err := os.WriteFile(file, []byte(`{"root": "from-file", "limit": 3}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		file    string
+		kvs     []string
+		all     bool
+		want    string // JSON of the result; "" when an error is wanted
+		wantErr string
+	}{
+		{"string kept literally", "", []string{"root=.", "limit=10"}, false, `{"limit":10,"root":"."}`, ""},
+		{"string that looks like JSON stays a string", "", []string{"root=123"}, false, `{"root":"123"}`, ""},
+		{"string with equals", "", []string{"root=a=b"}, false, `{"root":"a=b"}`, ""},
+		{"typed values", "", []string{"ratio=2.5", "page=true", `meta={"a":1}`, `tags=["x","y"]`}, false, `{"meta":{"a":1},"page":true,"ratio":2.5,"tags":["x","y"]}`, ""},
+		{"null for non-string", "", []string{"limit=null"}, false, `{"limit":null}`, ""},
+		{"file then arg wins", file, []string{"root=cli"}, false, `{"limit":3,"root":"cli"}`, ""},
+		{"unknown key", "", []string{"rot=."}, false, "", `unknown argument "rot"`},
+		{"no equals", "", []string{"root"}, false, "", "write KEY=VALUE"},
+		{"bad integer", "", []string{"limit=ten"}, false, "", "limit is declared integer; give a whole number"},
+		{"bad bool", "", []string{"page=yes"}, false, "", "give true or false"},
+		{"object not object", "", []string{"meta=[1]"}, false, "", "give a JSON object"},
+		{"array not array", "", []string{"tags=x"}, false, "", "give a JSON array"},
+		{"missing with all", "", []string{"root=."}, true, "", "missing argument(s) limit, meta, page, ratio, tags"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := buildArgs(sig, tc.file, tc.kvs, tc.all)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("buildArgs(%q) error = %v; want one containing %q", tc.kvs, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("buildArgs(%q): %v", tc.kvs, err)
+			}
+			b, _ := json.Marshal(got)
+			if string(b) != tc.want {
+				t.Errorf("buildArgs(%q) = %s; want %s", tc.kvs, b, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildArgsUnknownSignature(t *testing.T) {
+	got, err := buildArgs(nil, "", []string{"n=5", "s=hello", `o={"a":true}`}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	if want := `{"n":5,"o":{"a":true},"s":"hello"}`; string(b) != want {
+		t.Errorf("buildArgs(no signature) = %s; want %s", b, want)
+	}
+}
+
+func TestBuildArgsFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"array.json": `[1]`, "bad.json": `{`, "null.json": `null`, "unknown.json": `{"x":1}`} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), 0o644)
+		if _, err := buildArgs(map[string]seq.Type{"root": "string"}, p, nil, false); err == nil || !strings.Contains(err.Error(), "--args-file") {
+			t.Errorf("buildArgs(--args-file %s) error = %v; want an --args-file error", content, err)
+		}
+	}
+	if _, err := buildArgs(nil, filepath.Join(dir, "missing.json"), nil, false); err == nil {
+		t.Error("buildArgs(missing --args-file) succeeded")
+	}
+}
+
+func TestParseInterleaved(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		pos  string
+		arg  string
+	}{
+		{[]string{"file.yaml", "--arg", "a=1"}, "file.yaml", "a=1"},
+		{[]string{"--arg", "a=1", "file.yaml"}, "file.yaml", "a=1"},
+		{[]string{"x", "--arg=a=1", "y"}, "x y", "a=1"},
+		{[]string{"--prefix", "p", "--", "npx", "--arg", "z"}, "npx --arg z", ""},
+	} {
+		fs := newFlags(Env{Stderr: os.Stderr}, "t", runCommand)
+		var argv stringList
+		fs.Var(&argv, "arg", "")
+		fs.String("prefix", "", "")
+		pos, err := parseInterleaved(fs, tc.args)
+		if err != nil {
+			t.Fatalf("parseInterleaved(%q): %v", tc.args, err)
+		}
+		if strings.Join(pos, " ") != tc.pos || argv.String() != tc.arg {
+			t.Errorf("parseInterleaved(%q) = %q, --arg %q; want %q, %q", tc.args, pos, argv.String(), tc.pos, tc.arg)
+		}
+	}
+}
