@@ -255,6 +255,12 @@ func (b *Bridge) serveTools(ctx context.Context) error {
 		return fmt.Errorf("mcpbridge: serve the tools: %w", err)
 	}
 	b.mu.Lock()
+	if b.stopped { // a refresh that raced with Stop
+		b.mu.Unlock()
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Stop(stopCtx)
+	}
 	old := b.srv
 	b.srv, b.names = srv, names
 	b.mu.Unlock()

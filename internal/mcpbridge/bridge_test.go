@@ -1,0 +1,263 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// envServer makes the test binary act as an MCP server on stdio (the
+// bridge starts it as its child process).
+const envServer = "MCPBRIDGE_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envServer) == "1" {
+		serveTestMCP()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+type echoOut struct {
+	Said string `json:"said"`
+}
+
+// serveTestMCP is a small MCP server written with the same SDK: a typed
+// tool with structured output, a raw text tool whose name needs
+// sanitizing, a tool reporting isError, one that adds a tool at run time
+// (list_changed), and one that exits the process.
+func serveTestMCP() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+		return nil, echoOut{Said: in.Text}, nil
+	})
+	obj := json.RawMessage(`{"type":"object"}`)
+	s.AddTool(&mcp.Tool{Name: "shout/loud", Description: "Shout.", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in echoIn
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(in.Text)}, &mcp.TextContent{Text: "!"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk on fire"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "grow", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.AddTool(&mcp.Tool{Name: "late", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil
+		})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grown"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "exit", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		os.Exit(0)
+		return nil, nil
+	})
+	_ = s.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+func startBridge(t *testing.T, cfg Config) (*Bridge, *nats.Conn, *tool.Client) {
+	t.Helper()
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, srv)
+	cfg.Command = os.Args[0]
+	cfg.Args = []string{"-test.run=^$"}
+	cfg.Env = append(os.Environ(), envServer+"=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Start(ctx, nc, cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b.Stop(ctx)
+	})
+	c, err := tool.NewClient(natsserver.ConnectTB(t, srv), tool.WithDefaultTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, nc, c
+}
+
+func TestBridge(t *testing.T) {
+	b, nc, c := startBridge(t, Config{Prefix: "t"})
+	want := []string{"t.echo", "t.exit", "t.fail", "t.grow", "t.shout_loud"}
+	if got := b.Tools(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("Tools() = %q; want %q", got, want)
+	}
+	ctx := context.Background()
+	cases := []struct {
+		tool, args, want, code string
+	}{
+		{"t.echo", `{"text":"hi"}`, `{"said":"hi"}`, ""},
+		{"t.shout_loud", `{"text":"hi"}`, `"HI\n!"`, ""},
+		{"t.fail", `{}`, "", "500"},
+		{"t.echo", `{"text":5}`, "", "500"}, // the SDK validates against the schema and reports isError
+	}
+	for _, tc := range cases {
+		res, err := c.Call(ctx, tc.tool, json.RawMessage(tc.args))
+		var te *seq.ToolError
+		switch {
+		case tc.code != "":
+			if !errors.As(err, &te) || te.Code != tc.code {
+				t.Errorf("Call(%s, %s) = %s, %v; want a tool error with code %s", tc.tool, tc.args, res, err, tc.code)
+			}
+		case err != nil || string(res) != tc.want:
+			t.Errorf("Call(%s, %s) = %s, %v; want %s", tc.tool, tc.args, res, err, tc.want)
+		}
+	}
+	if _, err := c.Call(ctx, "t.fail", nil); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("Call(t.fail) error = %v; want the tool's text", err)
+	}
+
+	// The endpoint metadata carries the input schema and description.
+	msg, err := nc.Request("$SRV.INFO.mcp-t", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ep := range info.Endpoints {
+		if ep.Subject == "tool.t.echo" {
+			found = true
+			if !strings.Contains(ep.Metadata["schema"], `"text"`) || ep.Metadata["description"] != "Echo the text back." {
+				t.Errorf("endpoint tool.t.echo metadata = %v; want the input schema and description", ep.Metadata)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("$SRV.INFO.mcp-t endpoints = %+v; want tool.t.echo", info.Endpoints)
+	}
+
+	// list_changed: a tool added by the server is served soon after.
+	if _, err := c.Call(ctx, "t.grow", nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := c.Call(ctx, "t.late", nil)
+		if err == nil {
+			if string(res) != `"here"` {
+				t.Errorf("Call(t.late) = %s; want \"here\"", res)
+			}
+			break
+		}
+		if !errors.Is(err, seq.ErrToolMissing) || time.Now().After(deadline) {
+			t.Fatalf("Call(t.late) after list_changed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The server exiting ends the bridge.
+	_, _ = c.Call(ctx, "t.exit", nil)
+	select {
+	case <-b.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after the MCP server exited")
+	}
+	if b.Err() == nil {
+		t.Error("Err() = nil after the server exited")
+	}
+}
+
+func TestBridgeOnly(t *testing.T) {
+	b, _, c := startBridge(t, Config{Prefix: "o", Only: []string{"echo"}})
+	if got := b.Tools(); len(got) != 1 || got[0] != "o.echo" {
+		t.Fatalf("Tools() = %q; want [o.echo]", got)
+	}
+	if _, err := c.Call(context.Background(), "o.fail", nil); !errors.Is(err, seq.ErrToolMissing) {
+		t.Errorf("Call(o.fail) = %v; want a missing tool (left out by Only)", err)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, srv)
+	ctx := context.Background()
+	if _, err := Start(ctx, nc, Config{Command: "/nonexistent/mcp-server"}); err == nil {
+		t.Error("Start with a missing command succeeded")
+	}
+	_, err := Start(ctx, nc, Config{Command: os.Args[0], Args: []string{"-test.run=^$"}, Env: append(os.Environ(), envServer+"=1"), Only: []string{"nope"}})
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "echo") {
+		t.Errorf("Start(Only nope) = %v; want ErrConfig listing the server's tools", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"minimal", Config{Command: "x"}, true},
+		{"dotted prefix", Config{Command: "x", Prefix: "gh.v2"}, true},
+		{"no command", Config{}, false},
+		{"bad prefix", Config{Command: "x", Prefix: "a b"}, false},
+		{"empty part", Config{Command: "x", Prefix: "a..b"}, false},
+		{"wildcard", Config{Command: "x", Prefix: "*"}, false},
+	} {
+		err := tc.cfg.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Validate(%+v) = %v; want ok %v", tc.name, tc.cfg, err, tc.ok)
+		}
+	}
+}
+
+func TestToolName(t *testing.T) {
+	for _, tc := range []struct{ prefix, name, want string }{
+		{"fs", "read_file", "fs.read_file"},
+		{"gh", "get/issue", "gh.get_issue"},
+		{"x", "a.b c*>", "x.a_b_c__"},
+		{"x", "naïve", "x.na_ve"},
+	} {
+		if got := ToolName(tc.prefix, tc.name); got != tc.want {
+			t.Errorf("ToolName(%q, %q) = %q; want %q", tc.prefix, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestResult(t *testing.T) {
+	img := &mcp.ImageContent{Data: []byte("png"), MIMEType: "image/png"}
+	for _, tc := range []struct {
+		name string
+		res  *mcp.CallToolResult
+		want string
+		err  string
+	}{
+		{"structured wins", &mcp.CallToolResult{StructuredContent: map[string]any{"a": 1}, Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}, `{"a":1}`, ""},
+		{"texts joined", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}}, `"a\nb"`, ""},
+		{"no content", &mcp.CallToolResult{}, `""`, ""},
+		{"mixed content as list", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, img}}, `[{"type":"text","text":"a"},{"type":"image","mimeType":"image/png","data":"cG5n"}]`, ""},
+		{"isError", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad"}}}, "", "500: bad"},
+		{"isError without text", &mcp.CallToolResult{IsError: true}, "", "500: the MCP tool reported an error without text"},
+	} {
+		v, err := Result(tc.res)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%s: Result = %v, %v; want error %q", tc.name, v, err, tc.err)
+			}
+			continue
+		}
+		b, _ := json.Marshal(v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%s: Result = %s, %v; want %s", tc.name, b, err, tc.want)
+		}
+	}
+}
