@@ -50,8 +50,24 @@ func withConn(env Env, command string, fn func(nc *nats.Conn) int) int {
 		fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", command, err)
 		return ExitFailure
 	}
-	defer nc.Drain()
+	defer drainWait(nc, 10*time.Second)
 	return fn(nc)
+}
+
+// drainWait drains nc — subscriptions finish what they received, pending
+// publishes are flushed — and waits until it is closed, at most d.
+func drainWait(nc *nats.Conn, d time.Duration) {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return
+	}
+	select {
+	case <-closed:
+	case <-time.After(d):
+		nc.Close()
+	}
 }
 
 // serviceError is an error reply of a skillbus micro service: the code of

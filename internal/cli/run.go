@@ -133,7 +133,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
 			return ExitFailure
 		}
-		defer nc.Drain()
+		defer drainWait(nc, 10*time.Second)
 	} else {
 		stack, err := devstack.Start(ctx, devstack.Config{
 			DataDir: *dataDir,

@@ -184,6 +184,8 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus tools serve: %v\n", err)
 		return ExitUsage
 	}
+	// The root is closed after the connection is drained (withConn), so a
+	// call still in flight never finds it closed.
 	defer p.Close()
 	return withConn(env, "tools serve", func(nc *nats.Conn) int {
 		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Description: "skillbus built-in tools rooted at " + p.Root()}, p.Tools()...)
