@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		embedded   = fs.Bool("embedded", false, "start an in-process nats-server with JetStream instead of connecting to --nats")
 		port       = fs.Int("embedded-port", 0, "client port of the embedded server (0 = random; printed in the log)")
 		store      = fs.String("embedded-store", "", "JetStream store directory of the embedded server (empty = a temporary directory, removed at exit)")
-		replicas   = fs.Int("replicas", 1, "replicas of every stream and bucket (3 on a 3-node cluster)")
+		replicas   = fs.Int("replicas", 0, "replicas of every stream and bucket: 3 on a 3-node cluster (0 = keep what the resources have; 1 when creating them)")
 		memory     = fs.Bool("memory", false, "keep streams and buckets in memory instead of files")
 		debounce   = fs.Duration("debounce", 100*time.Millisecond, "quiet time after file changes before rescanning")
 		resync     = fs.Duration("resync", time.Minute, "full rescan period without events (negative = never)")

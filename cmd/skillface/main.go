@@ -52,9 +52,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		embedded    = fs.Bool("embedded", false, "start an in-process nats-server with JetStream instead of connecting to --nats")
 		port        = fs.Int("embedded-port", 0, "client port of the embedded server (0 = random; printed in the log)")
 		store       = fs.String("embedded-store", "", "JetStream store directory of the embedded server (empty = a temporary directory, removed at exit)")
-		replicas    = fs.Int("replicas", 1, "replicas of every stream and bucket (3 on a 3-node cluster)")
+		replicas    = fs.Int("replicas", 0, "replicas of every stream and bucket: 3 on a 3-node cluster (0 = keep what the resources have; 1 when creating them)")
 		memory      = fs.Bool("memory", false, "keep streams and buckets in memory instead of files")
-		sessionTTL  = fs.Duration("session-ttl", events.DefaultSessionsTTL, "how long an idle session is kept (the SKILLFACE_SESSIONS bucket TTL; every service provisions the buckets at start, so give them all the same value)")
+		sessionTTL  = fs.Duration("session-ttl", 0, "how long an idle session is kept: the SKILLFACE_SESSIONS bucket TTL (0 = keep the bucket's current TTL; 24h when creating it)")
 		entryChars  = fs.Int("entry-chars", skillface.DefaultEntryChars, "listing entry budget in characters")
 		listing     = fs.Int("listing-entries", skillface.DefaultListingEntries, "how many skills the listing shows")
 		bodies      = fs.Int("session-bodies", skillface.DefaultSessionBodies, "how many skill bodies a session holds")
@@ -114,11 +114,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		v    int64
 	}{{"entry-chars", int64(*entryChars)}, {"listing-entries", int64(*listing)}, {"session-bodies", int64(*bodies)},
 		{"body-bytes", int64(*bodyBytes)}, {"max-request-bytes", int64(*maxRequest)}, {"max-concurrent", int64(*concurrent)},
-		{"timeout", int64(*timeout)}, {"session-ttl", int64(*sessionTTL)}, {"replicas", int64(*replicas)}} {
+		{"timeout", int64(*timeout)}} {
 		if f.v <= 0 {
 			fmt.Fprintf(stderr, "skillface: --%s must be positive\n", f.flag)
 			return 2
 		}
+	}
+	if *sessionTTL < 0 || *replicas < 0 {
+		fmt.Fprintf(stderr, "skillface: --session-ttl and --replicas must not be negative (0 keeps the current value)\n")
+		return 2
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "skillface: %v\n", err)

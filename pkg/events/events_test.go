@@ -323,6 +323,15 @@ func TestProvisionIdempotent(t *testing.T) {
 		t.Fatalf("Provision with new TTLs: %v", err)
 	}
 	provisionCheck(t, js, o)
+	// A service started with no explicit options (zero fields) keeps what
+	// another service set on purpose instead of resetting it to defaults.
+	if err := events.Provision(ctx, js, events.Options{}); err != nil {
+		t.Fatalf("Provision with unset options after explicit ones: %v", err)
+	}
+	provisionCheck(t, js, o)
+	if st, err := kv.Status(ctx); err != nil || st.TTL() != 0 {
+		t.Fatalf("SKILLS bucket TTL = %v (%v); want 0 (no TTL)", st, err)
+	}
 	// A storage change is refused with a clear error naming the resource.
 	err = events.Provision(ctx, js, events.Options{Storage: jetstream.MemoryStorage})
 	if !errors.Is(err, events.ErrProvision) || !strings.Contains(err.Error(), events.BucketSkills) {

@@ -20,8 +20,13 @@ const (
 
 // Options sizes the provisioned resources. The zero value is right for one
 // embedded server (one replica, file storage); a 3-node cluster sets
-// Replicas to 3. Every service should pass the same Options: Provision
-// updates a resource whose configuration differs.
+// Replicas to 3.
+//
+// A zero field means "unset": a resource that does not exist yet is created
+// with the field's default, and a resource that exists keeps its current
+// value (see Provision). So a service started without, say, --session-ttl
+// never resets the TTL that another service set on purpose; a field set
+// explicitly is applied to the existing resource.
 type Options struct {
 	// Replicas of every stream and bucket: 1 (default) to 5; at most the
 	// number of servers in the cluster.
@@ -119,21 +124,38 @@ type StreamManager interface {
 	CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
 }
 
+// ResourceReader reads the current configuration of existing resources;
+// jetstream.JetStream implements it. When the StreamManager given to
+// Provision also implements ResourceReader, the unset (zero) fields of
+// Options keep the values of the existing resources instead of their
+// defaults.
+type ResourceReader interface {
+	KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error)
+	Stream(ctx context.Context, name string) (jetstream.Stream, error)
+	Consumer(ctx context.Context, stream, name string) (jetstream.Consumer, error)
+}
+
 // Provision creates or updates every stream, consumer and bucket of
 // DESIGN.md §3 from o. It is idempotent: calling it again with the same
-// Options changes nothing, so every service calls it at start. With no
-// deadline on ctx it uses 30 s. Errors: ErrOptions, ErrProvision (wrapping
-// the server's error and naming the resource).
+// Options changes nothing, so every service calls it at start, in any
+// order. Fields of o left zero keep the existing resources' values (when js
+// implements ResourceReader, as jetstream.JetStream does) or take their
+// defaults on creation; explicitly set fields are applied. With no deadline
+// on ctx it uses 30 s. Errors: ErrOptions, ErrProvision (wrapping the
+// server's error and naming the resource).
 func Provision(ctx context.Context, js StreamManager, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	o = o.WithDefaults()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
+	if rr, ok := js.(ResourceReader); ok {
+		o = o.inherit(ctx, rr)
+	}
+	o = o.WithDefaults()
 	for _, kv := range KeyValueConfigs(o) {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("%w: bucket %s: %v", ErrProvision, kv.Bucket, err)
@@ -230,4 +252,72 @@ func orUnlimited(n int64) int64 {
 		return -1
 	}
 	return n
+}
+
+// inherit fills the unset fields of o from the existing resources; a
+// resource that does not exist (or cannot be read) leaves its fields unset,
+// so WithDefaults applies. Storage is not inherited: it cannot change, and
+// Provision reports a mismatch.
+func (o Options) inherit(ctx context.Context, rr ResourceReader) Options {
+	if kv, err := rr.KeyValue(ctx, BucketRuns); err == nil {
+		if st, err := kv.Status(ctx); err == nil {
+			cfg := st.Config()
+			if o.RunsTTL == 0 {
+				o.RunsTTL = cfg.TTL
+			}
+			if o.Replicas == 0 {
+				o.Replicas = cfg.Replicas
+			}
+			if o.MaxValueSize == 0 {
+				o.MaxValueSize = cfg.MaxValueSize
+			}
+		}
+	}
+	if kv, err := rr.KeyValue(ctx, BucketSessions); err == nil && o.SessionsTTL == 0 {
+		if st, err := kv.Status(ctx); err == nil {
+			o.SessionsTTL = st.TTL()
+		}
+	}
+	if s, err := rr.Stream(ctx, StreamEvents); err == nil {
+		cfg := s.CachedInfo().Config
+		if o.EventsMaxAge == 0 {
+			o.EventsMaxAge = cfg.MaxAge
+		}
+		if o.EventsMaxBytes == 0 && cfg.MaxBytes > 0 {
+			o.EventsMaxBytes = cfg.MaxBytes
+		}
+	}
+	if s, err := rr.Stream(ctx, StreamSeqRuns); err == nil && o.DuplicateWindow == 0 {
+		o.DuplicateWindow = s.CachedInfo().Config.Duplicates
+	}
+	if c, err := rr.Consumer(ctx, StreamSeqRuns, ConsumerSeqworker); err == nil {
+		cfg := c.CachedInfo().Config
+		if o.AckWait == 0 {
+			o.AckWait = cfg.AckWait
+		}
+		if o.MaxDeliver == 0 && cfg.MaxDeliver != 0 {
+			o.MaxDeliver = cfg.MaxDeliver
+		}
+	}
+	// Values read back that Validate would refuse (a resource made by hand
+	// with, say, no TTL) are dropped so the defaults apply instead.
+	if o.RunsTTL < time.Second {
+		o.RunsTTL = 0
+	}
+	if o.SessionsTTL < time.Second {
+		o.SessionsTTL = 0
+	}
+	if o.EventsMaxAge < time.Second {
+		o.EventsMaxAge = 0
+	}
+	if o.DuplicateWindow < time.Second {
+		o.DuplicateWindow = 0
+	}
+	if o.AckWait < time.Second {
+		o.AckWait = 0
+	}
+	if o.Replicas < 1 || o.Replicas > 5 {
+		o.Replicas = 0
+	}
+	return o
 }
