@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -99,6 +101,16 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus dev: --dir %s is not a directory\n", *dir)
 		return ExitUsage
 	}
+	if *port != 0 {
+		// The embedded server would wait its whole ready timeout on a port
+		// in use; say so at once.
+		l, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: cannot listen on %s:%d (%v): another skillbus dev or NATS server may be running there; pick another port with --port N, or a free one with --port 0\n", *host, *port, err)
+			return ExitFailure
+		}
+		l.Close()
+	}
 	if *data == "" {
 		*data = defaultDataDir()
 	}
@@ -118,9 +130,6 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
-		if *port != 0 {
-			fmt.Fprintf(env.Stderr, "skillbus dev: if port %d is in use, pick another with --port N or a free one with --port 0\n", *port)
-		}
 		return ExitFailure
 	}
 	defer func() {

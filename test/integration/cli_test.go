@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -399,6 +401,15 @@ func TestCLIDev(t *testing.T) {
 
 	if code, _, errOut := cliRun(t, "dev", "--dir", filepath.Join(defs, "missing")); code != cli.ExitUsage || !strings.Contains(errOut, "not a directory") {
 		t.Errorf("dev --dir missing = %d, %q; want 2", code, errOut)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+	if code, _, errOut := cliRun(t, "dev", "--port", busyPort, "--data", t.TempDir(), "--dir", defs); code != cli.ExitFailure || !strings.Contains(errOut, "cannot listen on 127.0.0.1:"+busyPort) {
+		t.Errorf("dev on a busy port = %d, %q; want 1 and the port named", code, errOut)
 	}
 	if code, _, _ := cliRun(t, "dev", "--port", "70000"); code != cli.ExitUsage {
 		t.Errorf("dev --port 70000 = %d; want 2", code)
