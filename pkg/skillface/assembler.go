@@ -228,15 +228,24 @@ func validate(req *Request) error {
 func (sn *snapshot) hits(req *Request) ([]int, error) {
 	var out []int
 	var unknown []string
+	// seen and seenUnknown keep deduplication linear in the request size:
+	// a request may carry thousands of mounts.
+	seen := make(map[int]struct{})
+	var seenUnknown map[string]struct{}
 	for _, m := range req.Mounts {
 		i, ok := sn.byName[m]
 		if !ok {
-			if !slices.Contains(unknown, m) {
+			if seenUnknown == nil {
+				seenUnknown = make(map[string]struct{})
+			}
+			if _, dup := seenUnknown[m]; !dup {
+				seenUnknown[m] = struct{}{}
 				unknown = append(unknown, m)
 			}
 			continue
 		}
-		if !slices.Contains(out, i) {
+		if _, dup := seen[i]; !dup {
+			seen[i] = struct{}{}
 			out = append(out, i)
 		}
 	}
@@ -245,7 +254,8 @@ func (sn *snapshot) hits(req *Request) ([]int, error) {
 	}
 	mounted := len(out)
 	add := func(i int) {
-		if !slices.Contains(out, i) {
+		if _, dup := seen[i]; !dup {
+			seen[i] = struct{}{}
 			out = append(out, i)
 		}
 	}
