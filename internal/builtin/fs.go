@@ -137,8 +137,8 @@ func local(p string) (string, error) {
 	if p == "" {
 		return ".", nil
 	}
-	if strings.ContainsRune(p, 0) {
-		return "", tool.Errorf("400", "path %q holds a NUL byte", p)
+	if strings.ContainsRune(p, 0) || !utf8.ValidString(p) {
+		return "", tool.Errorf("400", "path %q holds a NUL byte or is not valid UTF-8", p)
 	}
 	if path.IsAbs(p) || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':') {
 		return "", tool.Errorf("403", "path %q is absolute: give a path relative to the tool root (for example %q)", p, strings.TrimLeft(p, `/\`))

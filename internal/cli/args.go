@@ -110,9 +110,11 @@ func argValue(t seq.Type, v string) (json.RawMessage, error) {
 			return nil, fmt.Errorf("give true or false, not %q", v)
 		}
 	case s == "integer":
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
 			return nil, fmt.Errorf("give a whole number such as 10, not %q", v)
 		}
+		return json.RawMessage(strconv.FormatInt(n, 10)), nil // "007", "+7" → 7
 	case s == "number":
 		var n json.Number
 		if err := json.Unmarshal([]byte(v), &n); err != nil {
