@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/events"
 )
@@ -70,4 +71,35 @@ func TestStartFailsCleanly(t *testing.T) {
 	if _, err := Start(ctx, Config{Tools: builtin.Config{Root: filepath.Join(t.TempDir(), "missing")}}); err == nil {
 		t.Error("Start with a missing tools root succeeded")
 	}
+}
+
+// BenchmarkStartStop measures what `skillbus run` without NATS_URL pays
+// before and after a run: starting and stopping the whole stack, against a
+// baseline of the embedded server alone.
+func BenchmarkStartStop(b *testing.B) {
+	ctx := context.Background()
+	b.Run("server-only", func(b *testing.B) {
+		for b.Loop() {
+			srv, err := natsserver.Start(natsserver.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			nc, err := srv.Connect()
+			if err != nil {
+				b.Fatal(err)
+			}
+			nc.Close()
+			srv.Shutdown()
+		}
+	})
+	root := b.TempDir()
+	b.Run("stack", func(b *testing.B) {
+		for b.Loop() {
+			s, err := Start(ctx, Config{Tools: builtin.Config{Root: root}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Stop(ctx)
+		}
+	})
 }
