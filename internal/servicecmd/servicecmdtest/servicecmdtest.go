@@ -1,0 +1,87 @@
+// Package servicecmdtest helps the tests of the service commands (the
+// mains built on internal/servicecmd): a log buffer the service and the
+// test may share, and a start-then-stop run of a command.
+package servicecmdtest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Buffer is an io.Writer that a logger and a test may use at once; the
+// zero value is empty and ready.
+type Buffer struct {
+	mu sync.Mutex // mu guards b
+	b  bytes.Buffer
+}
+
+// Write appends p; it never fails.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns everything written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Timeout bounds each wait of StartStop: for the ready line, and for the
+// exit after the context ends.
+const Timeout = 20 * time.Second
+
+// StartStop runs run in a goroutine with a fresh context and a Buffer as
+// its output, waits until the output contains ready, cancels the context
+// (as SIGTERM does through signal.NotifyContext), and returns run's exit
+// code and everything it wrote. It fails tb, showing the output, when
+// ready does not appear or run does not return within Timeout.
+func StartStop(tb testing.TB, run func(ctx context.Context, stderr io.Writer) int, ready string) (code int, output string) {
+	tb.Helper()
+	var out Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, &out) }()
+	deadline := time.Now().Add(Timeout)
+	for !strings.Contains(out.String(), ready) {
+		select {
+		case code := <-done:
+			tb.Fatalf("exited %d before logging %q; output:\n%s", code, ready, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no %q in %v; output:\n%s", ready, Timeout, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code = <-done:
+		return code, out.String()
+	case <-time.After(Timeout):
+		tb.Fatalf("no exit %v after the context ended; output:\n%s", Timeout, out.String())
+		return 0, ""
+	}
+}
+
+// ExpectExit calls run with args, a background context and a fresh
+// Buffer, and fails tb unless run returns code and its output contains
+// want. run has the shape of a service command's run function.
+func ExpectExit(tb testing.TB, run func(ctx context.Context, args []string, stderr io.Writer) int, args []string, code int, want string) {
+	tb.Helper()
+	var out Buffer
+	if got := run(context.Background(), args, &out); got != code {
+		tb.Errorf("run(%q) = %d; want %d; output:\n%s", args, got, code, out.String())
+	}
+	if !strings.Contains(out.String(), want) {
+		tb.Errorf("run(%q) wrote %q; want it to contain %q", args, out.String(), want)
+	}
+}
