@@ -28,6 +28,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/internal/telemetry"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -140,7 +141,11 @@ func (f *Flags) Provision() events.Options {
 // Run connects to NATS as the flags say and runs serve until it returns,
 // then shuts down; it returns the process exit code: 0 when serve
 // returned nil, 1 when the embedded server did not start, the connection
-// failed, or serve returned an error (logged as "<name> failed").
+// failed, or serve returned an error (logged as "<name> failed"), 2 when
+// the OTEL_* trace-export settings are unsupported.
+//
+// Trace export is set up first from the standard OTEL_* variables
+// (internal/telemetry) and flushed last, after the drain.
 //
 // With --embedded it first starts an in-process nats-server (logging
 // "embedded nats-server ready" with its URL and store) and shuts it down
@@ -152,6 +157,21 @@ func (f *Flags) Provision() events.Options {
 // Run's: it drains the connection (pending replies, acks and publishes
 // go out) and closes it if draining takes longer than --drain-timeout.
 func (f *Flags) Run(ctx context.Context, name string, log *slog.Logger, serve func(ctx context.Context, nc *nats.Conn) error) int {
+	exporting, flush, err := telemetry.Setup(ctx, name)
+	if err != nil {
+		log.Error("cannot set up trace export", "err", err)
+		return 2
+	}
+	if exporting {
+		log.Info("exporting traces with OTLP/HTTP (OTEL_EXPORTER_OTLP_* settings)")
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := flush(fctx); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
 	url := f.NATSURL
 	if f.Embedded {
 		srv, err := natsserver.Start(natsserver.Options{Port: f.EmbeddedPort, StoreDir: f.EmbeddedStore})

@@ -340,3 +340,19 @@ func TestRunFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestRunBadTraceExport: a mistyped OTEL_TRACES_EXPORTER is a configuration
+// error (exit 2) reported before anything connects, never ignored.
+func TestRunBadTraceExport(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "jaegr")
+	var out servicecmdtest.Buffer
+	served := false
+	code := parse(t, "--nats", "nats://127.0.0.1:1").Run(context.Background(), "demo", slog.New(slog.NewTextHandler(&out, nil)),
+		func(context.Context, *nats.Conn) error { served = true; return nil })
+	if code != 2 || served {
+		t.Fatalf("Run with OTEL_TRACES_EXPORTER=jaegr = %d (served %v); want 2 without serving; log:\n%s", code, served, out.String())
+	}
+	if !strings.Contains(out.String(), "OTEL_TRACES_EXPORTER") {
+		t.Errorf("log %q; want it to name OTEL_TRACES_EXPORTER", out.String())
+	}
+}

@@ -1,0 +1,90 @@
+// Package telemetry turns on OpenTelemetry trace export for a skillbus
+// process, configured the standard way: by the OTEL_* environment variables
+// of the OpenTelemetry specification, so a platform team points every
+// service at its collector without skillbus-specific settings.
+//
+// pkg/events starts the spans and carries the W3C trace context in NATS
+// headers on every message skillbus sends (DESIGN.md §3); without Setup
+// those spans go nowhere (the OTel API's no-op provider). Setup installs an
+// SDK tracer provider with an OTLP/HTTP exporter when export is asked for:
+//
+//   - OTEL_TRACES_EXPORTER=otlp, or OTEL_TRACES_EXPORTER unset and
+//     OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set:
+//     export with OTLP over HTTP (protobuf). The exporter itself reads the
+//     endpoint, headers, timeout, compression and TLS variables.
+//   - OTEL_TRACES_EXPORTER=none, or nothing set: no export (the default).
+//   - Any other OTEL_TRACES_EXPORTER value is an error (ErrConfig), never
+//     silently ignored.
+//
+// The resource's service.name is "skillbus-<component>" unless
+// OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES says otherwise.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// ErrConfig reports an OTEL_* variable with a value Setup does not support;
+// the message names the variable, the value and the legal values.
+var ErrConfig = errors.New("telemetry: unsupported configuration")
+
+// Shutdown flushes the spans still buffered and stops the exporter; it
+// honours ctx's deadline. It is safe to call when export is off.
+type Shutdown func(ctx context.Context) error
+
+// Setup configures trace export for the component named component (for
+// example "registry") from the environment, as the package documentation
+// describes, and installs the W3C trace-context and baggage propagators as
+// the global ones. It returns whether export is on and the Shutdown to call
+// at exit (after the NATS connection is drained, so the last spans are
+// included). Errors: ErrConfig for an unsupported OTEL_TRACES_EXPORTER; the
+// exporter's or resource's own construction errors, wrapped.
+func Setup(ctx context.Context, component string) (bool, Shutdown, error) {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	noop := func(context.Context) error { return nil }
+
+	exporter := strings.TrimSpace(strings.ToLower(os.Getenv("OTEL_TRACES_EXPORTER")))
+	switch exporter {
+	case "":
+		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+			return false, noop, nil
+		}
+	case "none":
+		return false, noop, nil
+	case "otlp":
+	default:
+		return false, noop, fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q: skillbus exports traces with otlp (OTLP over HTTP) or none; "+
+			"set OTEL_TRACES_EXPORTER=otlp and OTEL_EXPORTER_OTLP_ENDPOINT to your collector, or unset it", ErrConfig, exporter)
+	}
+	if p := os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"); p != "" && p != "http/protobuf" {
+		return false, noop, fmt.Errorf("%w: OTEL_EXPORTER_OTLP_PROTOCOL=%q: skillbus exports with http/protobuf; "+
+			"point OTEL_EXPORTER_OTLP_ENDPOINT at the collector's OTLP/HTTP port (usually 4318) and unset the protocol", ErrConfig, p)
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return false, noop, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "skillbus-"+component)),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
+		resource.WithTelemetrySDK(),
+	)
+	if err != nil {
+		_ = exp.Shutdown(ctx)
+		return false, noop, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	return true, tp.Shutdown, nil
+}
