@@ -16,6 +16,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/telemetry"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -122,6 +123,20 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	if *verbose {
 		log = slog.New(slog.NewTextHandler(env.Stderr, nil))
 	}
+	// Trace export from the standard OTEL_* variables, as the services do.
+	exporting, flush, err := telemetry.Setup(ctx, "dev")
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
+		return ExitUsage
+	}
+	if exporting {
+		fmt.Fprintln(env.Stderr, "skillbus dev: exporting traces with OTLP/HTTP (OTEL_EXPORTER_OTLP_* settings)")
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = flush(fctx)
+	}()
 	stack, err := devstack.Start(ctx, devstack.Config{
 		DataDir: *data, Host: *host, Port: *port, Dir: *dir, Logger: log,
 		Tools: builtin.Config{Root: *toolsRoot, AllowCommands: allow.values},
