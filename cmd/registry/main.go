@@ -16,6 +16,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -47,6 +49,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		resync   = fs.Duration("resync", time.Minute, "full rescan period without events (negative = never)")
 	)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // -h asked for the usage: not an error
+		}
 		return 2
 	}
 	switch {

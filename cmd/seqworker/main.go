@@ -20,6 +20,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +55,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		shutdown    = fs.Duration("shutdown-timeout", seqworker.DefaultShutdownTimeout, "how long running groups may take to finish at shutdown")
 	)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // -h asked for the usage: not an error
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
