@@ -152,12 +152,13 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	}
 	w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunStarted, Sequence: s.Name, Status: events.StatusRunning})
 
+	coder := &resultCoder{}
 	obs := seq.ObserverFuncs{Finished: func(ctx context.Context, r *seq.Result, g int) error {
 		gr := r.Groups[g]
 		if g < len(r.Groups)-1 && gr.Status.Finished() {
 			// The last group and a failed one are stored with the final
 			// state right after Run returns.
-			cp := stateFrom(st, r)
+			cp := stateFrom(st, r, coder)
 			nrev, err := w.writeState(ctx, cp, rev)
 			if errors.Is(err, errConflict) {
 				return errLost
@@ -167,7 +168,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 			}
 			rev = nrev
 		}
-		grJSON, _ := json.Marshal(gr)
+		grJSON, _ := coder.group(r, g)
 		w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunGroup, Sequence: s.Name, Group: g + 1, GroupName: gr.Name, Status: string(gr.Status), Error: gr.Error, Result: grJSON})
 		return nil
 	}}
@@ -194,7 +195,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	case res.Status == seq.StatusInterrupted:
 		return w.retry(ctx, msg, req, attempt, runErr)
 	}
-	final := stateFrom(st, res)
+	final := stateFrom(st, res, coder)
 	final.Status = events.StatusSucceeded
 	if res.Status != seq.StatusSucceeded {
 		final.Status = events.StatusFailed
@@ -296,21 +297,6 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 	}
 }
 
-// stateFrom builds a RunState from a run result, on top of base.
-func stateFrom(base *events.RunState, r *seq.Result) *events.RunState {
-	st := *base
-	st.UpdatedAt = time.Now().UTC()
-	st.FinishedGroups = 0
-	for _, g := range r.Groups {
-		if g.Status.Finished() {
-			st.FinishedGroups++
-		}
-	}
-	st.Slots = r.Slots
-	st.Result, _ = json.Marshal(r)
-	return &st
-}
-
 func finished(status string) bool {
 	return status == events.StatusSucceeded || status == events.StatusFailed
 }
@@ -339,7 +325,7 @@ func (w *Worker) readState(ctx context.Context, runID string) (*events.RunState,
 // the key, any other rev must be the key's current revision. Errors:
 // errConflict, an encoding error, NATS errors.
 func (w *Worker) writeState(ctx context.Context, st *events.RunState, rev uint64) (uint64, error) {
-	b, err := events.Encode(st)
+	b, err := encodeState(st)
 	if err != nil {
 		return 0, err
 	}
@@ -379,7 +365,7 @@ func (w *Worker) emit(ctx context.Context, ev *events.RunEvent) {
 		w.log.Warn("run event not published", "run", ev.RunID, "err", err)
 		return
 	}
-	b, err := events.Encode(ev)
+	b, err := encodeEvent(ev)
 	if err != nil {
 		w.log.Warn("run event not published", "run", ev.RunID, "err", err)
 		return
