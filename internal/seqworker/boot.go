@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -77,11 +78,13 @@ func (w *Worker) startBootRun(ctx context.Context, ev events.AgentReady, name st
 func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	now := time.Now().UTC()
 	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusPending, UpdatedAt: now}
-	if _, err := w.writeState(ctx, st, 0); err != nil {
+	rev, err := w.writeState(ctx, st, 0)
+	if err != nil {
 		if !errors.Is(err, errConflict) {
 			return err
 		}
-		cur, _, err := w.readState(ctx, req.RunID)
+		var cur *events.RunState
+		cur, rev, err = w.readState(ctx, req.RunID)
 		if err != nil {
 			return err
 		}
@@ -101,6 +104,20 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	if err != nil {
 		return &terminalError{err}
 	}
-	_, err = events.Publish(ctx, w.js, &nats.Msg{Subject: subj, Data: b}, jetstream.WithMsgID(req.RunID))
+	m := &nats.Msg{Subject: subj, Data: b, Header: nats.Header{}}
+	if rev > 0 {
+		// The worker claims the run with one compare-and-set on this
+		// revision instead of a create that fails, a read and a write.
+		m.Header.Set(headerPendingRevision, strconv.FormatUint(rev, 10))
+	}
+	_, err = events.Publish(ctx, w.js, m, jetstream.WithMsgID(req.RunID))
 	return err
 }
+
+// headerPendingRevision carries, on a run request that enqueue published,
+// the RUNS revision of the run's pending state. It is a hint between this
+// package's enqueue and processRun: a request without it (published by any
+// other client) is claimed as before, and a revision that is not the key's
+// current one (the run was claimed or finished since) makes the claim fail
+// and fall back to reading the state.
+const headerPendingRevision = "Skillbus-Pending-Revision"

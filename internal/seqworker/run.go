@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,10 +53,12 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	// The sequence is read while the run is claimed. On a first delivery
-	// the claim is a create-only write of the running state, which saves
-	// reading a state that is almost never there (it is read when the
-	// create finds a key: a pending state from seq.run or a boot, or a
-	// run id used before).
+	// the claim is a single write of the running state, which saves
+	// reading the state first: a compare-and-set on the revision of the
+	// pending state when the request says it (enqueue: seq.run, boot
+	// runs), else a create-only write. The state is read only when that
+	// write conflicts (a run claimed or finished since, a run id used
+	// before, a request published without the hint over a pending state).
 	type resolved struct {
 		s   *seq.Sequence
 		err error
@@ -73,7 +76,9 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		claimed bool
 	)
 	if attempt == 1 && req.Trigger != events.TriggerSchedule {
-		rev, err = w.writeState(ctx, st, 0)
+		// A revision that does not parse is no hint (0: create-only).
+		pending, _ := strconv.ParseUint(msg.Headers().Get(headerPendingRevision), 10, 64)
+		rev, err = w.writeState(ctx, st, pending)
 		claimed = err == nil
 		if err != nil && !errors.Is(err, errConflict) {
 			<-seqCh

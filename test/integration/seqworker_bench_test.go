@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/seqworker"
@@ -37,12 +38,14 @@ func swBenchSeq() string {
 // end to end (run request published → finished event received), beside
 // the raw floor: the same 24 calls made directly by a client over the same
 // server with the same shape (3 rounds of 8 parallel calls), and pkg/seq's
-// engine alone over the same client. "latency" runs
-// one run at a time; "throughput" keeps 16 runs in flight. Compare the
-// ns/op of worker and floor of the same mode: their ratio is the
-// seqworker's overhead.
+// engine alone over the same client. "worker" publishes the run request
+// on the queue; "seqrun" starts the run through the skillbus.seq.run
+// endpoint (a pending state stored, then the request queued), as
+// `skillbus run` does. "latency" runs one run at a time; "throughput"
+// keeps 16 runs in flight. Compare the ns/op of worker and floor of the
+// same mode: their ratio is the seqworker's overhead.
 //
-//	go test -run '^$' -bench BenchmarkSeqworker -benchtime 200x ./test/integration/
+//	go test -run '^$' -bench BenchmarkSeqworker -benchtime 400x -count 6 ./test/integration/
 func BenchmarkSeqworker(b *testing.B) {
 	env := swStart(b, natsserver.Options{}, events.Options{})
 	swServe(b, env, tool.Tool{Name: "bench.echo", Func: func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil }})
@@ -139,11 +142,43 @@ func BenchmarkSeqworker(b *testing.B) {
 		}
 	}
 
+	// The product path: the run started through the skillbus.seq.run
+	// endpoint (as `skillbus run` does), which stores a pending state
+	// before it queues the request; the worker then claims the run over
+	// that state.
+	seqrunRun := func() error {
+		id := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), seqNo.Add(1))
+		ch := make(chan events.RunEvent, 1)
+		waitMu.Lock()
+		waiters[id] = ch
+		waitMu.Unlock()
+		body, err := events.Encode(&events.SeqRunRequest{RunID: id, Sequence: "sw-bench"})
+		if err != nil {
+			return err
+		}
+		m, err := pub.Request(events.SeqRunSubject, body, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+			return fmt.Errorf("seq.run: %s %s", code, m.Header.Get(micro.ErrorHeader))
+		}
+		select {
+		case ev := <-ch:
+			if ev.Status != events.StatusSucceeded {
+				return fmt.Errorf("run %s: %s %s", id, ev.Status, ev.Error)
+			}
+			return nil
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("run %s: no finished event", id)
+		}
+	}
+
 	for _, mode := range []string{"latency", "throughput"} {
 		for _, path := range []struct {
 			name string
 			run  func() error
-		}{{"floor", floorRun}, {"engine", engineRun}, {"worker", workerRun}} {
+		}{{"floor", floorRun}, {"engine", engineRun}, {"worker", workerRun}, {"seqrun", seqrunRun}} {
 			b.Run(mode+"/"+path.name, func(b *testing.B) {
 				if mode == "latency" {
 					for b.Loop() {
