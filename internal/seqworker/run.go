@@ -158,13 +158,16 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunStarted, Sequence: s.Name, Status: events.StatusRunning})
 
 	coder := &resultCoder{}
+	var checkpoints time.Duration // spent encoding and writing checkpoints
 	obs := seq.ObserverFuncs{Finished: func(ctx context.Context, r *seq.Result, g int) error {
 		gr := r.Groups[g]
 		if g < len(r.Groups)-1 && gr.Status.Finished() {
 			// The last group and a failed one are stored with the final
 			// state right after Run returns.
+			t0 := time.Now()
 			cp := stateFrom(st, r, coder)
 			nrev, err := w.writeState(ctx, cp, rev)
+			checkpoints += time.Since(t0)
 			if errors.Is(err, errConflict) {
 				return errLost
 			}
@@ -226,7 +229,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		if md, err := msg.Metadata(); err == nil {
 			queued = received.Sub(md.Timestamp)
 		}
-		log.Debug("run finished", "status", final.Status, "queued", queued, "claim", runStart.Sub(received), "run", runEnd.Sub(runStart), "store", time.Since(runEnd))
+		log.Debug("run finished", "status", final.Status, "queued", queued, "claim", runStart.Sub(received), "run", runEnd.Sub(runStart), "checkpoints", checkpoints, "store", time.Since(runEnd))
 	}
 	return nil
 }
