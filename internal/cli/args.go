@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -17,7 +19,8 @@ const argsUsage = `  --arg KEY=VALUE is read by the type KEY has in the signatur
   (--arg root=. , --arg title="two words"); for bool it is true or false; for
   integer and number a JSON number; for object, array and array<T> a JSON
   value ('--arg tags=["a","b"]'). null is accepted for every type but string.
-  --args-file FILE reads a JSON object of arguments; --arg wins over it.
+  --args-file FILE reads a JSON object of arguments, each value a JSON value
+  of its declared type (null fits every type); --arg wins over it.
 `
 
 // buildArgs turns --args-file and --arg values into run arguments for a
@@ -41,6 +44,11 @@ func buildArgs(want map[string]seq.Type, file string, kvs []string, requireAll b
 			if want != nil {
 				if _, ok := want[k]; !ok {
 					return nil, fmt.Errorf("--args-file %s: unknown argument %q; the sequence takes %s", file, k, sigString(want))
+				}
+			}
+			if t, ok := want[k]; ok {
+				if err := fileValue(t, v); err != nil {
+					return nil, fmt.Errorf("--args-file %s: %s is declared %s; %v", file, k, t, err)
 				}
 			}
 			args[k] = v
@@ -134,6 +142,106 @@ func argValue(t seq.Type, v string) (json.RawMessage, error) {
 		}
 	}
 	return json.RawMessage(v), nil
+}
+
+// fileValue checks one --args-file value (JSON) against type t, by the
+// rules the engine applies to run arguments (DESIGN.md §4): null fits every
+// type; a number without fraction is an integer and also fits number; an
+// array<T>'s items must each fit T. The error says what to give instead.
+func fileValue(t seq.Type, raw json.RawMessage) error {
+	got := jsonKind(raw)
+	if got == "null" {
+		return nil
+	}
+	s := string(t)
+	ok := false
+	switch {
+	case s == "string", s == "bool", s == "object":
+		ok = got == s
+	case s == "integer":
+		ok = got == "integer"
+	case s == "number":
+		ok = got == "integer" || got == "number"
+	case t.IsArray():
+		ok = got == "array"
+		if el := strings.TrimSuffix(strings.TrimPrefix(s, "array<"), ">"); ok && s != "array" {
+			var items []json.RawMessage
+			if json.Unmarshal(raw, &items) != nil {
+				return fmt.Errorf("give a JSON array of %s, not %s", el, clipText(string(raw), 40))
+			}
+			for i, it := range items {
+				if err := fileValue(seq.Type(el), it); err != nil {
+					return fmt.Errorf("item %d: %v", i+1, err)
+				}
+			}
+		}
+	default:
+		ok = true
+	}
+	if ok {
+		return nil
+	}
+	want := map[string]string{
+		"string":  `give a JSON string such as "text"`,
+		"bool":    "give true or false",
+		"integer": "give a whole number such as 10",
+		"number":  "give a number such as 2.5",
+		"object":  `give a JSON object such as {"k": 1}`,
+	}[s]
+	if want == "" {
+		want = `give a JSON array such as ["a", "b"]`
+	}
+	return fmt.Errorf("%s, not %s %s", want, article(got), clipText(string(raw), 40))
+}
+
+// jsonKind names the JSON type of a value in the sequence language's terms
+// (null, string, bool, integer for a number without fraction, number,
+// object, array), as pkg/seq does for run arguments.
+func jsonKind(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case 'n':
+		return "null"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return "invalid JSON"
+	}
+	if _, err := n.Int64(); err == nil {
+		return "integer"
+	}
+	if f, err := n.Float64(); err == nil && f == math.Trunc(f) && f < 9.2e18 && f > -9.2e18 {
+		return "integer"
+	}
+	return "number"
+}
+
+func article(kind string) string {
+	switch kind {
+	case "integer", "object", "array":
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// clipText cuts s to n runes for an error message.
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }
 
 func example(t seq.Type) string {

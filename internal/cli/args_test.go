@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,45 @@ func TestBuildArgs(t *testing.T) {
 			b, _ := json.Marshal(got)
 			if string(b) != tc.want {
 				t.Errorf("buildArgs(%q) = %s; want %s", tc.kvs, b, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildArgsFileTypes(t *testing.T) {
+	sig := map[string]seq.Type{"root": "string", "limit": "integer", "ratio": "number", "page": "bool", "meta": "object", "tags": "array<string>", "any": "array"}
+	cases := []struct {
+		name    string
+		content string
+		wantErr string // "" when the file is accepted
+	}{
+		{"every type right", `{"root": ".", "limit": 5, "ratio": 2, "page": false, "meta": {}, "tags": ["a"], "any": [1, "x"]}`, ""},
+		{"null fits every type", `{"root": null, "limit": null, "tags": null}`, ""},
+		{"integer written with .0", `{"limit": 5.0}`, ""},
+		{"string for integer", `{"limit": "5"}`, `limit is declared integer; give a whole number such as 10, not a string "5"`},
+		{"fraction for integer", `{"limit": 2.5}`, `limit is declared integer; give a whole number such as 10, not a number 2.5`},
+		{"number for string", `{"root": 5}`, `root is declared string; give a JSON string such as "text", not an integer 5`},
+		{"string for bool", `{"page": "true"}`, `page is declared bool; give true or false, not a string "true"`},
+		{"array for object", `{"meta": [1]}`, `meta is declared object; give a JSON object`},
+		{"object for array", `{"tags": {}}`, `tags is declared array<string>; give a JSON array`},
+		{"wrong item type", `{"tags": ["a", 2]}`, `tags is declared array<string>; item 2: give a JSON string such as "text", not an integer 2`},
+	}
+	dir := t.TempDir()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, fmt.Sprintf("args%d.json", i))
+			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := buildArgs(sig, p, nil, false)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Errorf("buildArgs(--args-file %s): %v", tc.content, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "--args-file "+p+": ") {
+				t.Errorf("buildArgs(--args-file %s) error = %v; want one starting with --args-file %s and containing %q", tc.content, err, p, tc.wantErr)
 			}
 		})
 	}

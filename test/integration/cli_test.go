@@ -95,6 +95,10 @@ func TestCLIRunErrors(t *testing.T) {
 	survey := cliRepoFile(t, "examples/sequences/project-survey.seq.yaml")
 	bad := filepath.Join(dir, "bad.seq.yaml")
 	os.WriteFile(bad, []byte("name: bad\ngroups:\n  - name: g\n    tools:\n      - tool: x\n        args: {p: $args.nope}\n"), 0o644)
+	typed := filepath.Join(dir, "typed.seq.yaml")
+	os.WriteFile(typed, []byte("name: typed\ngroups:\n  - name: cli-typed\n    in: {n: integer, who: string}\n    tools:\n      - tool: text.render\n        args: {template: \"{{.n}} {{.who}}\", data: {n: $args.n, who: $args.who}}\n"), 0o644)
+	badArgs := filepath.Join(dir, "bad-args.json")
+	os.WriteFile(badArgs, []byte(`{"n": "5", "who": "a"}`), 0o644)
 	fails := filepath.Join(dir, "fails.seq.yaml")
 	os.WriteFile(fails, []byte("name: fails\ngroups:\n  - name: cli-read-missing\n    tools:\n      - tool: fs.read\n        args: {path: no-such-file.txt}\n"), 0o644)
 
@@ -110,6 +114,7 @@ func TestCLIRunErrors(t *testing.T) {
 		{"invalid sequence", []string{"run", bad}, cli.ExitFailure, `group 1 "g": tool 1 "x"`},
 		{"unknown argument", []string{"run", survey, "--arg", "rot=."}, cli.ExitUsage, `unknown argument "rot"; the sequence takes (root: string)`},
 		{"missing argument", []string{"run", survey}, cli.ExitUsage, "missing argument(s) root"},
+		{"args file value of the wrong type", []string{"run", typed, "--args-file", badArgs}, cli.ExitUsage, "--args-file " + badArgs + `: n is declared integer; give a whole number such as 10, not a string "5"`},
 		{"bad flag", []string{"run", survey, "--nope"}, cli.ExitUsage, "flag provided but not defined: -nope"},
 		{"bad run id", []string{"run", survey, "--arg", "root=.", "--run-id", "a.b"}, cli.ExitUsage, "--run-id"},
 		{"tool fails", []string{"run", fails, "--tools-root", dir}, cli.ExitFailure, `no file or directory "no-such-file.txt"`},
