@@ -20,7 +20,8 @@ const argsUsage = `  --arg KEY=VALUE is read by the type KEY has in the signatur
   integer and number a JSON number; for object, array and array<T> a JSON
   value ('--arg tags=["a","b"]'). null is accepted for every type but string.
   --args-file FILE reads a JSON object of arguments, each value a JSON value
-  of its declared type (null fits every type); --arg wins over it.
+  of its declared type (null fits every type); --arg wins over it. Each
+  --arg KEY may be given once.
 `
 
 // buildArgs turns --args-file and --arg values into run arguments for a
@@ -54,11 +55,16 @@ func buildArgs(want map[string]seq.Type, file string, kvs []string, requireAll b
 			args[k] = v
 		}
 	}
+	seen := map[string]bool{}
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--arg %q: write KEY=VALUE, for example --arg root=.", kv)
 		}
+		if seen[k] {
+			return nil, fmt.Errorf("--arg %s: argument %q is given more than once; give each --arg KEY once (an array or object type takes a JSON value, e.g. --arg 'tags=[\"a\",\"b\"]')", kv, k)
+		}
+		seen[k] = true
 		if want == nil {
 			if json.Valid([]byte(v)) {
 				args[k] = json.RawMessage(v)

@@ -98,6 +98,16 @@ func TestBuildArgsFileTypes(t *testing.T) {
 	}
 }
 
+func TestBuildArgsRepeatedKey(t *testing.T) {
+	sig := map[string]seq.Type{"who": "string", "n": "integer"}
+	for _, sg := range []map[string]seq.Type{sig, nil} {
+		_, err := buildArgs(sg, "", []string{"who=a", "n=1", "who=b"}, false)
+		if err == nil || !strings.Contains(err.Error(), `argument "who" is given more than once`) {
+			t.Errorf("buildArgs(who=a who=b, signature %v) error = %v; want a repeated-key error naming who", sg, err)
+		}
+	}
+}
+
 func TestBuildArgsUnknownSignature(t *testing.T) {
 	got, err := buildArgs(nil, "", []string{"n=5", "s=hello", `o={"a":true}`}, true)
 	if err != nil {
