@@ -72,7 +72,8 @@ func (w *Worker) startBootRun(ctx context.Context, ev events.AgentReady, name st
 }
 
 // enqueue records a pending state for req (create-only) and publishes the
-// request. A pending state left by an earlier attempt that died before
+// request, with the pending state's revision in headerPendingRevision so
+// that the worker claims the run with one compare-and-set. A pending state left by an earlier attempt that died before
 // publishing is published again (the stream drops a duplicate inside its
 // window; a worker skips a run whose state is finished).
 func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
