@@ -6,6 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 func agentReadyCommand() command {
@@ -19,7 +21,8 @@ id, however many seqworkers there are; publishing the same boot id again
 starts nothing new. Prints the boot id. Needs NATS_URL.
 
 Flags:
-  --boot-id ID   the boot's id (default a new one: every call is a new boot)
+  --boot-id ID   the boot's id: letters, digits, '-' and '_', like AGENT
+                 (default a new one: every call is a new boot)
 
 Examples:
   skillbus agent-ready support-bot
@@ -49,6 +52,9 @@ func runAgentReady(ctx context.Context, env Env, args []string) int {
 	}
 	if *bootID == "" {
 		*bootID = nuid.Next()
+	} else if err := checkBootID(*bootID); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus agent-ready: %v\n", err)
+		return ExitUsage
 	}
 	return withConn(env, "agent-ready", func(nc *nats.Conn) int {
 		ev, err := publishAgentReady(ctx, nc, pos[0], *bootID)
@@ -59,4 +65,15 @@ func runAgentReady(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "agent_ready published for agent %s, boot id %s\n", ev.Agent, ev.BootID)
 		return ExitOK
 	})
+}
+
+// checkBootID checks a --boot-id by the rule agent names follow: one NATS
+// subject token (pkg/events token rule) that is also its own KV key
+// (events.KeyFor), written only with letters, digits, '-' and '_' — the
+// boot id names the boot runs and the agent_ready message id.
+func checkBootID(id string) error {
+	if _, err := events.AgentReadySubject(id); err != nil || events.KeyFor(id) != id || !validToken(id) {
+		return fmt.Errorf("--boot-id %q: use only letters, digits, '-' and '_' (for example 2026-11-30-a)", id)
+	}
+	return nil
 }
