@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -71,17 +72,34 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus watch: cannot read the %s stream: %v (is a skillbus service running against NATS_URL? `skillbus dev` starts one)\n", events.StreamEvents, err)
 			return ExitFailure
 		}
+		var known *events.RunState
 		if runID == "" {
 			fmt.Fprintln(env.Stderr, "watching events (Ctrl-C to stop)…")
+		} else {
+			known = announceWatch(ctx, env, js, runID)
 		}
+		seen := false
 		for {
 			msg, err := cons.Next(jetstream.FetchMaxWait(time.Second))
 			if ctx.Err() != nil {
 				return ExitOK
 			}
 			if err != nil {
+				if !seen && known != nil && (known.Status == events.StatusSucceeded || known.Status == events.StatusFailed) {
+					// Finished, but its events have left the EVENTS stream.
+					fmt.Fprintf(env.Stderr, "skillbus watch: run %s of %s %s (its events are no longer in the %s stream)", runID, known.Sequence, known.Status, events.StreamEvents)
+					if known.Error != "" {
+						fmt.Fprintf(env.Stderr, ": %s", oneLine(known.Error, 200))
+					}
+					fmt.Fprintln(env.Stderr)
+					if known.Status == events.StatusSucceeded {
+						return ExitOK
+					}
+					return ExitFailure
+				}
 				continue // no message within the wait
 			}
+			seen = true
 			status := printEvent(env.Stdout, msg.Subject(), msg.Data(), *asJSON)
 			if runID != "" && status != "" {
 				if status == events.StatusSucceeded {
@@ -164,4 +182,33 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 		fmt.Fprintf(w, "%s %s %s\n", at, subject, oneLine(string(data), 200))
 	}
 	return finished
+}
+
+// announceWatch tells on stderr, at once, which run watch waits for and
+// what the RUNS bucket knows of it, so a mistyped or not yet started run id
+// does not look like a hang. It returns the stored state (nil when there is
+// none or it cannot be read).
+func announceWatch(ctx context.Context, env Env, js jetstream.JetStream, runID string) *events.RunState {
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var st *events.RunState
+	kv, err := js.KeyValue(cctx, events.BucketRuns)
+	if err == nil {
+		var e jetstream.KeyValueEntry
+		if e, err = kv.Get(cctx, runID); err == nil {
+			st = &events.RunState{}
+			if err = events.Decode(e.Value(), st); err != nil {
+				st = nil
+			}
+		}
+	}
+	switch {
+	case st != nil:
+		fmt.Fprintf(env.Stderr, "skillbus watch: run %s of %s is known (status %s); printing its events until it finishes (Ctrl-C to stop)\n", runID, st.Sequence, st.Status)
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		fmt.Fprintf(env.Stderr, "skillbus watch: waiting for run %s: no run %s is known yet; waiting for it to start (Ctrl-C to stop)\n", runID, runID)
+	default:
+		fmt.Fprintf(env.Stderr, "skillbus watch: waiting for run %s (its state in %s cannot be read: %v); waiting for its events (Ctrl-C to stop)\n", runID, events.BucketRuns, err)
+	}
+	return st
 }

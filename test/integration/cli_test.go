@@ -279,6 +279,25 @@ func TestCLIAgainstStack(t *testing.T) {
 		check(t, []string{"watch", "a.b"}, 2, "not a run id")
 	})
 
+	t.Run("watch a run not started yet", func(t *testing.T) {
+		check(t, []string{"watch", runID}, 0, "skillbus watch: run cli-run-1 of project-survey is known (status succeeded)")
+		stdout, stderr, stop := cliBackground(t, "watch", "cli-late-run")
+		cliEventually(t, "watch to say it waits", func() bool {
+			return strings.Contains(stderr.String(), "no run cli-late-run is known yet; waiting for it to start (Ctrl-C to stop)")
+		})
+		time.Sleep(1500 * time.Millisecond) // past a fetch wait: it must still be waiting
+		if stdout.String() != "" {
+			t.Errorf("watch of an unknown run printed %q before the run started", stdout.String())
+		}
+		check(t, []string{"run", "project-survey", "--arg", "root=.", "--quiet", "--run-id", "cli-late-run"}, 0)
+		cliEventually(t, "watch to follow the late run to its end", func() bool {
+			return strings.Contains(stdout.String(), "run cli-late-run: project-survey succeeded")
+		})
+		if code := stop(); code != cli.ExitOK {
+			t.Errorf("watch cli-late-run = %d; want 0", code)
+		}
+	})
+
 	t.Run("call", func(t *testing.T) {
 		check(t, []string{"call", "survey-inventory", "--arg", "root=internal"}, 0, "Group survey-inventory of project-survey: succeeded", "fs.lines → languages", `"lines":5`)
 		out := check(t, []string{"call", "survey-inventory", "--arg", "root=.", "--json"}, 0)
