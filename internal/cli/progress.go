@@ -36,6 +36,7 @@ type progress struct {
 	mu      sync.Mutex // mu guards the fields below and writes to w
 	next    int        // 0-based index of the group running now
 	groupT0 time.Time
+	printed map[int]bool // 1-based numbers of the groups whose lines are out
 	done    chan struct{}
 	stopped bool
 	wg      sync.WaitGroup
@@ -73,23 +74,43 @@ func (p *progress) start() {
 	}()
 }
 
-// group prints a finished group's block.
+// group prints a finished group's block from its run event.
 func (p *progress) group(ev *events.RunEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
 		return
 	}
+	var gr seq.GroupResult
+	_ = json.Unmarshal(ev.Result, &gr)
+	if gr.Status == "" {
+		gr.Status = seq.GroupStatus(ev.Status)
+	}
+	if gr.Name == "" {
+		gr.Name = ev.GroupName
+	}
+	p.printGroup(ev.Group, &gr)
+}
+
+// printGroup prints group n's (1-based) block once: a group whose line was
+// printed already (from its event, or again after a resume) is not
+// repeated. Callers hold p.mu.
+func (p *progress) printGroup(n int, gr *seq.GroupResult) {
+	if p.printed == nil {
+		p.printed = map[int]bool{}
+	}
+	if p.printed[n] {
+		return
+	}
+	p.printed[n] = true
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-	var gr seq.GroupResult
-	_ = json.Unmarshal(ev.Result, &gr)
-	mark := map[string]string{"succeeded": "✓", "partial": "!", "skipped": "-", "failed": "✗"}[ev.Status]
+	mark := map[seq.GroupStatus]string{seq.GroupSucceeded: "✓", seq.GroupPartial: "!", seq.GroupSkipped: "-", seq.GroupFailed: "✗", seq.GroupInterrupted: "✗"}[gr.Status]
 	if mark == "" {
 		mark = "·"
 	}
-	fmt.Fprintf(p.w, "%s group %d/%d %s: %s", mark, ev.Group, len(p.s.Groups), ev.GroupName, ev.Status)
+	fmt.Fprintf(p.w, "%s group %d/%d %s: %s", mark, n, len(p.s.Groups), gr.Name, gr.Status)
 	if gr.Status != seq.GroupSkipped {
 		fmt.Fprintf(p.w, " in %s", roundDur(time.Duration(gr.Duration)))
 	}
@@ -111,16 +132,31 @@ func (p *progress) group(ev *events.RunEvent) {
 			}
 			fmt.Fprintln(p.w)
 		}
+		if len(gr.Calls) == 0 && gr.Error != "" {
+			fmt.Fprintf(p.w, "    %s\n", gr.Error)
+		}
 	}
-	if ev.Group >= p.next+1 {
-		p.next = ev.Group
+	if n >= p.next+1 {
+		p.next = n
 		p.groupT0 = time.Now()
 	}
 }
 
-// finish prints the run's last line.
+// finish prints the lines of every finished group that has none yet — a
+// group event may arrive after the final state, and an interrupted group
+// has no event — from the run's stored result, then the run's last line.
 func (p *progress) finish(st *events.RunState) {
 	p.stop()
+	var res seq.Result
+	if len(st.Result) > 0 && json.Unmarshal(st.Result, &res) == nil {
+		p.mu.Lock()
+		for i := range res.Groups {
+			if gr := &res.Groups[i]; gr.Status != seq.GroupPending && gr.Status != seq.GroupRunning && gr.Status != "" && i < len(p.s.Groups) {
+				p.printGroup(i+1, gr)
+			}
+		}
+		p.mu.Unlock()
+	}
 	fmt.Fprintf(p.w, "run %s %s in %s\n", st.RunID, st.Status, roundDur(time.Since(p.t0)))
 }
 

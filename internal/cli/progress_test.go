@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// TestProgressFinishPrintsEveryGroup checks that every finished group gets
+// its line although its event never arrived (a timed-out group whose event
+// came after the final state, an interrupted group that has no event), and
+// that a group whose event did arrive is not printed twice.
+func TestProgressFinishPrintsEveryGroup(t *testing.T) {
+	s, err := seq.ParseYAML([]byte("name: p\ngroups:\n  - name: first\n    tools:\n      - tool: a\n  - name: slow\n    timeout: 1s\n    tools:\n      - tool: b\n  - name: never\n    tools:\n      - tool: c\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := seq.GroupResult{Name: "first", Status: seq.GroupSucceeded, Duration: seq.Duration(2 * time.Millisecond), Calls: []seq.CallResult{{Tool: "a", Status: seq.CallSucceeded, Attempts: 1}}}
+	slow := seq.GroupResult{Name: "slow", Status: seq.GroupFailed, Error: "group timeout", Duration: seq.Duration(time.Second), Calls: []seq.CallResult{{Tool: "b", Status: seq.CallFailed, Attempts: 1, Error: "the group timeout of 1s ended the attempts"}}}
+	never := seq.GroupResult{Name: "never", Status: seq.GroupPending}
+	for _, tc := range []struct {
+		name   string
+		status seq.GroupStatus
+		mark   string
+	}{
+		{"timed out", seq.GroupFailed, "✗ group 2/3 slow: failed in 1s"},
+		{"interrupted", seq.GroupInterrupted, "✗ group 2/3 slow: interrupted in 1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			pr := newProgress(&out, s, "r1")
+			pr.start()
+			firstJSON, _ := json.Marshal(first)
+			pr.group(&events.RunEvent{RunID: "r1", Kind: events.RunGroup, Group: 1, GroupName: "first", Status: "succeeded", Result: firstJSON})
+			g2 := slow
+			g2.Status = tc.status
+			res, _ := json.Marshal(seq.Result{Sequence: "p", Status: seq.StatusFailed, Groups: []seq.GroupResult{first, g2, never}})
+			pr.finish(&events.RunState{RunID: "r1", Sequence: "p", Status: events.StatusFailed, Result: res})
+			got := out.String()
+			for _, want := range []string{"✓ group 1/3 first: succeeded", tc.mark, "    b: failed in 0s: the group timeout of 1s ended the attempts", "run r1 failed in "} {
+				if !strings.Contains(got, want) {
+					t.Errorf("progress output lacks %q:\n%s", want, got)
+				}
+			}
+			if n := strings.Count(got, "group 1/3"); n != 1 {
+				t.Errorf("group 1 printed %d times; want once:\n%s", n, got)
+			}
+			if strings.Contains(got, "never") {
+				t.Errorf("a group that never ran got a line:\n%s", got)
+			}
+			if i, j := strings.Index(got, "group 2/3"), strings.Index(got, "run r1 failed"); i < 0 || i > j {
+				t.Errorf("group 2's line is not before the run's last line:\n%s", got)
+			}
+		})
+	}
+}
