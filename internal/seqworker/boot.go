@@ -78,7 +78,8 @@ func (w *Worker) startBootRun(ctx context.Context, ev events.AgentReady, name st
 // window; a worker skips a run whose state is finished).
 func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	now := time.Now().UTC()
-	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusPending, UpdatedAt: now}
+	digest := events.RequestDigest(req)
+	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusPending, Request: digest, UpdatedAt: now}
 	rev, err := w.writeState(ctx, st, 0)
 	if err != nil {
 		if !errors.Is(err, errConflict) {
@@ -88,6 +89,12 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 		cur, rev, err = w.readState(ctx, req.RunID)
 		if err != nil {
 			return err
+		}
+		if cur != nil && cur.Request != "" && cur.Request != digest {
+			// The run id is an idempotency key: the same request again is
+			// this run; another request under the same id is a mistake.
+			return &terminalError{fmt.Errorf("%w: run id %q was already used for sequence %q with other arguments or another definition; "+
+				"omit the run id to get a new one, or choose an unused one", errRunIDReused, req.RunID, cur.Sequence)}
 		}
 		if cur != nil && (cur.Status != events.StatusPending || cur.Attempt > 0) {
 			return nil // already started (or done)
@@ -114,6 +121,10 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	_, err = events.Publish(ctx, w.js, m, jetstream.WithMsgID(req.RunID))
 	return err
 }
+
+// errRunIDReused: a run request reuses the run id of a run that was
+// started with another request (RunState.Request differs).
+var errRunIDReused = errors.New("seqworker: run id already used")
 
 // headerPendingRevision carries, on a run request that enqueue published,
 // the RUNS revision of the run's pending state. It is a hint between this

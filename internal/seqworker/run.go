@@ -69,7 +69,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		seqCh <- resolved{s, err}
 	}()
 	now := time.Now().UTC()
-	st := &events.RunState{RunID: runID, Sequence: req.Sequence, Status: events.StatusRunning, Attempt: attempt, StartedAt: now, UpdatedAt: now}
+	st := &events.RunState{RunID: runID, Sequence: req.Sequence, Status: events.StatusRunning, Request: events.RequestDigest(req), Attempt: attempt, StartedAt: now, UpdatedAt: now}
 	var (
 		cur     *events.RunState
 		rev     uint64
@@ -288,6 +288,7 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 				return
 			}
 			st.StartedAt, st.FinishedGroups, st.Slots, st.Result = cur.StartedAt, cur.FinishedGroups, cur.Slots, cur.Result
+			st.Request = cur.Request
 			if st.Sequence == "" {
 				st.Sequence = cur.Sequence
 			}

@@ -167,7 +167,10 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 	}
 	if err := w.enqueue(ctx, r); err != nil {
 		code := "503"
-		if isTerminal(err) {
+		switch {
+		case errors.Is(err, errRunIDReused):
+			code = "409"
+		case isTerminal(err):
 			code = "400"
 		}
 		_ = req.Error(code, "queue the run: "+err.Error(), nil)

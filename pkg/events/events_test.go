@@ -488,3 +488,34 @@ func TestEncodeDefaultsVersionForEveryType(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestDigest(t *testing.T) {
+	base := &events.RunRequest{RunID: "a", Sequence: "s", Args: json.RawMessage(`{"x":1,"y":"z"}`)}
+	tests := []struct {
+		name string
+		r    *events.RunRequest
+		same bool
+	}{
+		{"keys reordered and spaced", &events.RunRequest{RunID: "b", Sequence: "s", Args: json.RawMessage(`{ "y": "z", "x": 1 }`)}, true},
+		{"other run id and trigger", &events.RunRequest{RunID: "c", Sequence: "s", Trigger: events.TriggerCall, Args: json.RawMessage(`{"x":1,"y":"z"}`)}, true},
+		{"other value", &events.RunRequest{RunID: "a", Sequence: "s", Args: json.RawMessage(`{"x":2,"y":"z"}`)}, false},
+		{"number spelt differently", &events.RunRequest{RunID: "a", Sequence: "s", Args: json.RawMessage(`{"x":1.0,"y":"z"}`)}, false},
+		{"other sequence", &events.RunRequest{RunID: "a", Sequence: "t", Args: json.RawMessage(`{"x":1,"y":"z"}`)}, false},
+		{"no args", &events.RunRequest{RunID: "a", Sequence: "s"}, false},
+	}
+	want := events.RequestDigest(base)
+	if !strings.HasPrefix(want, "sha256:") || len(want) != len("sha256:")+64 {
+		t.Fatalf("RequestDigest = %q; want sha256:<64 hex>", want)
+	}
+	for _, tc := range tests {
+		if got := events.RequestDigest(tc.r); (got == want) != tc.same {
+			t.Errorf("%s: RequestDigest equal = %v; want %v", tc.name, got == want, tc.same)
+		}
+	}
+	none := events.RequestDigest(&events.RunRequest{Sequence: "s"})
+	for _, args := range []string{`null`, `{}`, ` {} `} {
+		if got := events.RequestDigest(&events.RunRequest{Sequence: "s", Args: json.RawMessage(args)}); got != none {
+			t.Errorf("RequestDigest(args %s) = %s; want the same as no arguments", args, got)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package events
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -144,6 +147,11 @@ type RunState struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Error is the reason of a failed run.
 	Error string `json:"error,omitempty"`
+	// Request is the digest of the run request that created this run
+	// (RequestDigest: its sequence, inline AST and arguments). A run id is
+	// an idempotency key: starting it again with the same request returns
+	// this run, with another request is refused (a conflict).
+	Request string `json:"request,omitempty"`
 	// Attempt counts deliveries of the run request (1 = first).
 	Attempt    int       `json:"attempt,omitempty"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
@@ -273,4 +281,39 @@ func isJSONObject(b json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// RequestDigest returns "sha256:" + hex of what identifies a run request:
+// its sequence name, inline AST and arguments, with the arguments in a
+// canonical JSON form (object keys sorted, insignificant space removed), so
+// the same request spelt differently has the same digest. Run id, trigger
+// and timestamps are not part of it.
+func RequestDigest(r *RunRequest) string {
+	h := sha256.New()
+	h.Write([]byte(r.Sequence))
+	h.Write([]byte{0})
+	h.Write(canonicalJSON(r.Inline))
+	h.Write([]byte{0})
+	h.Write(canonicalJSON(r.Args))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// canonicalJSON re-encodes b with sorted keys and no insignificant space;
+// "null", empty and invalid input are returned as they are ("null" and
+// empty arguments both mean none).
+func canonicalJSON(b json.RawMessage) []byte {
+	if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null" || string(bytes.TrimSpace(b)) == "{}" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
 }

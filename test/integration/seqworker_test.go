@@ -428,6 +428,30 @@ groups:
 			t.Errorf("status = %s, %v; want the succeeded state with the greeting", m.Data, err)
 		}
 	})
+	t.Run("run id is an idempotency key", func(t *testing.T) {
+		first := req(events.SeqRunSubject, `{"v":1,"sequence":"sw-svc","run_id":"sw-idem","args":{"who":"cy"}}`)
+		if code := first.Header.Get(micro.ErrorCodeHeader); code != "" {
+			t.Fatalf("first run: code %s %s", code, first.Header.Get(micro.ErrorHeader))
+		}
+		if st := swWait(t, env, "sw-idem", 10*time.Second); st.Status != events.StatusSucceeded {
+			t.Fatalf("run sw-idem: %s (%s)", st.Status, st.Error)
+		}
+		// The same request again (keys in another order) is the same run.
+		again := req(events.SeqRunSubject, `{"args":{"who":"cy"},"run_id":"sw-idem","sequence":"sw-svc","v":1}`)
+		if code := again.Header.Get(micro.ErrorCodeHeader); code != "" {
+			t.Errorf("same request again: code %s %s; want the run back", code, again.Header.Get(micro.ErrorHeader))
+		}
+		// Other arguments under the same id are refused, naming the id.
+		other := req(events.SeqRunSubject, `{"v":1,"sequence":"sw-svc","run_id":"sw-idem","args":{"who":"dee"}}`)
+		if code, desc := other.Header.Get(micro.ErrorCodeHeader), other.Header.Get(micro.ErrorHeader); code != "409" || !strings.Contains(desc, "sw-idem") {
+			t.Errorf("other arguments, same run id: code %q %q; want 409 naming the run id", code, desc)
+		}
+		m := req(events.SeqStatusSubject, `{"v":1,"run_id":"sw-idem"}`)
+		var got events.RunState
+		if err := events.Decode(m.Data, &got); err != nil || !strings.Contains(string(got.Slots["greeting"]), "cy") {
+			t.Errorf("status after the refused reuse = %s, %v; want the first run's result kept", m.Data, err)
+		}
+	})
 }
 
 // TestSeqworkerMaxDeliveries: a run whose deliveries are exhausted without
