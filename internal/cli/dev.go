@@ -137,6 +137,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		defer cancel()
 		_ = flush(fctx)
 	}()
+	problemsSince := time.Now() // registry problems from here on go to stderr
 	stack, err := devstack.Start(ctx, devstack.Config{
 		DataDir: *data, Host: *host, Port: *port, Dir: *dir, Logger: log,
 		Tools: builtin.Config{Root: *toolsRoot, AllowCommands: allow.values},
@@ -155,6 +156,12 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		}
 		fmt.Fprintln(env.Stderr, "skillbus dev: stopped")
 	}()
+	// Registry problems (invalid files, clashes): devproblems.go.
+	if stopProblems, err := reportRegistryProblems(ctx, env.Stderr, stack.URL(), problemsSince); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus dev: registry problems will not be shown (`skillbus watch` shows them): %v\n", err)
+	} else {
+		defer stopProblems()
+	}
 	absDir, _ := filepath.Abs(*dir)
 	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", stack.URL(), stack.StoreDir(), absDir, stack.ToolsRoot())
 	fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", stack.URL())

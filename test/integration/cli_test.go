@@ -441,6 +441,34 @@ func TestCLIDev(t *testing.T) {
 	}
 }
 
+// TestCLIDevRegistryProblems checks that `skillbus dev` prints invalid
+// files and name clashes in --dir on stderr, one readable line each, at
+// start and after a live edit.
+func TestCLIDevRegistryProblems(t *testing.T) {
+	defs := t.TempDir()
+	os.WriteFile(filepath.Join(defs, "bad.seq.yaml"), []byte("name: bad\ngroups:\n  - name: g\n    tools:\n      - tool: x\n        args: {p: $args.nope}\n"), 0o644)
+	os.WriteFile(filepath.Join(defs, "a.seq.yaml"), []byte("name: a\ngroups:\n  - name: same\n    tools:\n      - tool: fs.list\n"), 0o644)
+	os.WriteFile(filepath.Join(defs, "b.seq.yaml"), []byte("name: b\ngroups:\n  - name: same\n    tools:\n      - tool: fs.list\n"), 0o644)
+	_, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", t.TempDir(), "--dir", defs, "--tools-root", defs, "--agent", "")
+	cliEventually(t, "dev to report the invalid file and the clash", func() bool {
+		e := stderr.String()
+		return strings.Contains(e, `skillbus dev: invalid bad.seq.yaml:5: group 1 "g": tool 1 "x": args: reads $args.nope`) &&
+			strings.Contains(e, `skillbus dev: clash: group name "same" is defined by both a.seq.yaml (sequence "a") and b.seq.yaml (sequence "b")`)
+	})
+	os.WriteFile(filepath.Join(defs, "later.seq.json"), []byte(`{"name": "later", "groups": [{"name": "later-g", "tools": "{\"tool\": \"fs.list\", \"bogus\": 1};"}]}`), 0o644)
+	cliEventually(t, "dev to report a file broken while it runs", func() bool {
+		return strings.Contains(stderr.String(), "skillbus dev: invalid later.seq.json")
+	})
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("dev stopped with %d; want 0", code)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if !strings.HasPrefix(l, "skillbus dev: ") {
+			t.Errorf("dev stderr line %q is not a one-line report", l)
+		}
+	}
+}
+
 // cliRunKeys lists the RUNS bucket's keys.
 func cliRunKeys(t *testing.T, nc *nats.Conn) []string {
 	t.Helper()
