@@ -25,8 +25,11 @@
 //
 // Error codes (pkg/tool Error): "400" bad arguments, "403" refused (outside
 // the root, command not allowed), "404" not found, "413" a file larger than
-// the read limit or output beyond the limit with check, "500" other failures,
-// "504" a command that ran past its timeout.
+// the read limit or output beyond the limit with check, or text.render
+// output over DefaultMaxRenderBytes, "500" other failures, "504" a command
+// that ran past its timeout (and any tool stopped by the caller's deadline).
+// text.render also stops after MaxRenderSteps range iterations and template
+// calls (code "400"), so a template cannot spin without writing.
 package builtin
 
 import (

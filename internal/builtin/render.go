@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/skillbus/skillbus/pkg/tool"
 )
@@ -69,11 +71,101 @@ var renderFuncs = template.FuncMap{
 	"trim":  strings.TrimSpace,
 }
 
+// MaxRenderSteps bounds the work of one text.render call: every range
+// iteration and every template invocation ({{template}} and the template
+// itself) is one step. It stops templates that loop without writing, such
+// as nested {{range}}s with empty bodies, which the output cap cannot catch.
+// 2 million steps take from a fifth of a second (empty range bodies) to a
+// few seconds (template calls); the caller's deadline also ends a render.
+const MaxRenderSteps = 2_000_000
+
+// errRenderTooLong and errRenderTooBig end an Execute from renderWriter.
+var (
+	errRenderTooBig  = errors.New("output cap reached")
+	errRenderTooLong = errors.New("step limit reached")
+)
+
+// renderWriter collects a template's output up to max bytes. Every Write
+// also counts one step (see stepMarks) and checks ctx, so Execute stops
+// with an error as soon as the output is too big, the steps run out or the
+// caller has gone.
+type renderWriter struct {
+	ctx   context.Context
+	buf   bytes.Buffer
+	max   int
+	steps int
+}
+
+func (w *renderWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if w.steps++; w.steps > MaxRenderSteps {
+		return 0, errRenderTooLong
+	}
+	if w.buf.Len()+len(p) > w.max {
+		return 0, errRenderTooBig
+	}
+	return w.buf.Write(p)
+}
+
+// stepMarks puts an empty text node at the start of every template body
+// and every range body of t's templates. text/template writes text nodes
+// even when empty, so each iteration and each template call reaches
+// renderWriter.Write, which counts it and checks the context: there is no
+// other way for a template to loop (its functions are all linear in their
+// input, and the data is JSON, so it holds no functions to call).
+func stepMarks(t *template.Template) {
+	var mark func(n parse.Node)
+	prepend := func(l *parse.ListNode) {
+		if l == nil {
+			return
+		}
+		for _, n := range l.Nodes {
+			mark(n)
+		}
+		l.Nodes = append([]parse.Node{&parse.TextNode{NodeType: parse.NodeText, Pos: l.Pos, Text: []byte{}}}, l.Nodes...)
+	}
+	mark = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			for _, c := range n.Nodes {
+				mark(c)
+			}
+		case *parse.RangeNode:
+			prepend(n.List)
+			if n.ElseList != nil {
+				mark(n.ElseList)
+			}
+		case *parse.IfNode:
+			mark(n.List)
+			if n.ElseList != nil {
+				mark(n.ElseList)
+			}
+		case *parse.WithNode:
+			mark(n.List)
+			if n.ElseList != nil {
+				mark(n.ElseList)
+			}
+		}
+	}
+	for _, tt := range t.Templates() {
+		if tt.Tree != nil && tt.Tree.Root != nil {
+			prepend(tt.Tree.Root)
+		}
+	}
+}
+
 // render is text.render: it executes a Go text/template (with renderFuncs)
 // on data and returns the text as a JSON string. Numbers in data arrive as
-// float64 (integers print without a fraction through printf "%v"). The
-// output is capped at DefaultMaxRenderBytes. A template error is code "400"
-// with the template's own line and column.
+// float64 (integers print without a fraction through printf "%v").
+//
+// Limits: output over DefaultMaxRenderBytes is an error with code "413"
+// (nothing is returned: a cut report would pass for a whole one); more than
+// MaxRenderSteps range iterations and template calls is code "400"; the end
+// of ctx (the caller's deadline) stops the render with ctx's error (code
+// "504" on the wire for a deadline). A template error is code "400" with the
+// template's own line and column.
 func render(ctx context.Context, args json.RawMessage) (any, error) {
 	var in struct {
 		Template string `json:"template"`
@@ -89,14 +181,18 @@ func render(ctx context.Context, args json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, tool.Errorf("400", "template: %v", strings.TrimPrefix(err.Error(), "template: "))
 	}
-	var out bytes.Buffer
-	lw := &limitedBuffer{max: DefaultMaxRenderBytes}
-	if err := t.Execute(lw, in.Data); err != nil {
+	stepMarks(t)
+	w := &renderWriter{ctx: ctx, max: DefaultMaxRenderBytes}
+	switch err := t.Execute(w, in.Data); {
+	case err == nil:
+	case errors.Is(err, errRenderTooBig):
+		return nil, tool.Errorf("413", "template output over %d bytes (%d KiB), the limit of text.render: render less (for example with first N or trunc N) or split the report", DefaultMaxRenderBytes, DefaultMaxRenderBytes>>10)
+	case errors.Is(err, errRenderTooLong):
+		return nil, tool.Errorf("400", "template ran more than %d steps (range iterations and template calls), the limit of text.render: it loops too much (nested range over the same list?); range over less data", MaxRenderSteps)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("text.render stopped: %w", ctx.Err())
+	default:
 		return nil, tool.Errorf("400", "template: %v", strings.TrimPrefix(err.Error(), "template: "))
 	}
-	out.Write(lw.buf.Bytes())
-	if lw.dropped > 0 {
-		out.WriteString("\n… (output cut at 256 KiB)\n")
-	}
-	return out.String(), nil
+	return w.buf.String(), nil
 }
