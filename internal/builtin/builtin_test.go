@@ -201,6 +201,18 @@ func TestFileTools(t *testing.T) {
 	}
 }
 
+func TestListAFile(t *testing.T) {
+	root, _ := project(t)
+	p := newProvider(t, Config{Root: root})
+	for _, path := range []string{"README.md", "lib/util.go", "link-in"} {
+		args := fmt.Sprintf(`{"path":%q}`, path)
+		_, code, err := call(t, p, "fs.list", args)
+		if code != "400" || err == nil || !strings.Contains(err.Error(), "is a file") || !strings.Contains(err.Error(), "fs.read") {
+			t.Errorf("fs.list(%s) = code %q, %v; want code 400 saying it is a file and to use fs.read or fs.stat", args, code, err)
+		}
+	}
+}
+
 func TestRenderErrors(t *testing.T) {
 	p := newProvider(t, Config{Root: t.TempDir()})
 	for _, args := range []string{`{}`, `{"template":"{{.x"}`, `{"template":"{{index .x 5}}","data":{"x":[1]}}`} {

@@ -198,6 +198,14 @@ func (p *Provider) list(ctx context.Context, args json.RawMessage) (any, error) 
 	}
 	des, err := fs.ReadDir(p.root.FS(), dir)
 	if err != nil {
+		if fi, serr := p.root.Stat(dir); serr == nil && !fi.IsDir() {
+			// The caller's mistake, not the provider's failure.
+			what := "a file"
+			if !fi.Mode().IsRegular() {
+				what = "not a directory (" + typeOf(fi.Mode()) + ")"
+			}
+			return nil, tool.Errorf("400", "path %q is %s: fs.list lists directories; read a file with fs.read, or get its size and type with fs.stat", dir, what)
+		}
 		return nil, fsError(dir, err)
 	}
 	out := ListResult{Path: dir, Entries: []Entry{}}
