@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/skillbus/skillbus/pkg/sections"
@@ -16,10 +19,12 @@ func sectionsCommand() command {
 		summary: "show how a Markdown file (e.g. a SKILL.md) splits into sections",
 		usage: `Usage: skillbus sections [--json] PATH
 
-Splits the Markdown file PATH at its top-level headings, as skill_info does
-(CommonMark headings only: never inside code blocks, HTML blocks, block
-quotes or list items; YAML front matter is left out of the headings and
-belongs to the leading untitled section).
+Splits the Markdown file PATH at every heading, of any level (# to ######,
+and setext === / ---), as skill_info does: a section runs from its heading
+to the next heading of any level, so sections do not contain their
+subsections. CommonMark headings only: never inside code blocks, HTML
+blocks, block quotes or list items; YAML front matter is left out of the
+headings and belongs to the leading untitled section.
 
 Prints one line per section, indented by heading level:
 
@@ -33,7 +38,8 @@ Examples:
   skillbus sections examples/skills/jetstream-incident/SKILL.md
   skillbus sections --json README.md | jq '.[] | select(.level == 2) | .title'
 
-Exit codes: 0 success, 1 the file cannot be read, 2 bad usage.
+Exit codes: 0 success, 1 the file exists but cannot be read, 2 bad usage
+(no such file, or PATH is a directory).
 `,
 		run: runSections,
 	}
@@ -52,6 +58,13 @@ func runSections(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	path := fset.Arg(0)
+	if st, err := os.Stat(path); err != nil && errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(env.Stderr, "skillbus sections: no file %s; give the path of a Markdown file\n", path)
+		return ExitUsage
+	} else if err == nil && st.IsDir() {
+		fmt.Fprintf(env.Stderr, "skillbus sections: %s is a directory; give the path of a Markdown file (such as %s)\n", path, filepath.Join(path, "SKILL.md"))
+		return ExitUsage
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus sections: %v\n", err)

@@ -90,7 +90,8 @@ func TestSectionsUsage(t *testing.T) {
 		{"no path", []string{"sections"}, ExitUsage, "give exactly one PATH"},
 		{"two paths", []string{"sections", "a", "b"}, ExitUsage, "give exactly one PATH"},
 		{"bad flag", []string{"sections", "--jsn", "a"}, ExitUsage, "flag provided but not defined"},
-		{"missing file", []string{"sections", filepath.Join(t.TempDir(), "nope.md")}, ExitFailure, "no such file"},
+		{"missing file", []string{"sections", filepath.Join(t.TempDir(), "nope.md")}, ExitUsage, "skillbus sections: no file "},
+		{"directory", []string{"sections", t.TempDir()}, ExitUsage, "is a directory; give the path of a Markdown file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,5 +100,18 @@ func TestSectionsUsage(t *testing.T) {
 				t.Errorf("skillbus %q = %d, stderr %q; want %d containing %q", tt.args, code, errs, tt.code, tt.err)
 			}
 		})
+	}
+}
+
+// TestSectionsHelpSaysEveryLevel checks the usage describes what Split
+// does: it splits at headings of every level, not only top-level ones.
+func TestSectionsHelpSaysEveryLevel(t *testing.T) {
+	code, out, _ := runCLI(t, "sections", "--help")
+	if code != ExitOK || strings.Contains(out, "top-level") || !strings.Contains(out, "every heading, of any level") {
+		t.Errorf("sections --help = %d:\n%s\nwant it to say it splits at every heading level", code, out)
+	}
+	_, out, _ = runCLI(t, "sections", writeFile(t, t.TempDir(), "x.md", "# A\n## B\n### C\n"))
+	if strings.Count(out, "lines ") != 3 {
+		t.Errorf("sections of three nested headings = %q; want three sections", out)
 	}
 }
