@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,7 +63,16 @@ type ServerConfig struct {
 	// CallTimeout bounds one call when the caller sent no deadline;
 	// default 60 s (DESIGN.md §4's default group timeout).
 	CallTimeout time.Duration
+	// CancelGrace is how long Stop waits, after its context is done and
+	// the calls' contexts are cancelled, for the calls to return before it
+	// gives up on them; default DefaultCancelGrace (1 s). It lets a
+	// cancelled call clean up (cmd.run kills its child) before the process
+	// exits.
+	CancelGrace time.Duration
 }
+
+// DefaultCancelGrace is ServerConfig.CancelGrace's default.
+const DefaultCancelGrace = time.Second
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
@@ -82,6 +92,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 60 * time.Second
 	}
+	if c.CancelGrace == 0 {
+		c.CancelGrace = DefaultCancelGrace
+	}
 	return c
 }
 
@@ -97,6 +110,8 @@ func (c ServerConfig) Validate() error {
 		return fmt.Errorf("%w: MaxConcurrent %d: want at least 1", ErrConfig, c.MaxConcurrent)
 	case c.CallTimeout < 0:
 		return fmt.Errorf("%w: CallTimeout %s: want 0 (default) or more", ErrConfig, c.CallTimeout)
+	case c.CancelGrace < 0:
+		return fmt.Errorf("%w: CancelGrace %s: want 0 (default) or more", ErrConfig, c.CancelGrace)
 	}
 	return nil
 }
@@ -109,10 +124,20 @@ type Server struct {
 	cfg    ServerConfig
 	base   context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // in-flight calls
+	subs   int // subscriptions the micro service added to nc
+
+	mu      sync.Mutex
+	calls   map[*inflight]struct{} // running calls
+	stopped bool                   // Stop has returned: late deliveries are refused
 
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// inflight is one running call, for Stop's report of stuck calls.
+type inflight struct {
+	tool  string
+	start time.Time
 }
 
 // Serve starts serving tools on nc. Each tool is an endpoint named after
@@ -147,6 +172,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		}
 		seen[ep] = t.Name
 	}
+	subsBefore := nc.NumSubscriptions()
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        cfg.Name,
 		Version:     cfg.Version,
@@ -157,7 +183,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Server{svc: svc, nc: nc, cfg: cfg, base: base, cancel: cancel}
+	s := &Server{svc: svc, nc: nc, cfg: cfg, base: base, cancel: cancel, calls: map[*inflight]struct{}{}}
 	for _, t := range tools {
 		subject, _ := events.ToolSubject(t.Name)
 		md := map[string]string{"tool": t.Name}
@@ -170,10 +196,29 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		sem := make(chan struct{}, cfg.MaxConcurrent)
 		t := t
 		h := micro.HandlerFunc(func(r micro.Request) {
-			sem <- struct{}{}
-			s.wg.Add(1)
+			select {
+			case sem <- struct{}{}:
+			case <-base.Done(): // Stop's deadline passed with calls queued
+				s.replyStopping(r)
+				return
+			}
+			c := &inflight{tool: t.Name, start: time.Now()}
+			s.mu.Lock()
+			if s.stopped {
+				s.mu.Unlock()
+				<-sem
+				s.replyStopping(r)
+				return
+			}
+			s.calls[c] = struct{}{}
+			s.mu.Unlock()
 			go func() {
-				defer func() { <-sem; s.wg.Done() }()
+				defer func() {
+					s.mu.Lock()
+					delete(s.calls, c)
+					s.mu.Unlock()
+					<-sem
+				}()
 				s.handle(t, r)
 			}()
 		})
@@ -191,6 +236,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		cancel()
 		return nil, fmt.Errorf("tool: register endpoints with the server: %w", err)
 	}
+	s.subs = nc.NumSubscriptions() - subsBefore
 	return s, nil
 }
 
@@ -200,29 +246,113 @@ func endpointName(tool string) string { return strings.ReplaceAll(tool, ".", "_"
 // Info returns the micro service's info (name, id, endpoints, metadata).
 func (s *Server) Info() micro.Info { return s.svc.Info() }
 
-// Stop stops the provider in two phases: it drains the endpoints (no new
-// calls; queued ones are still delivered), then waits for in-flight calls
-// until ctx is done, and then cancels their contexts. It is safe to call
-// more than once; later calls return the first result. Errors: ctx's error
-// when calls were still running at the deadline.
+// Stop stops the provider. It drains the endpoints: the server stops
+// routing calls here, and the calls already delivered (queued behind
+// MaxConcurrent) still run. It waits until the endpoints' subscriptions
+// have drained (seen as nc's subscription count falling by the number Serve
+// added) and every call has returned, so no tool function starts after Stop
+// returns; a call delivered later still is answered with code "503" without
+// running.
+//
+// When ctx is done first, Stop cancels the running calls' contexts, answers
+// the queued ones with code "503", waits at most ServerConfig.CancelGrace
+// more for the running ones to return, and returns an error wrapping ctx's
+// error that names the calls running at the deadline (and those still
+// running, abandoned, after the grace: a tool that ignores its context).
+// So Stop returns at most CancelGrace after ctx's deadline.
+//
+// It is safe to call more than once; later calls return the first result.
 func (s *Server) Stop(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		err := s.svc.Stop()
-		done := make(chan struct{})
-		go func() { s.wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			s.cancel()
-			<-done
-			if err == nil {
-				err = fmt.Errorf("tool: calls still running when the stop deadline passed: %w", ctx.Err())
-			}
-		}
-		s.cancel()
-		s.stopErr = err
-	})
+	s.stopOnce.Do(func() { s.stopErr = s.stop(ctx) })
 	return s.stopErr
+}
+
+func (s *Server) stop(ctx context.Context) error {
+	target := s.nc.NumSubscriptions() - s.subs
+	err := s.svc.Stop()
+	if err != nil {
+		err = fmt.Errorf("tool: stop micro service %q: %w", s.cfg.Name, err)
+	}
+	// Once the server has processed the unsubscriptions, what it routed
+	// here is in the subscriptions' pending queues; they drain below.
+	_ = s.nc.FlushWithContext(ctx)
+	idle := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.calls) == 0
+	}
+	drained := func() bool {
+		return s.nc.IsClosed() || s.nc.NumSubscriptions() <= target
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !(drained() && idle()) {
+		select {
+		case <-tick.C:
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	if ctx.Err() == nil || (drained() && idle()) {
+		s.finish()
+		return err
+	}
+	// The deadline passed: cancel what runs, give it a grace to return.
+	atDeadline := s.running()
+	s.cancel()
+	grace := time.NewTimer(s.cfg.CancelGrace)
+	defer grace.Stop()
+	for !idle() {
+		select {
+		case <-tick.C:
+			continue
+		case <-grace.C:
+		}
+		break
+	}
+	left := s.running()
+	s.finish()
+	if len(atDeadline) == 0 && len(left) == 0 {
+		// Only the drain was cut short: nothing was interrupted.
+		return errors.Join(err, fmt.Errorf("tool: stop %q: the endpoints had not finished draining at the deadline: %w", s.cfg.Name, ctx.Err()))
+	}
+	msg := fmt.Sprintf("tool: stop %q: %d call(s) still running at the deadline were cancelled: %s", s.cfg.Name, len(atDeadline), strings.Join(atDeadline, ", "))
+	if len(left) > 0 {
+		msg += fmt.Sprintf("; %d ignored the cancellation and were left running %v later: %s", len(left), s.cfg.CancelGrace, strings.Join(left, ", "))
+	}
+	return errors.Join(err, fmt.Errorf("%s: %w", msg, ctx.Err()))
+}
+
+// finish marks the server stopped (late deliveries are refused) and
+// cancels the calls' base context.
+func (s *Server) finish() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// running describes the running calls, oldest first, as "TOOL (running
+// 1.2s)".
+func (s *Server) running() []string {
+	s.mu.Lock()
+	calls := make([]*inflight, 0, len(s.calls))
+	for c := range s.calls {
+		calls = append(calls, c)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(calls, func(a, b *inflight) int { return a.start.Compare(b.start) })
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = fmt.Sprintf("%s (running %v)", c.tool, time.Since(c.start).Round(time.Millisecond))
+	}
+	return out
+}
+
+// replyStopping answers a call that arrived while the provider stops.
+func (s *Server) replyStopping(r micro.Request) {
+	s.replyError(r, Errorf("503", "tool provider %s is stopping: call again (another replica may serve it)", s.cfg.Name))
 }
 
 func (s *Server) handle(t Tool, r micro.Request) {

@@ -328,3 +328,100 @@ func TestStopWaitsForInFlight(t *testing.T) {
 		t.Fatalf("Call after Stop = %v; want ErrToolMissing", err)
 	}
 }
+
+// TestStopHonoursDeadline serves a tool that ignores its context and checks
+// Stop returns soon after its deadline (plus CancelGrace) with an error
+// naming the stuck tool, instead of waiting for it forever.
+func TestStopHonoursDeadline(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	started := make(chan struct{})
+	srv, err := tool.Serve(nc, tool.ServerConfig{CancelGrace: 100 * time.Millisecond}, tool.Tool{Name: "test.stuck", Func: func(ctx context.Context, a json.RawMessage) (any, error) {
+		close(started)
+		<-release // ignores ctx
+		return "late", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := tool.NewClient(natsserver.ConnectTB(t, s))
+	go func() { _, _ = c.Call(context.Background(), "test.stuck", nil) }()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("Stop took %v; want about 300 ms (deadline 200 ms + grace 100 ms)", took)
+		}
+		if err == nil || !strings.Contains(err.Error(), "test.stuck") || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Stop = %v; want a deadline error naming test.stuck", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return 10 s after its 200 ms deadline while a tool ignored its context")
+	}
+}
+
+// TestStopWaitsForQueuedCalls sends a burst of calls to a provider that
+// runs one at a time and stops it at once: every call delivered to it is
+// answered, and none runs after Stop has returned.
+func TestStopWaitsForQueuedCalls(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	var stopReturned, ranLate atomic.Bool
+	var ran atomic.Int32
+	srv, err := tool.Serve(nc, tool.ServerConfig{MaxConcurrent: 1}, tool.Tool{Name: "test.slow", Func: func(ctx context.Context, a json.RawMessage) (any, error) {
+		time.Sleep(10 * time.Millisecond)
+		if stopReturned.Load() {
+			ranLate.Store(true)
+		}
+		ran.Add(1)
+		return "ok", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnc := natsserver.ConnectTB(t, s)
+	inbox := nats.NewInbox()
+	replies, err := cnc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for range n {
+		if err := cnc.PublishRequest("tool.test.slow", inbox, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the provider holds the burst (the first call runs).
+	for deadline := time.Now().Add(5 * time.Second); ran.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	stopReturned.Store(true)
+	handled := ran.Load()
+	time.Sleep(300 * time.Millisecond)
+	if ranLate.Load() || ran.Load() != handled {
+		t.Errorf("%d calls ran after Stop returned; want none", ran.Load()-handled)
+	}
+	if handled != n {
+		t.Errorf("Stop returned after %d of the %d delivered calls; want all", handled, n)
+	}
+	for i := range n {
+		if _, err := replies.NextMsg(2 * time.Second); err != nil {
+			t.Fatalf("reply %d of %d: %v", i+1, n, err)
+		}
+	}
+}
