@@ -2,6 +2,7 @@ package seqworker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -68,7 +69,35 @@ func (w *Worker) onAgentReady(ctx context.Context, msg jetstream.Msg) error {
 func (w *Worker) startBootRun(ctx context.Context, ev events.AgentReady, name string) error {
 	id := BootRunID(ev.Agent, ev.BootID, name)
 	req := &events.RunRequest{RunID: id, Sequence: name, Trigger: events.TriggerBoot, Agent: ev.Agent, BootID: ev.BootID, RequestedAt: time.Now().UTC()}
+	args, err := w.bootArgs(ctx, name, ev)
+	if err != nil {
+		return err
+	}
+	req.Args = args
 	return w.enqueue(ctx, req)
+}
+
+// bootArgs returns the run arguments of a boot run of the sequence name:
+// those of seq.BootArgs (agent, boot_id) that its signature declares, from
+// the agent_ready event; nil when it declares none.
+func (w *Worker) bootArgs(ctx context.Context, name string, ev events.AgentReady) (json.RawMessage, error) {
+	s, _, err := w.cat.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	args := map[string]string{}
+	for k := range s.Signature {
+		switch k {
+		case "agent":
+			args[k] = ev.Agent
+		case "boot_id":
+			args[k] = ev.BootID
+		}
+	}
+	if len(args) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(args)
 }
 
 // enqueue records a pending state for req (create-only) and publishes the

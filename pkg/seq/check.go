@@ -137,6 +137,43 @@ func (d *decoder) check(s *Sequence) {
 			}
 		}
 	}
+	d.checkTriggered(s)
+}
+
+// BootArgs are the run arguments a boot run receives (DESIGN.md §4): the
+// booting agent's id and its boot id, both strings. A `boot: true`
+// sequence may read them as run arguments (declare them in `in` with type
+// string); it may have no other run argument, since nobody gives one.
+var BootArgs = Signature{"agent": "string", "boot_id": "string"}
+
+// checkTriggered enforces that sequences started by the system — at agent
+// boot or on a schedule — need no argument that nobody gives: a scheduled
+// run gets none, a boot run only BootArgs.
+func (d *decoder) checkTriggered(s *Sequence) {
+	if !s.Boot && s.Schedule == "" {
+		return
+	}
+	for _, k := range s.Signature.Keys() {
+		t := s.Signature[k]
+		g := at{}
+		// name the group that reads the argument first
+		for gi := range s.Groups {
+			if _, ok := s.Groups[gi].In[k]; ok {
+				g = at{group: gi + 1, gname: s.Groups[gi].Name}
+				break
+			}
+		}
+		switch {
+		case s.Schedule != "":
+			d.errf(ErrDataflow, g, "in."+k, nil, "reads the run argument %q, but this sequence runs on a schedule and a scheduled run gets no arguments; "+
+				"have an earlier group write %q as an out slot, or remove the schedule and start the sequence with arguments", k, k)
+		case BootArgs[k] == "":
+			d.errf(ErrDataflow, g, "in."+k, nil, "reads the run argument %q, but a boot run (boot: true) gets only agent and boot_id (strings); "+
+				"have an earlier group write %q as an out slot, or read $args.agent / $args.boot_id", k, k)
+		case t != BootArgs[k]:
+			d.errf(ErrDataflow, g, "in."+k, nil, "declares the boot argument %q as %s; a boot run gives it as a string: declare \"%s\": string", k, t, k)
+		}
+	}
 }
 
 // scopeHint describes what a group could declare in `in`.

@@ -99,6 +99,9 @@ groups:
 		{"args not object", false, "name: s\ngroups:\n  - name: g\n    tools: [{tool: t, args: [1]}]\n", ErrInvalidValue, []string{`tool 1 "t": args`, "must be an object"}},
 		{"bad type", false, "name: s\ngroups:\n  - name: g\n    in: {x: str}\n    tools: [{tool: t}]\n", ErrInvalidValue, []string{`group 1 "g": in.x`, "array<T>"}},
 		{"bad key", false, "name: s\ngroups:\n  - name: g\n    in: {my-key: string}\n    tools: [{tool: t}]\n", ErrInvalidValue, []string{`"my-key" is not allowed`}},
+		{"scheduled run needs an argument", false, "name: s\nschedule: \"@every 1m\"\ngroups:\n  - name: g\n    in: {repo: string}\n    tools: [{tool: t, args: {r: $args.repo}}]\n", ErrDataflow, []string{`group 1 "g": in.repo`, "scheduled run gets no arguments", "out slot"}},
+		{"boot run needs another argument", false, "name: s\nboot: true\ngroups:\n  - name: g\n    in: {agent: string, repo: string}\n    tools: [{tool: t, args: {a: $args.agent, r: $args.repo}}]\n", ErrDataflow, []string{`group 1 "g": in.repo`, "only agent and boot_id"}},
+		{"boot argument mistyped", false, "name: s\nboot: true\ngroups:\n  - name: g\n    in: {boot_id: integer}\n    tools: [{tool: t, args: {b: $args.boot_id}}]\n", ErrDataflow, []string{`in.boot_id`, "declare \"boot_id\": string"}},
 		{"undeclared arg ref", false, "name: s\ngroups:\n  - name: g\n    tools: [{tool: t, args: {p: $args.path}}]\n", ErrDataflow, []string{`group 1 "g": tool 1 "t": args`, "$args.path", "`in`"}},
 		{"nested undeclared ref", false, "name: s\ngroups:\n  - name: g\n    in: {a: string}\n    tools: [{tool: t, args: {x: [{y: \"see $args.b\"}]}}]\n", ErrDataflow, []string{"$args.b"}},
 		{"malformed ref", false, "name: s\ngroups:\n  - name: g\n    tools: [{tool: t, args: {p: \"$args.\"}}]\n", ErrDataflow, []string{"not a valid reference"}},
@@ -325,5 +328,18 @@ func TestExamplesUseEveryField(t *testing.T) {
 		if !forms[f] {
 			t.Errorf("no example in form %s", f)
 		}
+	}
+}
+
+// TestBootArguments: a boot sequence may read the two arguments a boot run
+// gets, agent and boot_id; they make up its signature.
+func TestBootArguments(t *testing.T) {
+	src := "name: s\nboot: true\ngroups:\n  - name: g\n    in: {agent: string, boot_id: string}\n    tools: [{tool: t, args: {a: $args.agent, b: $args.boot_id}}]\n"
+	s, err := ParseYAML([]byte(src))
+	if err != nil {
+		t.Fatalf("ParseYAML(boot sequence reading agent and boot_id) = %v; want it valid", err)
+	}
+	if got, want := s.Signature.String(), BootArgs.String(); got != want {
+		t.Errorf("signature = %s; want %s", got, want)
 	}
 }

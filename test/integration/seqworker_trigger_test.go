@@ -40,7 +40,8 @@ func TestSeqworkerBootOnce(t *testing.T) {
 	}
 	swServe(t, env, rec("boot.a"), rec("boot.b"), rec("boot.never"))
 	swStore(t, env, `{"name":"sw-boot-a","boot":true,"groups":[{"name":"sw-boot-a-g","tools":"{\"tool\":\"boot.a\",\"args\":{\"boot\":\"x\"}};"}]}`)
-	swStore(t, env, `{"name":"sw-boot-b","boot":true,"groups":[{"name":"sw-boot-b-g","tools":"{\"tool\":\"boot.b\"};"}]}`)
+	// sw-boot-b reads the boot arguments: the agent and its boot id.
+	swStore(t, env, `{"name":"sw-boot-b","boot":true,"groups":[{"name":"sw-boot-b-g","in":{"agent":"string","boot_id":"string"},"tools":"{\"tool\":\"boot.b\",\"args\":{\"boot\":\"$args.boot_id\",\"agent\":\"$args.agent\"}};"}]}`)
 	swStore(t, env, `{"name":"sw-not-boot","groups":[{"name":"sw-not-boot-g","tools":"{\"tool\":\"boot.never\"};"}]}`)
 	swWorker(t, env, seqworker.Config{})
 	swWorker(t, env, seqworker.Config{})
@@ -70,6 +71,13 @@ func TestSeqworkerBootOnce(t *testing.T) {
 			t.Errorf("%s called %d times; want %d (once per boot id)", tool, got, want)
 		}
 	}
+	mu.Lock()
+	for _, b := range []string{"boot-1", "boot-2"} {
+		if got := boots["boot.b|"+b]; got != 1 {
+			t.Errorf("boot.b called %d times with boot id %s from $args.boot_id; want 1 (boot runs get agent and boot_id); calls: %v", got, b, boots)
+		}
+	}
+	mu.Unlock()
 	if got := swBootRuns(t, env); got != 4 {
 		t.Errorf("%d boot runs in RUNS; want 4", got)
 	}
