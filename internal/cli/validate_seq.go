@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -29,5 +30,16 @@ func validateSequenceFile(path string) ([]Problem, string) {
 		}
 		return []Problem{{File: path, Message: err.Error()}}, ""
 	}
-	return nil, "sequence " + s.Name + " " + s.Signature.String()
+	var probs []Problem
+	if enc, err := seq.Encode(s); err == nil && len(enc) > defaultMaxPayload {
+		probs = append(probs, Problem{File: path, Warning: true, Message: fmt.Sprintf(
+			"the stored form of this sequence is %d bytes, more than the %d bytes (1 MiB) a NATS server accepts in one message by default: "+
+				"the registry cannot store it unless the server's max_payload is raised; split it into smaller sequences", len(enc), defaultMaxPayload)})
+	}
+	return probs, "sequence " + s.Name + " " + s.Signature.String()
 }
+
+// defaultMaxPayload is nats-server's default max_payload (1 MiB): the
+// largest message, and so the largest stored sequence, a default server
+// accepts.
+const defaultMaxPayload = 1 << 20

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,31 @@ func TestValidateExampleSequences(t *testing.T) {
 		if len(probs) > 0 || !strings.HasPrefix(summary, "sequence ") {
 			t.Errorf("validateSequenceFile(%s) = %v, %q; want valid", f, probs, summary)
 		}
+	}
+}
+
+// TestValidateWarnsOverDefaultPayload: a valid sequence whose stored form
+// does not fit in one message of a default NATS server is valid but gets a
+// warning, so the registry's refusal is no surprise.
+func TestValidateWarnsOverDefaultPayload(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: big\ngroups:\n")
+	for i := range 9000 {
+		fmt.Fprintf(&b, "  - name: g%d\n    description: %q\n    tools: [{tool: t.a, args: {p: %q}}]\n", i, strings.Repeat("x", 60), strings.Repeat("y", 40))
+	}
+	path := filepath.Join(t.TempDir(), "big.seq.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probs, summary := validateSequenceFile(path)
+	if summary == "" || len(probs) != 1 || !probs[0].Warning || !strings.Contains(probs[0].Message, "1 MiB") {
+		t.Fatalf("validateSequenceFile(9000 groups) = %v, %q; want one warning about the 1 MiB message limit and a valid summary", probs, summary)
+	}
+	small := filepath.Join(t.TempDir(), "small.seq.yaml")
+	if err := os.WriteFile(small, []byte("name: s\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if probs, _ := validateSequenceFile(small); len(probs) != 0 {
+		t.Errorf("validateSequenceFile(small) = %v; want no problem", probs)
 	}
 }
