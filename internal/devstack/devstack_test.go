@@ -103,3 +103,34 @@ func BenchmarkStartStop(b *testing.B) {
 		}
 	})
 }
+
+// TestSharedDataDirRefused starts a stack on a data directory and a second
+// one on the same directory: the second fails at once with
+// natsserver.ErrStoreInUse and the first keeps serving.
+func TestSharedDataDirRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	data := t.TempDir()
+	first, err := Start(ctx, Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Stop(ctx)
+	start := time.Now()
+	second, err := Start(ctx, Config{DataDir: data})
+	if err == nil {
+		second.Stop(ctx)
+		t.Fatalf("Start(DataDir %s) while another stack uses it succeeded; want ErrStoreInUse", data)
+	}
+	if !errors.Is(err, natsserver.ErrStoreInUse) || time.Since(start) > 2*time.Second {
+		t.Errorf("second Start = %v after %v; want ErrStoreInUse at once", err, time.Since(start))
+	}
+	nc, err := nats.Connect(first.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request(registry.SubjectSeqList, []byte(`{}`), 5*time.Second); err != nil {
+		t.Errorf("the first stack's registry after the refused start: %v", err)
+	}
+}

@@ -38,7 +38,10 @@ type Options struct {
 	Port int
 	// StoreDir is the JetStream store directory. Empty (default) creates a
 	// temporary directory that Shutdown removes; a given directory is kept,
-	// so data survives a restart on the same directory.
+	// so data survives a restart on the same directory. While the server
+	// runs it holds an exclusive lock on StoreDir/LockFile (holding its
+	// pid), so a second server on the same directory, in any process, fails
+	// to start with ErrStoreInUse instead of corrupting the store.
 	StoreDir string
 	// MaxPayload is the server's max_payload in bytes; 0 keeps the server
 	// default (1 MiB).
@@ -68,14 +71,16 @@ type ClusterOptions struct {
 // Server is a running embedded nats-server.
 type Server struct {
 	srv     *server.Server
-	tempDir string // removed at Shutdown; "" when the caller gave StoreDir
+	tempDir string   // removed at Shutdown; "" when the caller gave StoreDir
+	lock    *os.File // the store lock, released at Shutdown
 
 	once sync.Once
 }
 
 // Start starts a server and waits until it accepts connections (and, in a
 // cluster, has its routes). Errors: a bad option, a port in use, the store
-// directory not writable, or ErrNotReady.
+// directory not writable, ErrStoreInUse (another server holds the store
+// directory: returned at once), or ErrNotReady.
 func Start(opts Options) (*Server, error) {
 	so := &server.Options{
 		ServerName: opts.Name,
@@ -107,6 +112,12 @@ func Start(opts Options) (*Server, error) {
 		}
 		s.tempDir, so.StoreDir = d, d
 	}
+	lock, err := lockStore(so.StoreDir)
+	if err != nil {
+		s.removeTemp()
+		return nil, err
+	}
+	s.lock = lock
 	if opts.Cluster.Name != "" {
 		so.Cluster.Name = opts.Cluster.Name
 		so.Cluster.Host = so.Host
@@ -117,7 +128,7 @@ func Start(opts Options) (*Server, error) {
 		for _, r := range opts.Cluster.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
-				s.removeTemp()
+				s.release()
 				return nil, fmt.Errorf("natsserver: cluster route %q: %w", r, err)
 			}
 			so.Routes = append(so.Routes, u)
@@ -125,7 +136,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	srv, err := server.NewServer(so)
 	if err != nil {
-		s.removeTemp()
+		s.release()
 		return nil, fmt.Errorf("natsserver: %w", err)
 	}
 	if opts.Logs {
@@ -166,16 +177,27 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	return nats.Connect(s.ClientURL(), opts...)
 }
 
-// Shutdown stops the server, waits until it is down, and removes a
-// temporary store directory. It is safe to call more than once.
+// Shutdown stops the server, waits until it is down, releases the store
+// lock and removes a temporary store directory. It is safe to call more
+// than once.
 func (s *Server) Shutdown() {
 	s.once.Do(func() {
 		if s.srv != nil {
 			s.srv.Shutdown()
 			s.srv.WaitForShutdown()
 		}
-		s.removeTemp()
+		s.release()
 	})
+}
+
+// release unlocks the store (the lock file stays: removing it would race
+// with a server locking it right then) and removes a temporary store.
+func (s *Server) release() {
+	if s.lock != nil {
+		_ = s.lock.Close()
+		s.lock = nil
+	}
+	s.removeTemp()
 }
 
 func (s *Server) removeTemp() {
