@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,18 +67,9 @@ func TestSecondSignalForcesExit(t *testing.T) {
 // cmd.run sleeps, so the first SIGTERM starts a stop that waits for the run;
 // the second must end the process at once with exit code 1.
 func TestDevSecondSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command")
-	}
-	_, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep command")
-	}
+	needSleep(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "skillbus")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := build(t)
 	defs := filepath.Join(dir, "defs")
 	os.MkdirAll(defs, 0o755)
 	// A boot sequence, so the run starts with dev's own agent_ready.
@@ -121,6 +113,97 @@ func TestDevSecondSignal(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("dev still running 5 s after the second SIGTERM\n%s", stderr.String())
+	}
+}
+
+// TestRunInterrupted interrupts an in-process `skillbus run` whose cmd.run
+// sleeps: the process must exit within 2 s with code 1, its sleep killed.
+func TestRunInterrupted(t *testing.T) {
+	needSleep(t)
+	dir := t.TempDir()
+	bin := build(t)
+	file := filepath.Join(dir, "nap.seq.yaml")
+	if err := os.WriteFile(file, []byte("name: nap\ngroups:\n  - name: nap\n    tools:\n      - tool: cmd.run\n        args: {command: sleep, args: [\"20\"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", file, "--tools-root", dir, "--allow-cmd", "sleep")
+	cmd.Env = append(os.Environ(), "NATS_URL=")
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var child int
+	waitFor(t, func() bool { child = sleepingChild(cmd.Process.Pid); return child > 0 }, "the run's sleep to start", &stderr)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	start := time.Now()
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("skillbus run exited %v after Ctrl-C; want within 2 s", took)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("exit code %d after Ctrl-C; want 1", code)
+		}
+		if !strings.Contains(stderr.String(), "interrupted") {
+			t.Errorf("stderr does not say interrupted:\n%s", stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("skillbus run still running 5 s after Ctrl-C\n%s", stderr.String())
+	}
+	// The sleep is gone (a zombie waiting for init counts as gone).
+	if out, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(child)).Output(); err == nil && !strings.HasPrefix(strings.TrimSpace(string(out)), "Z") {
+		t.Errorf("cmd.run's sleep (pid %d) still runs after skillbus run exited (state %s)", child, bytes.TrimSpace(out))
+	}
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+	buildDir  string
+)
+
+// build builds the command once per test binary and returns its path.
+func build(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the command")
+	}
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "skillbus-main-test-*"); buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "skillbus")
+		var out []byte
+		if out, buildErr = exec.Command("go", "build", "-o", buildBin, ".").CombinedOutput(); buildErr != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", buildErr, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func needSleep(t *testing.T) {
+	t.Helper()
+	for _, c := range []string{"sleep", "pgrep", "ps"} {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("no %s command", c)
+		}
 	}
 }
 

@@ -144,7 +144,14 @@ func runRun(ctx context.Context, env Env, args []string) int {
 			return ExitFailure
 		}
 		defer func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			grace := 10 * time.Second
+			if ctx.Err() != nil {
+				// Interrupted: nobody waits for the run any more, so its
+				// tools are cancelled at once (cmd.run kills its command)
+				// and the process exits promptly.
+				grace = 200 * time.Millisecond
+			}
+			stopCtx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
 			_ = stack.Stop(stopCtx)
 		}()
