@@ -52,8 +52,12 @@ Examples:
   skillbus dev --port 0 --data /tmp/sb --allow-cmd git,go
   export NATS_URL=nats://127.0.0.1:4222; skillbus seqs
 
+Ctrl-C or SIGTERM stops the services gracefully (runs in flight get up to
+15 s); a second one forces an immediate exit (code 1).
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 could not start (port in use:
-try --port 0), 2 bad command line.
+try --port 0; the --data store in use by another process) or forced exit,
+2 bad command line.
 `,
 		run: runDev,
 	}
