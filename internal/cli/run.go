@@ -46,7 +46,9 @@ Flags:
   --json              print the run state as JSON instead of the table
   --quiet             no progress lines
   --run-id ID         the run id (letters, digits, - and _); default a new one;
-                      the same id twice runs once (the server deduplicates)
+                      an idempotency key: the same request again gives the
+                      same run; another sequence or other arguments under an
+                      id already used are refused
   --tools-root DIR    in-process only: the built-in tools' root (default .)
   --allow-cmd NAMES   in-process only: commands cmd.run may run (comma list)
   --data DIR          in-process only: keep the JetStream store in DIR
