@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -155,7 +153,7 @@ func argValue(t seq.Type, v string) (json.RawMessage, error) {
 // type; a number without fraction is an integer and also fits number; an
 // array<T>'s items must each fit T. The error says what to give instead.
 func fileValue(t seq.Type, raw json.RawMessage) error {
-	got := jsonKind(raw)
+	got := seq.JSONKind(raw)
 	if got == "null" {
 		return nil
 	}
@@ -198,39 +196,6 @@ func fileValue(t seq.Type, raw json.RawMessage) error {
 		want = `give a JSON array such as ["a", "b"]`
 	}
 	return fmt.Errorf("%s, not %s %s", want, article(got), clipText(string(raw), 40))
-}
-
-// jsonKind names the JSON type of a value in the sequence language's terms
-// (null, string, bool, integer for a number without fraction, number,
-// object, array), as pkg/seq does for run arguments.
-func jsonKind(raw json.RawMessage) string {
-	b := bytes.TrimSpace(raw)
-	if len(b) == 0 {
-		return "nothing"
-	}
-	switch b[0] {
-	case 'n':
-		return "null"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "bool"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return "invalid JSON"
-	}
-	if _, err := n.Int64(); err == nil {
-		return "integer"
-	}
-	if f, err := n.Float64(); err == nil && f == math.Trunc(f) && f < 9.2e18 && f > -9.2e18 {
-		return "integer"
-	}
-	return "number"
 }
 
 func article(kind string) string {

@@ -227,7 +227,7 @@ func keyList(m map[string]Type) string {
 // checkType reports whether raw (a JSON value) is of type t; null passes
 // every type (DESIGN.md §4). got describes what raw is, for messages.
 func checkType(t Type, raw json.RawMessage) (ok bool, got string) {
-	got = jsonKind(raw)
+	got = JSONKind(raw)
 	if got == "null" {
 		return true, got
 	}
@@ -258,9 +258,12 @@ func checkType(t Type, raw json.RawMessage) (ok bool, got string) {
 	return true, "array<" + string(el) + ">"
 }
 
-// jsonKind names the JSON type of raw in the language's terms: null,
-// string, bool, integer (a number without fraction), number, object, array.
-func jsonKind(raw json.RawMessage) string {
+// JSONKind names the JSON type of raw in the sequence language's terms
+// (DESIGN.md §4): "null", "string", "bool", "integer" (a number without
+// fraction), "number", "object", "array"; "nothing" for empty input and
+// "invalid JSON" for a number that does not parse. It is what error
+// messages say a value "is", and what run arguments are checked against.
+func JSONKind(raw json.RawMessage) string {
 	b := trimSpace(raw)
 	if len(b) == 0 {
 		return "nothing"

@@ -186,7 +186,7 @@ func (w *whenProgram) eval(scope map[string]json.RawMessage) (bool, error) {
 	vars := make(map[string]any, len(w.keys))
 	for _, k := range w.keys {
 		raw, ok := scope[k]
-		if !ok || jsonKind(raw) == "null" {
+		if !ok || JSONKind(raw) == "null" {
 			vars[argsVarPrefix+k] = types.NullValue
 			continue
 		}
