@@ -122,11 +122,15 @@ func argValue(t seq.Type, v string) (json.RawMessage, error) {
 			return nil, fmt.Errorf("give true or false, not %q", v)
 		}
 	case s == "integer":
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("give a whole number such as 10, not %q", v)
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return json.RawMessage(strconv.FormatInt(n, 10)), nil // "007", "+7" → 7
 		}
-		return json.RawMessage(strconv.FormatInt(n, 10)), nil // "007", "+7" → 7
+		// Any JSON number without fraction is an integer (5.0, 1e3), as in
+		// --args-file and docs/sequences.md's Types table.
+		if t := strings.TrimSpace(v); seq.JSONKind(json.RawMessage(t)) == "integer" {
+			return json.RawMessage(t), nil
+		}
+		return nil, fmt.Errorf("give a whole number such as 10, not %q", v)
 	case s == "number":
 		var n json.Number
 		if err := json.Unmarshal([]byte(v), &n); err != nil {
