@@ -371,6 +371,13 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 	fail := func(err error) (GroupResult, error) {
 		gr.Status, gr.Error = GroupFailed, err.Error()
 		gr.Duration = Duration(time.Since(gr.Started))
+		// A call the failed group never started (its `when` could not be
+		// evaluated) is not_run, not pending: the group is over.
+		for i := range gr.Calls {
+			if gr.Calls[i].Status == CallPending {
+				gr.Calls[i].Status = CallNotRun
+			}
+		}
 		return gr, err
 	}
 	if g.When != "" {

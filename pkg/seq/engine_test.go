@@ -491,10 +491,22 @@ groups:
 	}
 
 	t.Run("evaluation error", func(t *testing.T) {
-		s := mustParse(t, "name: s\ngroups:\n  - name: g\n    in: {n: integer}\n    when: $args.n > 1\n    tools: [{tool: t}]\n")
-		_, err := Run(context.Background(), s, &fakeTools{}, args("n", "null"))
+		s := mustParse(t, "name: s\ngroups:\n  - name: g\n    in: {n: integer}\n    when: $args.n > 1\n    tools: [{tool: t}, {tool: u}]\n")
+		tools := &fakeTools{tools: map[string]toolFunc{"t": ret("1"), "u": ret("2")}}
+		r, err := Run(context.Background(), s, tools, args("n", "null"))
 		if !errors.Is(err, ErrExpression) || !strings.Contains(err.Error(), `group 1 "g": when`) || !strings.Contains(err.Error(), "$args.x != null") {
 			t.Errorf("Run error = %v; want ErrExpression naming the group with a hint", err)
+		}
+		if g := r.Groups[0]; g.Status != GroupFailed {
+			t.Errorf("group status = %s; want %s", g.Status, GroupFailed)
+		}
+		for i, c := range r.Groups[0].Calls {
+			if c.Status != CallNotRun || c.Attempts != 0 {
+				t.Errorf("call %d (%s) = %s with %d attempts; want %s with 0", i+1, c.Tool, c.Status, c.Attempts, CallNotRun)
+			}
+		}
+		if n := tools.count("t") + tools.count("u"); n != 0 {
+			t.Errorf("tools called %d times; want 0 (the when failed)", n)
 		}
 	})
 	t.Run("number compares", func(t *testing.T) {
