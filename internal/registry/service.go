@@ -118,7 +118,7 @@ func (r *Registry) serve(ctx context.Context) error {
 	svc, err := micro.AddService(r.nc, micro.Config{
 		Name:        events.ServiceRegistry,
 		Version:     r.cfg.Version,
-		Description: "skillbus registry: skills and sequences (DESIGN.md §2)",
+		Description: "skillbus registry: stores and serves skills and sequences (see docs/skills.md, docs/sequences.md)",
 		QueueGroup:  events.ServiceRegistry,
 	})
 	if err != nil {

@@ -115,7 +115,7 @@ func (s *Service) serve() error {
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        events.ServiceSkillface,
 		Version:     s.cfg.Version,
-		Description: "skillbus skillface: prompt assembly with skills (DESIGN.md §6)",
+		Description: "skillbus skillface: prompt assembly with skills (see docs/skills.md)",
 		QueueGroup:  events.ServiceSkillface,
 		StatsHandler: func(*micro.Endpoint) any {
 			return s.Stats()
