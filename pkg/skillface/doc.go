@@ -1,6 +1,6 @@
 // Package skillface assembles prompts with skills: it lists the loaded skills
 // to the model, activates the relevant ones, injects their bodies into the
-// message list and narrows the tool surface while they apply (DESIGN.md §6).
+// message list and narrows the tool surface on the turn in which they activate or trigger again (DESIGN.md §6).
 // It is pure logic with no NATS dependency; cmd/skillface wires it to NATS
 // (the SKILLS bucket feeds [Assembler.PutSkill] and [Assembler.DeleteSkill],
 // the SKILLFACE_SESSIONS bucket implements [SessionStore]).
