@@ -29,13 +29,14 @@ var errNoURL = errors.New("NATS_URL is not set: this command talks to a running 
 	"Start one on this machine with `skillbus dev` (it prints the URL to export), " +
 	"or export NATS_URL=nats://HOST:4222 for your cluster")
 
-// connect opens a NATS connection to NATS_URL, named after the command.
-func connect(command string) (*nats.Conn, error) {
+// connect opens a NATS connection to NATS_URL, named after the command;
+// opts are added to (and may override) the defaults.
+func connect(command string, opts ...nats.Option) (*nats.Conn, error) {
 	url := os.Getenv(EnvNATSURL)
 	if url == "" {
 		return nil, errNoURL
 	}
-	nc, err := nats.Connect(url, nats.Name("skillbus "+command), nats.Timeout(5*time.Second))
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("skillbus " + command), nats.Timeout(5 * time.Second)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to NATS at %s (NATS_URL): %v; check the URL, or start a local stack with `skillbus dev`", url, err)
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +27,9 @@ Without RUN_ID, prints every new event of the EVENTS stream as it happens
 delete, invalid and clash) until Ctrl-C. With RUN_ID, prints that run's
 events from its start — also when it finished already — and exits when the
 run finishes. --json prints each event as one JSON line. Needs NATS_URL.
+When the NATS server goes away (skillbus dev stopped or restarted), watch
+says so on stderr, keeps reconnecting and resumes after the last event it
+printed; after 30 s without a server it exits 1 (NATS unreachable).
 
 Examples:
   skillbus watch
@@ -59,32 +64,96 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 		}
 		filter, policy = strings.TrimSuffix(subj, events.RunStarted)+">", jetstream.DeliverAllPolicy
 	}
-	return withConn(env, "watch", func(nc *nats.Conn) int {
-		js, err := jetstream.New(nc)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus watch: %v\n", err)
-			return ExitFailure
+	// Watch outlives server restarts: reconnect without limit, and give up
+	// on our own after watchUnreachableAfter without a server.
+	conn := make(chan connEvent, 16)
+	send := func(ev connEvent) {
+		select {
+		case conn <- ev:
+		default: // main is behind; the next event tells the state
 		}
-		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		cons, err := js.OrderedConsumer(cctx, events.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: policy})
-		cancel()
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus watch: cannot read the %s stream: %v (is a skillbus service running against NATS_URL? `skillbus dev` starts one)\n", events.StreamEvents, err)
-			return ExitFailure
+	}
+	nc, err := connect("watch",
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500*time.Millisecond),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { send(connLost) }),
+		nats.ReconnectHandler(func(*nats.Conn) { send(connBack) }),
+		nats.ClosedHandler(func(*nats.Conn) { send(connClosed) }))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus watch: %v\n", err)
+		return ExitFailure
+	}
+	// Nothing to flush: a short drain, so Ctrl-C ends watch at once even
+	// while the server is gone.
+	defer drainWait(nc, time.Second)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus watch: %v\n", err)
+		return ExitFailure
+	}
+	r := &eventReader{js: js, filter: filter}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	cons, err := r.create(cctx, policy)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ExitOK
 		}
-		var known *events.RunState
-		if runID == "" {
-			fmt.Fprintln(env.Stderr, "watching events (Ctrl-C to stop)…")
-		} else {
-			known = announceWatch(ctx, env, js, runID)
+		fmt.Fprintf(env.Stderr, "skillbus watch: cannot read the %s stream: %v (is a skillbus service running against NATS_URL? `skillbus dev` starts one)\n", events.StreamEvents, err)
+		return ExitFailure
+	}
+	var known *events.RunState
+	if runID == "" {
+		fmt.Fprintln(env.Stderr, "watching events (Ctrl-C to stop)…")
+	} else {
+		known = announceWatch(ctx, env, js, runID)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	items := make(chan watchItem)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		r.run(rctx, cons, items)
+	}()
+	defer func() {
+		stop()
+		select {
+		case <-readerDone:
+		case <-time.After(2 * time.Second): // a fetch still waiting on a dead connection
 		}
-		seen := false
-		for {
-			msg, err := cons.Next(jetstream.FetchMaxWait(time.Second))
-			if ctx.Err() != nil {
-				return ExitOK
+	}()
+
+	seen := false
+	var lost <-chan time.Time // set while disconnected
+	for {
+		select {
+		case <-ctx.Done():
+			return ExitOK
+		case ev := <-conn:
+			switch ev {
+			case connLost:
+				if lost == nil {
+					fmt.Fprintf(env.Stderr, "skillbus watch: NATS connection lost; reconnecting… (giving up after %v)\n", watchUnreachableAfter)
+					lost = time.After(watchUnreachableAfter)
+				}
+			case connBack:
+				if lost != nil {
+					fmt.Fprintf(env.Stderr, "skillbus watch: reconnected to NATS at %s; resuming\n", nc.ConnectedUrlRedacted())
+					lost = nil
+					r.reconnected.Add(1)
+				}
+			case connClosed:
+				if ctx.Err() != nil {
+					return ExitOK
+				}
+				fmt.Fprintln(env.Stderr, "skillbus watch: NATS unreachable: the connection was closed")
+				return ExitFailure
 			}
-			if err != nil {
+		case <-lost:
+			fmt.Fprintf(env.Stderr, "skillbus watch: NATS unreachable: no server at %s (NATS_URL) for %v; start `skillbus dev` or check the URL\n", os.Getenv(EnvNATSURL), watchUnreachableAfter)
+			return ExitFailure
+		case it := <-items:
+			if it.msg == nil {
 				if !seen && known != nil && (known.Status == events.StatusSucceeded || known.Status == events.StatusFailed) {
 					// Finished, but its events have left the EVENTS stream.
 					fmt.Fprintf(env.Stderr, "skillbus watch: run %s of %s %s (its events are no longer in the %s stream)", runID, known.Sequence, known.Status, events.StreamEvents)
@@ -100,7 +169,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 				continue // no message within the wait
 			}
 			seen = true
-			status := printEvent(env.Stdout, msg.Subject(), msg.Data(), *asJSON)
+			status := printEvent(env.Stdout, it.msg.Subject(), it.msg.Data(), *asJSON)
 			if runID != "" && status != "" {
 				if status == events.StatusSucceeded {
 					return ExitOK
@@ -108,7 +177,137 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 				return ExitFailure
 			}
 		}
-	})
+	}
+}
+
+// watchUnreachableAfter is how long watch keeps reconnecting to a server
+// that went away before it exits 1 ("NATS unreachable").
+var watchUnreachableAfter = 30 * time.Second
+
+// connEvent is a change of watch's NATS connection, sent by nats.go's
+// handlers to watch's loop (which alone writes to stderr).
+type connEvent int
+
+const (
+	connLost connEvent = iota + 1
+	connBack
+	connClosed
+)
+
+// watchItem is one event message for watch's loop, or (msg nil) word that
+// a fetch waited without a message.
+type watchItem struct {
+	msg jetstream.Msg
+}
+
+// eventReader reads the EVENTS stream in order through an ephemeral
+// consumer it owns, remembering the stream sequence of the last message:
+// when the consumer is gone (the server restarted, a gap in delivery, a
+// reconnect), it makes a new one starting right after that message, so no
+// event is lost or repeated. Unlike jetstream's ordered consumer, every wait
+// is bounded by the context, so watch stops promptly while disconnected.
+type eventReader struct {
+	js          jetstream.JetStream
+	filter      string
+	last        uint64       // stream sequence of the last message read
+	delivered   uint64       // consumer delivery sequence of that message
+	reconnected atomic.Int64 // bumped by watch's loop on each reconnect
+}
+
+// create makes a consumer delivering from policy (the first time) or from
+// the message after r.last.
+func (r *eventReader) create(ctx context.Context, policy jetstream.DeliverPolicy) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		DeliverPolicy:     policy,
+		FilterSubject:     r.filter,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: time.Minute,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if r.last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, r.last+1
+	}
+	cons, err := r.js.CreateConsumer(ctx, events.StreamEvents, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// For "new" delivery the server starts after the stream's last message:
+	// resume from there, not from "new" again, after a restart.
+	if info := cons.CachedInfo(); info != nil && info.Delivered.Stream > r.last {
+		r.last = info.Delivered.Stream
+	}
+	r.delivered = 0
+	return cons, nil
+}
+
+// run fetches from cons until ctx ends, sending each message (and an empty
+// item after each wait without one) to out, and replaces the consumer when
+// it fails.
+func (r *eventReader) run(ctx context.Context, cons jetstream.Consumer, out chan<- watchItem) {
+	gen := r.reconnected.Load()
+	emit := func(it watchItem) bool {
+		select {
+		case out <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for ctx.Err() == nil {
+		if cons == nil || gen != r.reconnected.Load() {
+			gen = r.reconnected.Load()
+			if cons != nil {
+				name := cons.CachedInfo().Name
+				go func() { // best effort; the inactive threshold removes it anyway
+					dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					defer cancel()
+					_ = r.js.DeleteConsumer(dctx, events.StreamEvents, name)
+				}()
+				cons = nil
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			c, err := r.create(cctx, jetstream.DeliverByStartSequencePolicy)
+			cancel()
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
+			}
+			cons = c
+		}
+		// FetchContext, not FetchMaxWait: the end of ctx (Ctrl-C) ends the
+		// wait at once, also on a dead connection.
+		fctx, fcancel := context.WithTimeout(ctx, time.Second)
+		batch, err := cons.Fetch(100, jetstream.FetchContext(fctx))
+		if err != nil {
+			fcancel()
+			cons = nil
+			continue
+		}
+		got := false
+		for msg := range batch.Messages() {
+			meta, err := msg.Metadata()
+			if err != nil || meta.Sequence.Consumer != r.delivered+1 {
+				cons = nil // a gap or a foreign message: start over after r.last
+				break
+			}
+			r.last, r.delivered, got = meta.Sequence.Stream, meta.Sequence.Consumer, true
+			if !emit(watchItem{msg: msg}) {
+				fcancel()
+				return
+			}
+		}
+		fcancel()
+		if err := batch.Error(); cons != nil && err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			cons = nil // the consumer is gone (server restarted) or the connection broke
+		}
+		if !got && !emit(watchItem{}) {
+			return
+		}
+	}
 }
 
 // printEvent prints one event and returns the run status when it is a
