@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/skillbus/skillbus/internal/suggest"
 )
 
 // Observer watches a run. The seqworker checkpoints the Result given to
@@ -313,7 +315,7 @@ func checkRunArgs(s *Sequence, args map[string]json.RawMessage) error {
 	for k := range args {
 		if _, ok := s.Signature[k]; !ok {
 			hint := ""
-			if sg := suggest(k, s.Signature.Keys()); sg != "" {
+			if sg := suggest.Closest(k, s.Signature.Keys()); sg != "" {
 				hint = fmt.Sprintf(" Did you mean %q?", sg)
 			}
 			return &Error{Kind: ErrArgument, Field: k, Message: fmt.Sprintf("unknown run argument %q; the sequence takes %s.%s", k, s.Signature, hint)}

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skillbus/skillbus/internal/suggest"
 )
 
 // ParseJSON parses the JSON form of a sequence (the form a model writes
@@ -122,9 +125,9 @@ func (d *decoder) errf(kind error, a at, field string, n *node, format string, a
 // fields checks an object's keys against the allowed ones.
 func (d *decoder) fields(n *node, allowed []string, what string, a at) {
 	for i, k := range n.keys {
-		if !contains(allowed, k) {
+		if !slices.Contains(allowed, k) {
 			hint := ""
-			if s := suggest(k, allowed); s != "" {
+			if s := suggest.Closest(k, allowed); s != "" {
 				hint = fmt.Sprintf(" Did you mean %q?", s)
 			}
 			d.errf(ErrUnknownField, a, "", n.vals[i], "unknown field %q in %s; the allowed fields are %s.%s Remove it or rename it.", k, what, strings.Join(allowed, ", "), hint)
@@ -258,7 +261,7 @@ func (d *decoder) group(idx int, gn *node) Group {
 		g.Parallel = v
 	}
 	if v, ok := d.str(gn.get("missing"), a, "missing", `"skip"`); ok {
-		if !contains([]string{"fail", "skip", "degrade"}, v) {
+		if !slices.Contains([]string{"fail", "skip", "degrade"}, v) {
 			d.errf(ErrInvalidValue, a, "missing", gn.get("missing"), "got %q; missing must be one of fail (the default: the run fails), skip (the call is left out, its slot is null), degrade (the slot gets the call's fallback)", clip(v, 40))
 		}
 		g.Missing = Missing(v)
@@ -275,7 +278,7 @@ func (d *decoder) group(idx int, gn *node) Group {
 		}
 	}
 	if v, ok := d.str(gn.get("on_error"), a, "on_error", `"continue"`); ok {
-		if !contains([]string{"abort", "continue", "retry"}, v) {
+		if !slices.Contains([]string{"abort", "continue", "retry"}, v) {
 			d.errf(ErrInvalidValue, a, "on_error", gn.get("on_error"), "got %q; on_error must be one of abort (the default: the run fails), continue (the failed call's slot is null), retry (retry with backoff, then abort; needs retries: 1–%d)", clip(v, 40), MaxRetries)
 		}
 		g.OnError = OnError(v)
@@ -398,47 +401,4 @@ func (d *decoder) call(g Group, a at, cn *node) Call {
 		}
 	}
 	return c
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// suggest returns the allowed word closest to s (edit distance ≤ 2), or "".
-func suggest(s string, allowed []string) string {
-	best, bestD := "", 3
-	for _, a := range allowed {
-		if dd := editDistance(strings.ToLower(s), a); dd < bestD {
-			best, bestD = a, dd
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -2,6 +2,7 @@ package seq
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +55,7 @@ func checkSchedule(s string) string {
 			if n, err := strconv.Atoi(v); err == nil {
 				return n >= b.min && n <= b.max
 			}
-			return b.names != nil && contains(b.names, strings.ToLower(v)) && v != ""
+			return b.names != nil && slices.Contains(b.names, strings.ToLower(v)) && v != ""
 		}
 		for _, part := range strings.Split(f, ",") {
 			rng, step, hasStep := strings.Cut(part, "/")

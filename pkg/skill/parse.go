@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
 
+	"github.com/skillbus/skillbus/internal/suggest"
 	"github.com/skillbus/skillbus/pkg/sections"
 )
 
@@ -456,60 +458,15 @@ func (p *parser) unknownField(kn *yaml.Node, key string, format Format) {
 	if format == FormatYAML {
 		fields = append(append([]string{}, commonFields...), yamlOnlyFields...)
 	}
-	if format == FormatMarkdown && contains(yamlOnlyFields, key) {
+	if format == FormatMarkdown && slices.Contains(yamlOnlyFields, key) {
 		p.warnf(kn.Line, key, "field %q belongs to skill.yaml and is ignored in a SKILL.md; put the text in the body instead", key)
 		return
 	}
-	if s := closest(key, fields); s != "" {
+	if s := suggest.Closest(key, fields); s != "" {
 		p.warnf(kn.Line, key, "unknown field %q is ignored; did you mean %q?", key, s)
 		return
 	}
 	p.warnf(kn.Line, key, "unknown field %q is ignored (not an Agent Skills or skillbus field)", key)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// closest returns the known field that key most likely misspells: the
-// same after folding case, "_" and "-", or within edit distance 2.
-func closest(key string, fields []string) string {
-	fold := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "-") }
-	best, bestD := "", 3
-	for _, f := range fields {
-		if fold(f) == fold(key) {
-			return f
-		}
-		if d := editDistance(fold(f), fold(key)); d < bestD {
-			best, bestD = f, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // str reads a text field; numbers are taken as their text. Null reads as "".

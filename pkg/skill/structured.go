@@ -3,9 +3,12 @@ package skill
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skillbus/skillbus/internal/suggest"
 )
 
 // items reads a list of mappings (steps, refs, guardrails), checking every
@@ -31,9 +34,9 @@ func (p *parser) items(n *yaml.Node, field string, allowed []string, fn func(i i
 		f := map[string]*yaml.Node{}
 		for j := 0; j+1 < len(it.Content); j += 2 {
 			k, v := deref(it.Content[j]), deref(it.Content[j+1])
-			if !contains(allowed, k.Value) {
+			if !slices.Contains(allowed, k.Value) {
 				hint := ""
-				if s := closest(k.Value, allowed); s != "" {
+				if s := suggest.Closest(k.Value, allowed); s != "" {
 					hint = fmt.Sprintf("; did you mean %q?", s)
 				}
 				p.errf(k.Line, path+"."+k.Value, ErrUnknownField, "%s item %d: unknown field %q (allowed: %s)%s", field, i+1, k.Value, strings.Join(allowed, ", "), hint)
