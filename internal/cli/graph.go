@@ -54,13 +54,19 @@ func callText(c seq.Call) string {
 	return c.Tool
 }
 
+// mermaidText escapes text for a quoted Mermaid label: quotes and the HTML
+// that Mermaid would render (a `<br>` in a when expression) become entity
+// codes, "#" too so that literal entity text stays literal; newlines become
+// spaces.
+var mermaidText = strings.NewReplacer("#", "#35;", `"`, "#quot;", "<", "#lt;", ">", "#gt;", "\n", " ")
+
 // GraphMermaid draws s as a Mermaid flowchart: one subgraph per group (in
 // order, joined by thick arrows), its calls inside (side by side when the
 // group is parallel, chained when not), the run arguments as a node, and a
 // dotted arrow labelled with the slot from each call writing a slot to each
 // later group reading it.
 func GraphMermaid(s *seq.Sequence) string {
-	q := func(t string) string { return strings.NewReplacer(`"`, "#quot;", "\n", " ").Replace(t) }
+	q := mermaidText.Replace
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntitle: %s\n---\nflowchart LR\n", q(s.Name+" "+s.Signature.String()))
 	if len(s.Signature) > 0 {

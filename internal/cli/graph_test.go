@@ -61,6 +61,21 @@ func TestGraphMermaid(t *testing.T) {
 	}
 }
 
+// TestGraphMermaidEscapes: label text cannot inject HTML or entity codes.
+func TestGraphMermaidEscapes(t *testing.T) {
+	s, err := seq.ParseYAML([]byte("name: esc\ngroups:\n  - name: g\n    in: {a: string}\n    when: '$args.a != \"<br>#quot;\"'\n    tools: [{tool: t}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := GraphMermaid(s)
+	if want := `when $args.a != #quot;#lt;br#gt;#35;quot;#quot;`; !strings.Contains(got, want) {
+		t.Errorf("GraphMermaid label = \n%s\nwant it to contain %q", got, want)
+	}
+	if strings.Contains(got, "<br>") {
+		t.Errorf("GraphMermaid passes raw HTML through:\n%s", got)
+	}
+}
+
 func TestGraphDOT(t *testing.T) {
 	got := GraphDOT(parseGraphSeq(t))
 	for _, want := range []string{
