@@ -93,7 +93,10 @@ func (e *endpoint) receive(r micro.Request) {
 		s.replyStopping(m)
 		return
 	}
-	s.calls[in] = struct{}{}
+	in.prev, in.next = s.calls.prev, &s.calls
+	s.calls.prev.next = in
+	s.calls.prev = in
+	s.ncalls++
 	s.mu.Unlock()
 	j := job{msg: m, in: in}
 	if e.quick() {
@@ -141,7 +144,9 @@ func (e *endpoint) worker(j job) {
 // done removes a finished call from the running ones.
 func (s *Server) done(in *inflight) {
 	s.mu.Lock()
-	delete(s.calls, in)
+	in.prev.next, in.next.prev = in.next, in.prev
+	in.prev, in.next = nil, nil
+	s.ncalls--
 	s.mu.Unlock()
 }
 

@@ -126,17 +126,21 @@ type Server struct {
 	subs   int // subscriptions the micro service added to nc
 
 	mu      sync.Mutex
-	calls   map[*inflight]struct{} // running calls
-	stopped bool                   // Stop has returned: late deliveries are refused
+	calls   inflight // running calls: a ring through prev/next, calls itself when empty
+	ncalls  int      // calls in the ring
+	stopped bool     // Stop has returned: late deliveries are refused
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// inflight is one running call, for Stop's report of stuck calls.
+// inflight is one running call, for Stop's report of stuck calls; the
+// running calls form a ring through prev and next (no map to keep up on
+// every call).
 type inflight struct {
-	tool  string
-	start time.Time
+	tool       string
+	start      time.Time
+	prev, next *inflight
 }
 
 // Serve starts serving tools on nc. Each tool is an endpoint named after
@@ -182,7 +186,8 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), base: base, cancel: cancel, calls: map[*inflight]struct{}{}}
+	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), base: base, cancel: cancel}
+	s.calls.prev, s.calls.next = &s.calls, &s.calls
 	for _, t := range tools {
 		subject, _ := events.ToolSubject(t.Name)
 		md := map[string]string{"tool": t.Name}
@@ -250,7 +255,7 @@ func (s *Server) stop(ctx context.Context) error {
 	idle := func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.calls) == 0
+		return s.ncalls == 0
 	}
 	drained := func() bool {
 		return s.nc.IsClosed() || s.nc.NumSubscriptions() <= target
@@ -308,8 +313,8 @@ func (s *Server) finish() {
 // 1.2s)".
 func (s *Server) running() []string {
 	s.mu.Lock()
-	calls := make([]*inflight, 0, len(s.calls))
-	for c := range s.calls {
+	calls := make([]*inflight, 0, s.ncalls)
+	for c := s.calls.next; c != &s.calls; c = c.next {
 		calls = append(calls, c)
 	}
 	s.mu.Unlock()

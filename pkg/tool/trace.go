@@ -100,9 +100,10 @@ func (tr tracing) inject(ctx context.Context, h nats.Header) {
 	tr.prop.Inject(ctx, events.HeaderCarrier(h))
 }
 
-// extract returns ctx with the trace context found in h (nil: none).
+// extract returns ctx with the trace context found in h (nil: none). A
+// header holding only the deadline carries none.
 func (tr tracing) extract(ctx context.Context, h nats.Header) context.Context {
-	if len(h) == 0 {
+	if len(h) == 0 || len(h) == 1 && h[DeadlineHeader] != nil {
 		return ctx
 	}
 	return tr.prop.Extract(ctx, events.HeaderCarrier(h))
