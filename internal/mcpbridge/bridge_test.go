@@ -115,7 +115,6 @@ func serveTestMCP() {
 	_ = s.Run(context.Background(), t)
 }
 
-
 func startBridge(t *testing.T, cfg Config, env ...string) (*Bridge, *nats.Conn, *tool.Client) {
 	t.Helper()
 	srv := natsserver.StartTB(t, natsserver.Options{})
