@@ -231,4 +231,3 @@ func (c *Conn) onClosed(nc *nats.Conn) {
 	}
 	close(c.closed)
 }
-
