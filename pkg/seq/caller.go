@@ -10,7 +10,7 @@ import (
 // Caller calls one tool by name. It is the only way the engine reaches the
 // outside world, so the same engine runs against an in-memory table of Go
 // functions in tests and against NATS request/reply (pkg/tool) in the
-// seqworker (DESIGN.md §2, §3).
+// seqworker (see package events).
 //
 // args is a JSON object (never nil; "{}" when the call has no arguments).
 // The result is the tool's JSON reply. Call must honour ctx: when ctx is done
@@ -33,9 +33,9 @@ func (f CallerFunc) Call(ctx context.Context, tool string, args json.RawMessage)
 }
 
 // ErrToolMissing says that no provider serves a tool. Over NATS it is decided
-// by "no responders" on tool.<name> (DESIGN.md §3); a Caller wraps it with the
+// by "no responders" on tool.<name> (see package events); a Caller wraps it with the
 // tool's name. The engine maps it onto the group's `missing` policy
-// (fail|skip|degrade, DESIGN.md §4).
+// (fail|skip|degrade, docs/sequences.md).
 var ErrToolMissing = errors.New("seq: tool missing (no provider serves it)")
 
 // ToolError is an error reported by a tool provider itself (over NATS: the
