@@ -18,6 +18,7 @@ import (
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 func runCommand() command {
@@ -263,7 +264,7 @@ func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence,
 		}
 		var st events.RunState
 		err := request(ctx, nc, events.SeqStatusSubject, &events.SeqStatusRequest{RunID: id}, &st)
-		var se *serviceError
+		var se *toolcall.Error
 		if errors.As(err, &se) && se.Code == "404" {
 			continue // not stored yet
 		}
@@ -305,9 +306,9 @@ func statErr(err error, st os.FileInfo) string {
 
 // describe turns a request error into text, adding a hint for "404".
 func describe(err error, hint404 string) string {
-	var se *serviceError
-	if errors.As(err, &se) && se.Code == "404" && hint404 != "" && !strings.Contains(se.Message, "skillbus ") {
-		return se.Message + "; " + hint404
+	var se *toolcall.Error
+	if errors.As(err, &se) && se.Code == "404" && hint404 != "" && !strings.Contains(se.Description, "skillbus ") {
+		return se.Description + "; " + hint404
 	}
 	return err.Error()
 }
