@@ -17,7 +17,9 @@ func schedSeq(schedule, tz string) string {
 	return s + "groups:\n  - name: g\n    tools: [{tool: t}]\n"
 }
 
-func quoteYAML(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s) + `"` }
+func quoteYAML(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s) + `"`
+}
 
 // A cron schedule may name the IANA time zone it is read in; the zone is
 // checked when the sequence is stored and only allowed with cron.
