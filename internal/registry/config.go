@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -22,8 +23,9 @@ type Config struct {
 	// or skill.yaml; sequences are files named *.seq.json, *.seq.yaml or
 	// *.seq.yml, anywhere in the tree. .git, .hg, .svn, .jj and
 	// node_modules directories are skipped (other hidden directories such
-	// as .claude/skills are loaded); symlinked directories are followed,
-	// each real directory visited once (loop guard).
+	// as .claude/skills are loaded); symlinks are followed only when they
+	// resolve inside Dir, each real directory visited once (loop guard);
+	// only regular files are read (see the package doc).
 	Dir string
 	// Debounce is the quiet time after the last file-system event before
 	// the tree is rescanned, so a burst of writes is handled once; default
@@ -44,7 +46,8 @@ type Config struct {
 	Provision events.Options
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
-	// Version is reported by `nats micro info`; default "0.1.0".
+	// Version is reported by `nats micro info`; default version.String()
+	// (internal/version: the one version of every skillbus binary).
 	Version string
 }
 
@@ -65,7 +68,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Version == "" {
-		c.Version = "0.1.0"
+		c.Version = version.String()
 	}
 	return c
 }
