@@ -232,7 +232,7 @@ func (r *Registry) Start(ctx context.Context) error {
 			return fmt.Errorf("registry: file watcher: %w", err)
 		}
 		r.watcher = w
-		dirs, err := r.rescan(ctx)
+		dirs, _, err := r.rescan(ctx, false)
 		if err != nil {
 			cancel()
 			<-r.kvDone
@@ -328,7 +328,7 @@ func (r *Registry) Rescan(ctx context.Context) error {
 	if r.cfg.Dir == "" {
 		return nil
 	}
-	_, err := r.rescan(ctx)
+	_, _, err := r.rescan(ctx, false)
 	return err
 }
 
@@ -370,11 +370,22 @@ func (r *Registry) loadStored(ctx context.Context) error {
 	return nil
 }
 
+// settleTime is how long a file must have been left alone before the
+// registry reports it invalid during a live edit: a file found invalid
+// less than settleTime after its last modification is checked again then,
+// so an editor's half-written save is not reported (valid files are
+// stored at once; an invalid one never replaces anything, so waiting costs
+// only the report's delay).
+const settleTime = 100 * time.Millisecond
+
 // rescan walks the tree, parses the files whose bytes changed (in
 // parallel, one worker per CPU) and applies the result. It returns the
-// directories to watch. Rescans are serialised by scanMu; only they change
-// r.files, so the parse runs without holding mu.
-func (r *Registry) rescan(ctx context.Context) ([]string, error) {
+// directories to watch and, when settle is true and some file was found
+// invalid within settleTime of its last change, how soon to rescan to
+// report it (0 otherwise; such a file is left as it was). Rescans are
+// serialised by scanMu; only they change r.files, so the parse runs
+// without holding mu.
+func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Duration, error) {
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
 	limit := r.limit()
@@ -420,8 +431,15 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var warned []*events.RegistryEvent
+	var recheck time.Duration
+	now := time.Now()
 	for _, j := range jobs { // in path order
 		rel := j.f.rel
+		if age := now.Sub(j.f.mtime); settle && j.def == nil && j.f.err == nil && age < settleTime {
+			recheck = max(recheck, settleTime-age)
+			r.log.Debug("invalid file changed just now; checking it again before reporting", "file", rel, "in", settleTime-age)
+			continue
+		}
 		st := r.files[rel]
 		if st == nil || st.kind != j.f.kind {
 			st = &fileState{kind: j.f.kind}
@@ -451,7 +469,7 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 			delete(r.files, rel)
 		}
 	}
-	return res.dirs, r.applyLocked(ctx)
+	return res.dirs, recheck, r.applyLocked(ctx)
 }
 
 // storedVersionLocked returns the bucket's version of the definition that
