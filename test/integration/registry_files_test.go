@@ -29,13 +29,15 @@ func regMkfifo(t *testing.T, path string) {
 	}
 }
 
-// regFindEvent returns the first registry event matching pred, among
-// those seen so far by regFindEvent or arriving within regFollowBound
-// (unlike regWaitEvent, it does not drop the events it passes over).
+// regFindEvent takes the first registry event matching pred, among those
+// passed over so far by regFindEvent or arriving within regFollowBound
+// (unlike regWaitEvent, it keeps the events it passes over for later
+// calls; the one it returns is taken).
 func regFindEvent(t testing.TB, e *regEnv, what string, pred func(*events.RegistryEvent) bool) *events.RegistryEvent {
 	t.Helper()
-	for _, ev := range e.seen {
+	for i, ev := range e.seen {
 		if pred(ev) {
+			e.seen = append(e.seen[:i:i], e.seen[i+1:]...)
 			return ev
 		}
 	}
@@ -43,10 +45,10 @@ func regFindEvent(t testing.TB, e *regEnv, what string, pred func(*events.Regist
 	for {
 		select {
 		case ev := <-e.events:
-			e.seen = append(e.seen, ev)
 			if pred(ev) {
 				return ev
 			}
+			e.seen = append(e.seen, ev)
 		case <-deadline:
 			t.Fatalf("no registry event %s within %s", what, regFollowBound)
 			return nil
