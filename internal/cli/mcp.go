@@ -83,6 +83,11 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 			return ExitFailure
 		}
 		fmt.Fprintf(env.Stdout, "serving %d tool(s) of %s: %v; Ctrl-C to stop\n", len(b.Tools()), pos[0], b.Tools())
+		if conflicts, err := b.Conflicts(ctx, 500*time.Millisecond); err == nil {
+			for _, c := range conflicts {
+				fmt.Fprintf(env.Stderr, "skillbus mcp: warning: %s\n", c)
+			}
+		}
 		var code = ExitOK
 		select {
 		case <-ctx.Done():
