@@ -82,3 +82,55 @@ func waitQuiet(t *testing.T, errOut *cliBuf) {
 	t.Helper()
 	time.Sleep(time.Second)
 }
+
+// argsSeq calls the built-in tools with literal arguments, two of which do
+// not fit the tools' schemas; the $args references are left to run time.
+const argsSeq = `name: args-check
+groups:
+  - name: args-look
+    in: {pattern: string, hidden: bool}
+    out: {text: object, found: object, listing: object}
+    tools:
+      - tool: fs.read
+        args: {path: 7}
+        as: text
+      - tool: fs.grep
+        args: {pattern: $args.pattern, max_matches: many}
+        as: found
+      - tool: fs.list
+        args: {path: ".", hidden: $args.hidden}
+        as: listing
+`
+
+// TestValidateChecksArgsAgainstTheCluster: with a cluster named, validate
+// warns for each call whose literal arguments its tool's published schema
+// refuses, leaves $args references alone, and --strict fails on them.
+func TestValidateChecksArgsAgainstTheCluster(t *testing.T) {
+	cliStack(t, "", cliProject(t))
+	file := filepath.Join(t.TempDir(), "args.seq.yaml")
+	if err := os.WriteFile(file, []byte(argsSeq), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cliRun(t, "validate", file)
+	if code != cli.ExitOK {
+		t.Fatalf("validate = %d; want 0 (warnings only)\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		`: warning: group 1 "args-look": tool 1 "fs.read": args: "path": got an integer (7), want a string`,
+		`: warning: group 1 "args-look": tool 2 "fs.grep": args: "max_matches": got a string (many), want an integer`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `"fs.list"`) {
+		t.Errorf("validate warned about fs.list, whose only unknown value is $args.hidden:\n%s", out)
+	}
+	if code, _, _ := cliRun(t, "validate", "--strict", file); code != cli.ExitFailure {
+		t.Errorf("validate --strict = %d; want 1 on the argument warnings", code)
+	}
+	t.Setenv(cli.EnvNATSURL, "")
+	if code, out, _ := cliRun(t, "validate", file); code != cli.ExitOK || strings.Contains(out, "args:") {
+		t.Errorf("validate without a cluster = %d:\n%s\nwant 0 and no argument check", code, out)
+	}
+}
