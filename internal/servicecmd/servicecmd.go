@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -165,7 +166,7 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 		if conn.IsConnected() {
 			return nil
 		}
-		return errors.New(conn.Status().String())
+		return errors.New(strings.ToLower(conn.Status().String()))
 	})
 	provisioned := ready.Gate("provisioned")
 	started := ready.Gate("started")
