@@ -1,4 +1,4 @@
-// Command registry is the skillbus registry service (docs/architecture.md):
+// Command registry is the skillbus registry service (docs/deploy.md):
 // it loads a directory tree of skills (SKILL.md, skill.yaml) and sequences
 // (*.seq.json, *.seq.yaml, *.seq.yml), publishes the valid ones to the
 // SKILLS and SEQUENCES buckets, follows the tree, and serves the

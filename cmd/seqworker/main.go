@@ -1,4 +1,4 @@
-// Command seqworker is the skillbus sequence runner (docs/architecture.md):
+// Command seqworker is the skillbus sequence runner (docs/sequences.md):
 // it takes run requests from the SEQ_RUNS work queue (shared with every
 // other replica), runs them group by group against the tools on
 // tool.<name>, checkpoints every finished group in RUNS, starts boot
