@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return common.Run(ctx, log, servicecmd.Spec{
-		Provision: cfg.Provision,
+		Provision: &cfg.Provision,
 		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 			w, err := seqworker.New(rt.Conn, cfg)
 			if err != nil {
