@@ -93,7 +93,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	target := pos[0]
-	remote := os.Getenv(EnvNATSURL) != ""
+	remote := remote(env)
 
 	// The sequence: a file is parsed here, so its problems are reported
 	// before anything starts.
@@ -132,9 +132,9 @@ func runRun(ctx context.Context, env Env, args []string) int {
 
 	var nc *nats.Conn
 	if remote {
-		if nc, err = connect("run"); err != nil {
+		if nc, err = connect(env, "run"); err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
-			return ExitFailure
+			return connectExit(err)
 		}
 		defer drainWait(nc, 10*time.Second)
 	} else {
