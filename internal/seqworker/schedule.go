@@ -138,15 +138,20 @@ func (w *Worker) reconcileSchedule(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		body, err := events.Encode(&events.RunRequest{RunID: "tick-" + tokenize(name), Sequence: name, Trigger: events.TriggerSchedule})
+		body, err := events.Encode(&events.RunRequest{RunID: events.BoundedID("tick", name), Sequence: name, Trigger: events.TriggerSchedule})
 		if err != nil {
 			return err
 		}
 		m := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{}}
 		m.Header.Set(events.HeaderSequenceRevision, strconv.FormatUint(rev, 10))
-		_, err = events.Publish(ctx, w.js, m, opt, jetstream.WithScheduleTarget(target),
+		m.Header.Set(events.HeaderSchedule, schedulePattern(s.Schedule))
+		popts := []jetstream.PublishOpt{opt}
+		if tz := scheduleTimeZone(s); tz != "" {
+			popts = append(popts, jetstream.WithScheduleTimeZone(tz))
+		}
+		_, err = events.Publish(ctx, w.js, m, append(popts, jetstream.WithScheduleTarget(target),
 			jetstream.WithMsgID(fmt.Sprintf("schedule-%s-%d", tokenize(name), rev)),
-			jetstream.WithExpectLastSequencePerSubject(lastSeq))
+			jetstream.WithExpectLastSequencePerSubject(lastSeq))...)
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			continue // another replica published meanwhile: look again
@@ -172,6 +177,12 @@ func scheduleOpt(schedule string) (jetstream.PublishOpt, error) {
 	}
 	return jetstream.WithScheduleCron(schedule), nil
 }
+
+// scheduleTimeZone returns the IANA time zone the sequence names for its
+// cron schedule ("" = UTC), published as Nats-Schedule-Time-Zone.
+// pkg/seq's AST has no time-zone field yet (it is being added with the
+// schedule rules); until then every schedule runs in UTC.
+func scheduleTimeZone(s *seq.Sequence) string { return "" }
 
 // schedulePattern is the Nats-Schedule header value scheduleOpt produces.
 func schedulePattern(schedule string) string {

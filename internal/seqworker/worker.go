@@ -87,7 +87,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -111,6 +113,8 @@ type Worker struct {
 	caller seq.Caller
 
 	runs       jetstream.KeyValue
+	slots      jetstream.ObjectStore // large slot values; nil if unavailable
+	maxValue   int                   // largest RUNS value that can be written
 	sequences  jetstream.KeyValue
 	stream     jetstream.Stream
 	consumer   jetstream.Consumer
@@ -132,8 +136,17 @@ type Worker struct {
 	inflight sync.WaitGroup // runs and calls
 	loops    sync.WaitGroup // fetch loop, watcher, reconciler
 
-	svc     micro.Service
-	advSub  *nats.Subscription
+	svc       micro.Service
+	advSub    *nats.Subscription
+	cancelSub *nats.Subscription
+
+	// stopping is set when Stop begins: a run whose group finishes then
+	// is handed back instead of starting its next group.
+	stopping atomic.Bool
+	// heldMu guards held: the runs this worker holds, by run id.
+	heldMu sync.Mutex
+	held   map[string]*run
+
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
 
@@ -183,6 +196,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		runSlots:  make(chan struct{}, cfg.Concurrency),
 		callSlots: make(chan struct{}, cfg.Concurrency),
 		recheck:   make(chan string, 1024),
+		held:      map[string]*run{},
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
 	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
@@ -242,8 +256,21 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	if w.consumer, err = w.js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err != nil {
 		return fmt.Errorf("seqworker: consumer %s: %w", events.ConsumerSeqworker, err)
 	}
+	if w.slots, err = w.js.ObjectStore(ctx, events.BucketRunSlots); err != nil {
+		w.log.Warn("object store for large slot values unavailable; large slots fail their run", "bucket", events.BucketRunSlots, "err", err)
+		w.slots = nil
+	}
+	w.maxValue = int(w.nc.MaxPayload()) - 16<<10 // room for the headers
+	if st, err := w.runs.Status(ctx); err == nil {
+		if mv := int(st.Config().MaxValueSize); mv > 0 && mv < w.maxValue {
+			w.maxValue = mv
+		}
+	}
 	ci := w.consumer.CachedInfo()
 	w.ackWait, w.maxDeliver = ci.Config.AckWait, ci.Config.MaxDeliver
+	if w.cfg.Heartbeat > w.ackWait/2 {
+		w.log.Warn("heartbeat too slow for the ack wait; using a third of the ack wait", "heartbeat", w.cfg.Heartbeat, "ack_wait", w.ackWait)
+	}
 	w.cat = newCatalog(w.sequences)
 
 	if err := w.startWatcher(ctx); err != nil {
@@ -251,6 +278,10 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	}
 	if w.advSub, err = w.nc.QueueSubscribe(events.AdvisoryMaxDeliveriesSeqworker, events.ConsumerSeqworker, w.onMaxDeliveries); err != nil {
 		return fmt.Errorf("seqworker: subscribe to max-deliveries advisories: %w", err)
+	}
+	cancelSubj, _ := events.RunEventSubject("x", events.RunCancelling)
+	if w.cancelSub, err = w.nc.Subscribe(strings.Replace(cancelSubj, ".x.", ".*.", 1), w.onCancelSignal); err != nil {
+		return fmt.Errorf("seqworker: subscribe to cancel requests: %w", err)
 	}
 	if err := w.startBoot(ctx); err != nil {
 		return err
@@ -265,7 +296,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	}
 	w.loops.Add(1)
 	go w.fetchLoop()
-	w.log.Info("seqworker started", "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWait, "max_deliver", w.maxDeliver)
+	w.log.Info("seqworker started", "worker", w.cfg.WorkerID, "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWait, "heartbeat", w.beatEvery(), "max_deliver", w.maxDeliver)
 	return nil
 }
 
@@ -287,6 +318,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.state = 2
 	w.mu.Unlock()
 
+	w.stopping.Store(true)
 	w.intakeCancel()
 	var err error
 	if started {
@@ -302,6 +334,11 @@ func (w *Worker) Stop(ctx context.Context) error {
 		if w.advSub != nil {
 			_ = w.advSub.Unsubscribe()
 		}
+		defer func() {
+			if w.cancelSub != nil {
+				_ = w.cancelSub.Unsubscribe()
+			}
+		}()
 		w.mu.Lock()
 		w.draining = true
 		w.mu.Unlock()

@@ -69,8 +69,8 @@ groups:
 			t.Error("Stop = nil; want the deadline error (the run was interrupted)")
 		}
 		st, _ := swState(t, env, "r-stop-2")
-		if st.Status != events.StatusRunning || st.FinishedGroups != 1 {
-			t.Errorf("after Stop: %s with %d groups; want running with group 1 checkpointed", st.Status, st.FinishedGroups)
+		if st.Status != events.StatusInterrupted || st.FinishedGroups != 1 || st.Worker == "" || st.Interrupted.IsZero() {
+			t.Errorf("after Stop: %s with %d groups, worker %q, interrupted at %v; want interrupted with group 1 checkpointed, naming the worker", st.Status, st.FinishedGroups, st.Worker, st.Interrupted)
 		}
 		before := time.Now()
 		swWorker(t, env, seqworker.Config{})
