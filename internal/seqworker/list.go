@@ -144,4 +144,3 @@ func pageRuns(runs []events.RunSummary, in *events.SeqListRequest) *events.SeqLi
 func cursor(r events.RunSummary) string {
 	return fmt.Sprintf("%s|%s", r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000000Z"), r.RunID)
 }
-

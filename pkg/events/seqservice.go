@@ -259,7 +259,7 @@ type SeqListReply struct {
 }
 
 func (m *SeqListReply) version() int { return m.V }
-func (m *SeqListReply) check() error  { return nil }
+func (m *SeqListReply) check() error { return nil }
 
 // SeqRerunRequest starts a new run with the sequence (or inline AST) and
 // arguments of an earlier one, through SeqRerunSubject; the reply is a
