@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 // EnvNATSURL names the environment variable holding the NATS server URL(s)
@@ -71,19 +72,9 @@ func drainWait(nc *nats.Conn, d time.Duration) {
 	}
 }
 
-// serviceError is an error reply of a skillbus micro service: the code of
-// the Nats-Service-Error-Code header and the message.
-type serviceError struct {
-	Code    string
-	Message string
-	Body    []byte
-}
-
-func (e *serviceError) Error() string { return e.Message }
-
 // request sends req (JSON-encoded unless it is []byte) to subject and
-// decodes the reply into resp (when not nil). Errors: *serviceError for an
-// error reply, a clear message for no responders (which service to start)
+// decodes the reply into resp (when not nil). Errors: *toolcall.Error for an
+// error reply (its Code and Description), a clear message for no responders (which service to start)
 // and timeouts.
 func request(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
 	var data []byte
@@ -123,7 +114,7 @@ func request(ctx context.Context, nc *nats.Conn, subject string, req, resp any) 
 		if json.Unmarshal(msg.Data, &body) == nil && body.Error != "" {
 			text = body.Error
 		}
-		return &serviceError{Code: code, Message: text, Body: msg.Data}
+		return &toolcall.Error{Code: code, Description: text}
 	}
 	if resp == nil {
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 func runCommand() command {
@@ -310,7 +311,7 @@ func describeClient(err error, hint404 string) string {
 	switch {
 	case errors.Is(err, client.ErrNotFound) && hint404 != "" && !strings.Contains(err.Error(), "skillbus "):
 		return err.Error() + "; " + hint404
-	case errors.Is(err, client.ErrUnavailable) && !errors.As(err, new(*client.Error)):
+	case errors.Is(err, client.ErrUnavailable) && !errors.As(err, new(*toolcall.Error)):
 		return err.Error() + ": " + whoServes(events.SeqPrefix)
 	}
 	return err.Error()
@@ -338,9 +339,9 @@ func statErr(err error, st os.FileInfo) string {
 
 // describe turns a request error into text, adding a hint for "404".
 func describe(err error, hint404 string) string {
-	var se *serviceError
-	if errors.As(err, &se) && se.Code == "404" && hint404 != "" && !strings.Contains(se.Message, "skillbus ") {
-		return se.Message + "; " + hint404
+	var se *toolcall.Error
+	if errors.As(err, &se) && se.Code == "404" && hint404 != "" && !strings.Contains(se.Description, "skillbus ") {
+		return se.Description + "; " + hint404
 	}
 	return err.Error()
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
-	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 // envServer makes the test binary act as an MCP server on stdio (the
@@ -110,7 +110,7 @@ func TestBridge(t *testing.T) {
 	}
 	for _, tc := range cases {
 		res, err := c.Call(ctx, tc.tool, json.RawMessage(tc.args))
-		var te *seq.ToolError
+		var te *toolcall.Error
 		switch {
 		case tc.code != "":
 			if !errors.As(err, &te) || te.Code != tc.code {
@@ -159,7 +159,7 @@ func TestBridge(t *testing.T) {
 			}
 			break
 		}
-		if !errors.Is(err, seq.ErrToolMissing) || time.Now().After(deadline) {
+		if !errors.Is(err, toolcall.ErrMissing) || time.Now().After(deadline) {
 			t.Fatalf("Call(t.late) after list_changed: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -182,7 +182,7 @@ func TestBridgeOnly(t *testing.T) {
 	if got := b.Tools(); len(got) != 1 || got[0] != "o.echo" {
 		t.Fatalf("Tools() = %q; want [o.echo]", got)
 	}
-	if _, err := c.Call(context.Background(), "o.fail", nil); !errors.Is(err, seq.ErrToolMissing) {
+	if _, err := c.Call(context.Background(), "o.fail", nil); !errors.Is(err, toolcall.ErrMissing) {
 		t.Errorf("Call(o.fail) = %v; want a missing tool (left out by Only)", err)
 	}
 }
@@ -245,8 +245,8 @@ func TestResult(t *testing.T) {
 		{"texts joined", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}}, `"a\nb"`, ""},
 		{"no content", &mcp.CallToolResult{}, `""`, ""},
 		{"mixed content as list", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, img}}, `[{"type":"text","text":"a"},{"type":"image","mimeType":"image/png","data":"cG5n"}]`, ""},
-		{"isError", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad"}}}, "", "500: bad"},
-		{"isError without text", &mcp.CallToolResult{IsError: true}, "", "500: the MCP tool reported an error without text"},
+		{"isError", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad"}}}, "", "bad"},
+		{"isError without text", &mcp.CallToolResult{IsError: true}, "", "the MCP tool reported an error without text"},
 	} {
 		v, err := Result(tc.res)
 		if tc.err != "" {

@@ -14,11 +14,13 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 // Errors returned by this package; test with errors.Is. A service's error
-// reply is an *Error that matches one of ErrBadRequest, ErrNotFound,
-// ErrConflict and ErrUnavailable by its code.
+// reply also holds a *toolcall.Error with the service's code and message
+// (errors.As); its code selects one of ErrBadRequest, ErrNotFound,
+// ErrConflict and ErrUnavailable.
 var (
 	// ErrBadRequest: the service refused the request (code 400): a bad
 	// field or an identifier over its limit. Terminal.
@@ -36,29 +38,22 @@ var (
 	ErrWaitedTooLong = errors.New("client: no seqworker answered in time")
 )
 
-// Error is an error reply of the skillbus-seq service: the micro error
-// code ("400", "404", "409", "503", ...) and its message.
-type Error struct {
-	Subject string
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Is matches the sentinel of e's code.
-func (e *Error) Is(target error) bool {
-	switch e.Code {
+// serviceError wraps a service's error reply: a *toolcall.Error (the one
+// error with a code of skillbus, found with errors.As) joined with the
+// sentinel of its code (found with errors.Is).
+func serviceError(subject, code, text string) error {
+	te := &toolcall.Error{Code: code, Description: text}
+	switch code {
 	case "400":
-		return target == ErrBadRequest
+		return fmt.Errorf("%w: %w", ErrBadRequest, te)
 	case "404":
-		return target == ErrNotFound
+		return fmt.Errorf("%w: %w", ErrNotFound, te)
 	case "409":
-		return target == ErrConflict
+		return fmt.Errorf("%w: %w", ErrConflict, te)
 	case "503":
-		return target == ErrUnavailable
+		return fmt.Errorf("%w: %w", ErrUnavailable, te)
 	}
-	return false
+	return fmt.Errorf("%s: %w", subject, te)
 }
 
 // DefaultTimeout bounds one request when the caller's context has no
@@ -131,7 +126,7 @@ func (c *Client) request(ctx context.Context, subject string, m events.Message, 
 		return err
 	}
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
-		return &Error{Subject: subject, Code: code, Message: reply.Header.Get(micro.ErrorHeader)}
+		return serviceError(subject, code, reply.Header.Get(micro.ErrorHeader))
 	}
 	if out == nil {
 		return nil

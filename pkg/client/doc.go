@@ -20,9 +20,10 @@
 //
 // Every method is a request to one endpoint of the skillbus-seq micro
 // service (skillbus.seq.run, .status, .list, .cancel, .rerun, .call); the
-// request and reply types are those of pkg/events. Errors of the service
-// are *Error values that match ErrBadRequest, ErrNotFound, ErrConflict or
-// ErrUnavailable with errors.Is.
+// request and reply types are those of pkg/events. An error reply of the
+// service matches ErrBadRequest, ErrNotFound, ErrConflict or
+// ErrUnavailable with errors.Is, and holds the service's code and message
+// as a *toolcall.Error (errors.As).
 //
 // # Example
 //

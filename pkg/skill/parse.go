@@ -519,45 +519,6 @@ func (p *parser) list(n *yaml.Node, field string, split func(string) []string) [
 	return nil
 }
 
-// splitTools splits an allowed-tools string as real files write it: tools
-// separated by commas and/or whitespace, where a pattern's parentheses may
-// hold spaces ("Bash(git add:*), Read").
-func splitTools(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	flush := func(end int) {
-		if t := strings.TrimSpace(s[start:end]); t != "" {
-			out = append(out, t)
-		}
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '(':
-			depth++
-		case c == ')':
-			if depth > 0 {
-				depth--
-			}
-		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			flush(i)
-			start = i + 1
-		}
-	}
-	flush(len(s))
-	return out
-}
-
-// splitComma splits a comma-separated string.
-func splitComma(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // stringMap reads metadata: a mapping of text keys to text values.
 func (p *parser) stringMap(n *yaml.Node, field string) map[string]string {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {

@@ -11,13 +11,13 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/pkg/events"
-	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 // DefaultCallTimeout bounds a call whose context has no deadline.
 const DefaultCallTimeout = 60 * time.Second
 
-// Client calls tools over NATS request/reply. It implements seq.Caller, so
+// Client calls tools over NATS request/reply. It implements toolcall.Caller (and so pkg/seq's Caller), so
 // the seqworker's engine runs sequences against real tool providers. A
 // Client is safe for concurrent use.
 type Client struct {
@@ -51,7 +51,7 @@ func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
 	return c, nil
 }
 
-var _ seq.Caller = (*Client)(nil)
+var _ toolcall.Caller = (*Client)(nil)
 
 // Call sends args (a JSON object; nil or empty means "{}") to tool.<name>
 // and returns the provider's JSON result. The call ends at ctx's deadline,
@@ -62,9 +62,9 @@ var _ seq.Caller = (*Client)(nil)
 //   - ErrBadName, ErrBadArgs: nothing was sent.
 //   - ErrPayloadTooLarge: args exceed the server's max_payload; nothing
 //     was sent.
-//   - an error wrapping seq.ErrToolMissing (and nats.ErrNoResponders): no
+//   - an error wrapping toolcall.ErrMissing (and nats.ErrNoResponders): no
 //     provider serves the tool; returned at once, not after the timeout.
-//   - *seq.ToolError: the provider answered with an error (its code and
+//   - *Error (toolcall.Error): the provider answered with an error (its code and
 //     description).
 //   - an error wrapping ErrTimeout and context.DeadlineExceeded, or
 //     context.Canceled: no reply in time.
@@ -94,7 +94,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	switch {
 	case err == nil:
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, fmt.Errorf("tool %q: no provider serves %s: %w (%w)", name, subject, seq.ErrToolMissing, err)
+		return nil, fmt.Errorf("tool %q: no provider serves %s: %w (%w)", name, subject, toolcall.ErrMissing, err)
 	case errors.Is(err, nats.ErrMaxPayload):
 		// The arguments fit, but not with the headers (trace context,
 		// deadline) added.
@@ -109,7 +109,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 			// The provider gave up at our deadline and said so first.
 			return nil, fmt.Errorf("tool %q: %w (waited %s): %w", name, ErrTimeout, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
 		}
-		return nil, &seq.ToolError{Tool: name, Code: code, Description: reply.Header.Get(micro.ErrorHeader)}
+		return nil, &toolcall.Error{Tool: name, Code: code, Description: reply.Header.Get(micro.ErrorHeader)}
 	}
 	return json.RawMessage(reply.Data), nil
 }

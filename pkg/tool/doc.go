@@ -1,5 +1,5 @@
 // Package tool serves Go functions as skillbus tools and calls tools over
-// NATS (DESIGN.md §3).
+// NATS (docs/tools.md).
 //
 // A tool is a request/reply endpoint on tool.<name>: the request is a JSON
 // object of arguments, the reply the JSON result, or an error carried in
@@ -19,9 +19,13 @@
 // is) or an error; return *Error (Errorf) to choose the error code, any
 // other error is code "500".
 //
-// Call side: Client implements pkg/seq's Caller. A call with no provider
-// fails fast with an error wrapping seq.ErrToolMissing ("no responders" —
-// the engine's `missing` policy decides); a provider's error reply is a
-// *seq.ToolError with its code; arguments larger than the server's
-// max_payload fail before sending with ErrPayloadTooLarge.
+// Call side: Client implements toolcall.Caller (pkg/toolcall, which pkg/seq's
+// Caller is). A call with no provider fails fast with an error wrapping
+// toolcall.ErrMissing ("no responders" — the engine's `missing` policy
+// decides); a provider's error reply is an *Error (toolcall.Error) with its
+// code and the tool's name; arguments larger than the server's max_payload
+// fail before sending with ErrPayloadTooLarge.
+//
+// The package links nats.go, OpenTelemetry's API and pkg/toolcall only: a
+// tool provider written in Go does not pull in the sequence language.
 package tool

@@ -2,7 +2,8 @@ package tool
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 // Errors of this package; test with errors.Is.
@@ -12,7 +13,7 @@ var (
 	// max_payload on the server or pass less data (for example a file path
 	// instead of the file).
 	ErrPayloadTooLarge = errors.New("tool: payload too large")
-	// ErrBadArgs: the arguments are not a JSON object (DESIGN.md §3: a tool
+	// ErrBadArgs: the arguments are not a JSON object (docs/tools.md: a tool
 	// request is a JSON object). Terminal.
 	ErrBadArgs = errors.New("tool: arguments must be a JSON object")
 	// ErrBadName: a tool name cannot be used as a subject (empty, spaces,
@@ -26,30 +27,15 @@ var (
 	ErrTimeout = errors.New("tool: no reply before the deadline")
 )
 
-// Error is an error a tool function returns to choose the error code its
-// caller sees (the Nats-Service-Error-Code header). The caller receives it
-// as a *seq.ToolError with the same Code and Description.
-type Error struct {
-	// Code is conventionally an HTTP-like status: "400" bad arguments,
-	// "404" not found, "409" conflict, "500" internal, "503" unavailable.
-	// Empty means "500".
-	Code string
-	// Description says what went wrong; it travels in a header, so line
-	// breaks are replaced by spaces and it is cut at 1,024 bytes.
-	Description string
-}
-
-// Error returns "CODE: DESCRIPTION".
-func (e *Error) Error() string { return e.code() + ": " + e.Description }
-
-func (e *Error) code() string {
-	if e.Code == "" {
-		return "500"
-	}
-	return e.Code
-}
+// Error is skillbus's one error with a code (toolcall.Error). A tool
+// function returns it (Errorf) to choose the code its caller sees (the
+// Nats-Service-Error-Code header); the caller receives an *Error with the
+// same Code and Description and with Tool set to the tool's name. Any other
+// error a tool function returns is code "500" ("504" when it wraps
+// context.DeadlineExceeded).
+type Error = toolcall.Error
 
 // Errorf returns an *Error with code and a formatted description.
 func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Description: fmt.Sprintf(format, args...)}
+	return toolcall.Errorf(code, format, args...)
 }

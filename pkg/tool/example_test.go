@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
-	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 func Example() {
@@ -37,11 +37,11 @@ func Example() {
 	fmt.Println(string(out))
 
 	_, err := c.Call(context.Background(), "text.upper", json.RawMessage(`{}`))
-	var te *seq.ToolError
+	var te *toolcall.Error
 	fmt.Println(errors.As(err, &te), te.Code)
 
 	_, err = c.Call(context.Background(), "text.lower", nil)
-	fmt.Println(errors.Is(err, seq.ErrToolMissing))
+	fmt.Println(errors.Is(err, toolcall.ErrMissing))
 	// Output:
 	// {"text":"HI"}
 	// true 400

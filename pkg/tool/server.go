@@ -451,8 +451,8 @@ func (s *Server) replyError(r micro.Request, e *Error) {
 	body, _ := json.Marshal(struct {
 		Code  string `json:"code"`
 		Error string `json:"error"`
-	}{e.code(), desc})
-	_ = r.Error(e.code(), desc, body)
+	}{e.CodeOrDefault(), desc})
+	_ = r.Error(e.CodeOrDefault(), desc, body)
 }
 
 func isObject(b []byte) bool {

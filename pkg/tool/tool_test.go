@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
-	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 type fixture struct {
@@ -89,7 +89,7 @@ func TestCall(t *testing.T) {
 	tests := []struct {
 		name, tool, args string
 		want             string
-		code             string // a *seq.ToolError with this code
+		code             string // a *toolcall.Error with this code
 		wantErr          error
 	}{
 		{name: "echo", tool: "test.echo", args: `{"text":"hi"}`, want: `{"text":"hi"}`},
@@ -101,16 +101,16 @@ func TestCall(t *testing.T) {
 		{name: "typed 400", tool: "math.sum", args: `{"values":"x"}`, code: "400"},
 		{name: "args not an object", tool: "test.echo", args: `[1]`, wantErr: tool.ErrBadArgs},
 		{name: "bad name", tool: "a..b", args: `{}`, wantErr: tool.ErrBadName},
-		{name: "missing tool", tool: "no.such.tool", args: `{}`, wantErr: seq.ErrToolMissing},
+		{name: "missing tool", tool: "no.such.tool", args: `{}`, wantErr: toolcall.ErrMissing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := f.client.Call(ctx, tt.tool, json.RawMessage(tt.args))
 			switch {
 			case tt.code != "":
-				var te *seq.ToolError
+				var te *toolcall.Error
 				if !errors.As(err, &te) || te.Code != tt.code || te.Tool != tt.tool {
-					t.Fatalf("Call(%q, %q) = %s, %v; want *seq.ToolError code %s", tt.tool, tt.args, got, err, tt.code)
+					t.Fatalf("Call(%q, %q) = %s, %v; want *toolcall.Error code %s", tt.tool, tt.args, got, err, tt.code)
 				}
 				if strings.ContainsAny(te.Description, "\r\n") || te.Description == "" {
 					t.Fatalf("description %q: want one non-empty line", te.Description)
@@ -134,8 +134,8 @@ func TestNoRespondersIsFast(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := f.client.Call(ctx, "absent.tool", nil)
-	if !errors.Is(err, seq.ErrToolMissing) || !errors.Is(err, nats.ErrNoResponders) {
-		t.Fatalf("Call(absent.tool) error = %v; want seq.ErrToolMissing and nats.ErrNoResponders", err)
+	if !errors.Is(err, toolcall.ErrMissing) || !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("Call(absent.tool) error = %v; want toolcall.ErrMissing and nats.ErrNoResponders", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("no-responders took %s; want it at once, not at the deadline", d)
@@ -163,7 +163,7 @@ func TestPayloadTooLarge(t *testing.T) {
 	}
 	// A result too large for the server comes back as a 413 tool error.
 	_, err = f.client.Call(context.Background(), "test.big", nil)
-	var te *seq.ToolError
+	var te *toolcall.Error
 	if !errors.As(err, &te) || te.Code != "413" {
 		t.Fatalf("Call(test.big) = %v; want a tool error with code 413", err)
 	}
@@ -324,7 +324,7 @@ func TestStopWaitsForInFlight(t *testing.T) {
 	if err := srv.Stop(ctx); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
-	if _, err := c.Call(context.Background(), "test.work", nil); !errors.Is(err, seq.ErrToolMissing) {
+	if _, err := c.Call(context.Background(), "test.work", nil); !errors.Is(err, toolcall.ErrMissing) {
 		t.Fatalf("Call after Stop = %v; want ErrToolMissing", err)
 	}
 }

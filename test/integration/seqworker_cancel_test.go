@@ -16,6 +16,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 // TestSeqworkerCancel, with one worker process of concurrency 1: a run
@@ -124,8 +125,8 @@ func TestSeqworkerCancel(t *testing.T) {
 	if st, err := c.Wait(wctx, done, client.WaitOptions{Poll: 100 * time.Millisecond}); err != nil || st.Status != events.StatusSucceeded {
 		t.Fatalf("quick run: %v %+v", err, st)
 	}
-	var ce *client.Error
-	if _, err := c.Cancel(ctx, done, "", ""); !errors.Is(err, client.ErrConflict) || !errors.As(err, &ce) || !strings.Contains(ce.Message, "already finished") {
+	var ce *toolcall.Error
+	if _, err := c.Cancel(ctx, done, "", ""); !errors.Is(err, client.ErrConflict) || !errors.As(err, &ce) || ce.Code != "409" || !strings.Contains(ce.Description, "already finished") {
 		t.Errorf("cancel of a finished run: %v; want a 409 saying it already finished", err)
 	}
 	if _, err := c.Cancel(ctx, "r-no-such-run", "", ""); !errors.Is(err, client.ErrNotFound) {
