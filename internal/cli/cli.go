@@ -42,6 +42,7 @@ func commands() map[string]command {
 		"validate":    validateCommand(),
 		"sections":    sectionsCommand(),
 		"run":         runCommand(),
+		"runs":        runsCommand(),
 		"dev":         devCommand(),
 		"skills":      skillsCommand(),
 		"seqs":        seqsCommand(),
