@@ -3,6 +3,7 @@ package seqworker
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,10 +20,10 @@ func (w *Worker) beatEvery() time.Duration {
 	return max(d, 50*time.Millisecond)
 }
 
-// heartbeat keeps the run alive until the returned stop is called: every
-// beatEvery it sends an in-progress ack (the server then does not
-// redeliver the request to another worker, however long a tool call takes)
-// and renews RunState.Heartbeat. A state write that finds a cancel request
+// heartbeat keeps the run alive until the returned stop is called (safe to
+// call twice): every beatEvery it sends an in-progress ack (the server then
+// does not redeliver the request to another worker, however long a tool
+// call takes) and, once the run is claimed, renews RunState.Heartbeat. A state write that finds a cancel request
 // or a later owner cancels the run's context (store does).
 func (r *run) heartbeat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
@@ -40,6 +41,12 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 			case <-t.C:
 			}
 			_ = r.msg.InProgress()
+			r.mu.Lock()
+			claimed := r.st != nil && r.st.Status == events.StatusRunning
+			r.mu.Unlock()
+			if !claimed {
+				continue
+			}
 			wctx, cancel := context.WithTimeout(ctx, r.w.beatEvery())
 			err := r.store(wctx, func(st *events.RunState) error {
 				st.Heartbeat = time.Now().UTC()
@@ -54,7 +61,8 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done); <-stopped }
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-stopped }) }
 }
 
 // hold registers r as a run this worker holds, for the cancel signal.

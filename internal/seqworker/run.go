@@ -45,7 +45,7 @@ type run struct {
 
 	// mu guards st, rev and refs.
 	mu   sync.Mutex
-	st   *events.RunState
+	st   *events.RunState // nil until claimed
 	rev  uint64
 	refs map[string]events.SlotRef // slot values already in the object store
 }
@@ -78,7 +78,15 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		_ = msg.TermWithReason(clip(err.Error(), 200))
 		return err
 	}
-	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log}
+	// The heartbeat starts at once (in-progress acks; state writes once
+	// the run is claimed), so a slow claim never lets the server hand the
+	// request to another worker.
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log, cancel: cancel}
+	_ = msg.InProgress()
+	stopBeat := r.heartbeat(rctx)
+	defer stopBeat()
 	type resolved struct {
 		s   *seq.Sequence
 		err error
@@ -101,7 +109,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	if done {
 		return nil
 	}
-	return r.execute(ctx, cur, res.s, res.err)
+	return r.execute(ctx, rctx, cur, res.s, res.err, stopBeat)
 }
 
 // claim makes this delivery the run's holder: it writes the running state
@@ -130,7 +138,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 	if r.attempt == 1 && hint == 0 && req.Trigger != events.TriggerSchedule {
 		rev, err := w.writeState(ctx, st, 0)
 		if err == nil {
-			r.st, r.rev = st, rev
+			r.setState(st, rev)
 			return nil, false, nil
 		}
 		if !errors.Is(err, errConflict) {
@@ -155,7 +163,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				return nil, true, nil
 			case cur.Cancel != nil:
 				// Cancelled while queued, or while its holder was gone.
-				r.st, r.rev = cur, rev
+				r.setState(cur, rev)
 				r.finishCancelled(ctx, nil, nil)
 				return nil, true, nil
 			}
@@ -184,11 +192,18 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 		if err != nil {
 			return nil, false, fmt.Errorf("store run state: %w", err)
 		}
-		r.st, r.rev = st, nrev
+		r.setState(st, nrev)
 		return cur, false, nil
 	}
 	r.log.Info("run claimed by another delivery")
 	return nil, true, nil
+}
+
+// setState sets the run's state and its revision.
+func (r *run) setState(st *events.RunState, rev uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st, r.rev = st, rev
 }
 
 func trigger(req *events.RunRequest) string {
@@ -200,7 +215,7 @@ func trigger(req *events.RunRequest) string {
 
 // execute runs the claimed run from its checkpoint cur (nil: from the
 // start) and stores the outcome.
-func (r *run) execute(ctx context.Context, cur *events.RunState, s *seq.Sequence, serr error) error {
+func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Sequence, serr error, stopBeat func()) error {
 	w, msg, req := r.w, r.msg, r.req
 	if serr != nil {
 		if !isTerminal(serr) {
@@ -244,7 +259,7 @@ func (r *run) execute(ctx context.Context, cur *events.RunState, s *seq.Sequence
 			Status: events.StatusRunning, Worker: w.cfg.WorkerID, Attempt: r.attempt, Error: cur.Error})
 	} else {
 		w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunStarted, Sequence: s.Name, Groups: len(s.Groups), Status: events.StatusRunning,
-			Worker: w.cfg.WorkerID, Attempt: r.attempt, Trigger: r.st.Trigger})
+			Worker: w.cfg.WorkerID, Attempt: r.attempt, Trigger: trigger(req)})
 	}
 
 	coder := &resultCoder{}
@@ -255,16 +270,11 @@ func (r *run) execute(ctx context.Context, cur *events.RunState, s *seq.Sequence
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
 
-	rctx, cancel := context.WithCancelCause(ctx)
-	r.cancel = cancel
 	w.hold(r)
-	stopBeat := r.heartbeat(rctx)
 	res, runErr := seq.Run(rctx, s, w.caller, args, opts...)
 	stopBeat()
 	w.release1(r)
-	cause := context.Cause(rctx)
-	cancel(nil)
-	return r.conclude(ctx, s, res, runErr, cause, coder)
+	return r.conclude(ctx, s, res, runErr, context.Cause(rctx), coder)
 }
 
 // groupFinished is the run's observer: it checkpoints every finished group
@@ -443,9 +453,9 @@ func (r *run) handBack(ctx context.Context, why error) {
 		r.log.Warn("record interrupted run", "err", err)
 	}
 	r.mu.Lock()
-	n, groups := r.st.FinishedGroups, r.st.Groups
+	n, groups, name := r.st.FinishedGroups, r.st.Groups, r.st.Sequence
 	r.mu.Unlock()
-	r.w.emit(wctx, &events.RunEvent{RunID: r.req.RunID, Kind: events.RunInterrupted, Sequence: r.st.Sequence, Group: n, Groups: groups,
+	r.w.emit(wctx, &events.RunEvent{RunID: r.req.RunID, Kind: events.RunInterrupted, Sequence: name, Group: n, Groups: groups,
 		Status: events.StatusInterrupted, Error: reason, Worker: r.w.cfg.WorkerID, Attempt: r.attempt})
 	if err := r.msg.Nak(); err != nil {
 		r.log.Warn("hand the run back", "err", err)
