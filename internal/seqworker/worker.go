@@ -1,32 +1,44 @@
 // Package seqworker runs tool sequences as a durable, distributed service
-// (DESIGN.md §2–§4): any number of replicas share run requests from the
-// SEQ_RUNS work queue, checkpoint every finished group in the RUNS bucket,
-// start boot sequences on agent_ready, keep the server-side schedules of
-// scheduled sequences in line with the SEQUENCES bucket, and serve the
-// skillbus.seq.* micro endpoints (seq_call, run, status).
+// (docs/sequences.md, docs/runs.md): any number of replicas share run
+// requests from the SEQ_RUNS work queue, checkpoint every finished group in
+// the RUNS bucket, start boot sequences on agent_ready, keep the
+// server-side schedules of scheduled sequences in line with the SEQUENCES
+// bucket, and serve the skillbus.seq.* micro endpoints (seq_call, run,
+// status, cancel, list, rerun).
 //
 // # Guarantees
 //
+//   - Run lifecycle (docs/runs.md): queued → running → succeeded | failed |
+//     cancelled, with interrupted when the holder stopped. The state names
+//     the holder (Config.WorkerID), its last heartbeat and the trigger.
 //   - A run request is acknowledged only after the run's final state is in
-//     RUNS. A worker that dies mid-run leaves the request unacknowledged: the
-//     server redelivers it after AckWait and the next worker resumes after
-//     the last checkpointed group. A tool of the group that was running may
-//     thus be called twice (at-least-once, DESIGN.md §4); a finished group
-//     is never run again.
+//     RUNS. While it runs, the holder sends in-progress acks and renews the
+//     state's heartbeat every Config.Heartbeat (long tool calls included),
+//     so the consumer's short ack wait (10 s by default) only passes when the
+//     holder is dead: the server then redelivers the request and the next
+//     worker resumes after the last checkpointed group (a `resumed` event
+//     says so). A tool of the group that was running may thus be called
+//     twice (at-least-once); a finished group is never run again — also when
+//     its slots are large: they live in the RUN_SLOTS object store.
+//   - Stop stops intake, lets running groups finish within its deadline
+//     (a run whose group finishes stops before its next one), then stores
+//     each unfinished run as interrupted and hands its request back at once
+//     (Nak without delay).
 //   - Every state write is compare-and-set on the RUNS key's revision and
 //     carries the delivery count (RunState.Attempt): a worker that lost its
-//     delivery (paused past AckWait while another took over) gets a
-//     conflict and stops, so it cannot overwrite the new owner's state.
-//     The pending-revision hint that seq.run and boot runs put on their
-//     requests (see Cost) is only used as the revision of that
-//     compare-and-set: a stale, unreadable or missing hint makes the claim
-//     read the state as for any other request. The hint is trusted as far
-//     as this: a publisher of run requests that sets it, by hand, to the
-//     current revision of a finished run's state has that run run again;
-//     only this package sets it.
+//     delivery (paused past the ack wait while another took over) gets a
+//     conflict and stops, so it cannot overwrite the new owner's state. A
+//     conflict caused by a cancel request makes the holder cancel the run.
+//   - The claim hint (events.HeaderPendingRevision) that enqueue puts on
+//     requests only skips the create-only claim attempt: the state is read
+//     and the claim is made only over a queued (or interrupted, or
+//     abandoned running) state of the same request digest; a finished run is
+//     never run again whatever the hint says, and a request whose digest
+//     differs from the state's is terminated.
 //   - A run that cannot succeed (unknown sequence, undecodable request or
-//     sequence, a checkpoint of a changed sequence) is terminated at once
-//     (Term) with the reason in its RUNS state. Passing failures (NATS or KV
+//     sequence, an identifier over its limit, a checkpoint of a changed
+//     sequence) is terminated at once (Term) with the reason in its RUNS
+//     state when it has a usable run id. Passing failures (NATS or KV
 //     unavailable) are redelivered with a doubling delay; a run whose
 //     deliveries are exhausted ends failed in RUNS with the reason.
 //   - Boot runs have deterministic ids (BootRunID), are guarded by a
@@ -34,52 +46,23 @@
 //     sequence runs once per agent and boot id however many replicas see
 //     the agent_ready event and however often it is redelivered.
 //   - Scheduled sequences run on the NATS server's message schedules (one
-//     tick per schedule for the whole cluster); tick run ids derive from the
-//     tick's Nats-Scheduler and Nats-Schedule-Next headers (TickRunID).
-//     The `schedule` syntax is the server's own (pkg/seq validates it:
-//     "@every D" with D ≥ 1s, @hourly/@daily/…, or 6-field cron with seconds
-//     first; a 5-field cron is refused with a hint), so it is passed through
-//     unchanged. Every replica reconciles the schedule messages with the
-//     SEQUENCES bucket (a new or changed sequence publishes its schedule,
-//     which replaces the older one on the same subject; a deleted or
-//     unscheduled one purges it); a tick of a sequence that is no longer
-//     scheduled is dropped.
+//     tick per schedule for the whole cluster); tick run ids carry the
+//     tick's own time (TickTime, TickRunID). Every replica reconciles the
+//     schedule messages with the SEQUENCES bucket; a tick of a sequence that
+//     is no longer scheduled is dropped.
 //
 // # Cost
 //
-// Beside the tool calls, a run costs, on the worker's critical path:
-//
-//   - one claim write, in parallel with reading the sequence: on a first
-//     delivery of a run started by seq.run or a boot, a compare-and-set
-//     over the run's pending state, whose revision the request carries
-//     (header Skillbus-Pending-Revision, set by this package); on a first
-//     delivery of a request published directly, a create-only write. The
-//     state is read first only on a redelivery, a schedule tick, or when
-//     that write conflicts (a run claimed or finished since, a run id
-//     used before);
-//   - one RUNS write per finished group but the last: the final state is
-//     the last group's checkpoint;
-//   - three or more events published without waiting.
-//
-// Each finished group is encoded to JSON once per run and reused by the
-// later checkpoints, the final state and its group event.
-//
-// The claim is not folded into the first checkpoint, although that would
-// save one round trip: the claim is what makes a duplicate request for a
-// run that already finished (published again after the stream's duplicate
-// window, or a boot request published again while its pending state is
-// unclaimed) end without a tool call, and what keeps a boot run's pending
-// state short-lived. A write after the first group would call that
-// group's tools first.
-//
-// Measured with BenchmarkSeqworker in test/integration (3 groups × 8
-// calls of an echo tool, one embedded server, a shared 2-core machine; 10
-// interleaved rounds, median of the per-round ratios to the raw floor):
-// latency (median run) 2.03× the floor for a request published on the
-// queue and 2.20× through seq.run (2.32× and 2.63× before the changes
-// above); throughput with 16 runs in flight 1.29× and 1.62× (1.81× and
-// 2.10×). Of the latency overhead, the four RUNS writes (claim, two
-// checkpoints, final) take about 0.6 ms per run, the queue about 0.1 ms.
+// Beside the tool calls, a run costs, on the worker's critical path: one
+// claim (a create-only write for a request published directly; a read and
+// a compare-and-set for a run queued through seq.run or a boot), one RUNS
+// write per finished group but the last (the final state is the last
+// group's checkpoint), and three or more events published without
+// waiting. Every state write carries the run's summary in headers, which
+// is what `runs ls` reads. Each finished group is encoded to JSON once per
+// run and reused by the later checkpoints, the final state and its group
+// event. BenchmarkSeqworker in test/integration measures the overhead
+// against raw request/reply.
 package seqworker
 
 import (
@@ -301,10 +284,12 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 }
 
 // Stop stops the worker in two phases: it stops intake at once (no more
-// fetches, agent_ready events or micro requests), then waits for the
-// running runs and calls until ctx is done; at that point it interrupts
-// them — their runs keep the last checkpoint and are handed back to the
-// queue for another replica — and waits for them to return. It does not
+// fetches, agent_ready events or micro requests) and lets the running
+// groups and calls go on until ctx is done — a run whose group finishes
+// meanwhile stops before its next group; at the deadline it interrupts the
+// rest. Every unfinished run is stored as interrupted (with its last
+// finished group) and handed back to the queue at once for another
+// replica; Stop waits for them to return. It does not
 // close the NATS connection (the caller drains it). Stop is safe to call
 // more than once; later calls return the first result. Errors: ctx's error
 // when runs had to be interrupted.
