@@ -13,8 +13,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/pkg/events"
 )
@@ -122,22 +120,27 @@ type Server struct {
 	svc    micro.Service
 	nc     *nats.Conn
 	cfg    ServerConfig
+	tr     tracing
 	base   context.Context
 	cancel context.CancelFunc
 	subs   int // subscriptions the micro service added to nc
 
 	mu      sync.Mutex
-	calls   map[*inflight]struct{} // running calls
-	stopped bool                   // Stop has returned: late deliveries are refused
+	calls   inflight // running calls: a ring through prev/next, calls itself when empty
+	ncalls  int      // calls in the ring
+	stopped bool     // Stop has returned: late deliveries are refused
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// inflight is one running call, for Stop's report of stuck calls.
+// inflight is one running call, for Stop's report of stuck calls; the
+// running calls form a ring through prev and next (no map to keep up on
+// every call).
 type inflight struct {
-	tool  string
-	start time.Time
+	tool       string
+	start      time.Time
+	prev, next *inflight
 }
 
 // Serve starts serving tools on nc. Each tool is an endpoint named after
@@ -183,7 +186,8 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Server{svc: svc, nc: nc, cfg: cfg, base: base, cancel: cancel, calls: map[*inflight]struct{}{}}
+	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), base: base, cancel: cancel}
+	s.calls.prev, s.calls.next = &s.calls, &s.calls
 	for _, t := range tools {
 		subject, _ := events.ToolSubject(t.Name)
 		md := map[string]string{"tool": t.Name}
@@ -193,36 +197,8 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		if len(t.Schema) > 0 {
 			md["schema"] = string(t.Schema)
 		}
-		sem := make(chan struct{}, cfg.MaxConcurrent)
-		t := t
-		h := micro.HandlerFunc(func(r micro.Request) {
-			select {
-			case sem <- struct{}{}:
-			case <-base.Done(): // Stop's deadline passed with calls queued
-				s.replyStopping(r)
-				return
-			}
-			c := &inflight{tool: t.Name, start: time.Now()}
-			s.mu.Lock()
-			if s.stopped {
-				s.mu.Unlock()
-				<-sem
-				s.replyStopping(r)
-				return
-			}
-			s.calls[c] = struct{}{}
-			s.mu.Unlock()
-			go func() {
-				defer func() {
-					s.mu.Lock()
-					delete(s.calls, c)
-					s.mu.Unlock()
-					<-sem
-				}()
-				s.handle(t, r)
-			}()
-		})
-		if err := svc.AddEndpoint(endpointName(t.Name), h,
+		e := newEndpoint(s, t, subject)
+		if err := svc.AddEndpoint(endpointName(t.Name), micro.HandlerFunc(e.receive),
 			micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(md)); err != nil {
 			_ = svc.Stop()
 			cancel()
@@ -279,7 +255,7 @@ func (s *Server) stop(ctx context.Context) error {
 	idle := func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.calls) == 0
+		return s.ncalls == 0
 	}
 	drained := func() bool {
 		return s.nc.IsClosed() || s.nc.NumSubscriptions() <= target
@@ -325,7 +301,7 @@ func (s *Server) stop(ctx context.Context) error {
 }
 
 // finish marks the server stopped (late deliveries are refused) and
-// cancels the calls' base context.
+// cancels the calls' base context, which also ends the idle workers.
 func (s *Server) finish() {
 	s.mu.Lock()
 	s.stopped = true
@@ -337,8 +313,8 @@ func (s *Server) finish() {
 // 1.2s)".
 func (s *Server) running() []string {
 	s.mu.Lock()
-	calls := make([]*inflight, 0, len(s.calls))
-	for c := range s.calls {
+	calls := make([]*inflight, 0, s.ncalls)
+	for c := s.calls.next; c != &s.calls; c = c.next {
 		calls = append(calls, c)
 	}
 	s.mu.Unlock()
@@ -348,126 +324,4 @@ func (s *Server) running() []string {
 		out[i] = fmt.Sprintf("%s (running %v)", c.tool, time.Since(c.start).Round(time.Millisecond))
 	}
 	return out
-}
-
-// replyStopping answers a call that arrived while the provider stops.
-func (s *Server) replyStopping(r micro.Request) {
-	s.replyError(r, Errorf("503", "tool provider %s is stopping: call again (another replica may serve it)", s.cfg.Name))
-}
-
-func (s *Server) handle(t Tool, r micro.Request) {
-	h := nats.Header(r.Headers())
-	ctx, span := events.StartSpan(events.Extract(s.base, h), "tool "+t.Name, trace.SpanKindServer, r.Subject(), len(r.Data()))
-	span.SetAttributes(attribute.String("skillbus.tool", t.Name))
-	deadline := time.Now().Add(s.cfg.CallTimeout)
-	callerDeadline := false
-	if d, err := time.Parse(time.RFC3339Nano, h.Get(DeadlineHeader)); err == nil {
-		deadline, callerDeadline = d, true
-	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-
-	var err error
-	defer func() { events.EndSpan(span, err) }()
-
-	args := json.RawMessage(r.Data())
-	if len(strings.TrimSpace(string(args))) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if !isObject(args) {
-		err = Errorf("400", "arguments must be a JSON object, got %s", preview(args))
-		s.replyError(r, err.(*Error))
-		return
-	}
-	res, ferr := call(ctx, t.Func, args)
-	if ferr != nil {
-		err = ferr
-		if callerDeadline && ctx.Err() != nil && time.Now().After(deadline) {
-			return // the caller has given up: nobody reads a reply
-		}
-		var te *Error
-		if !errors.As(ferr, &te) {
-			code := "500"
-			if errors.Is(ferr, context.DeadlineExceeded) {
-				code = "504"
-			}
-			te = &Error{Code: code, Description: ferr.Error()}
-		}
-		s.replyError(r, te)
-		return
-	}
-	var out []byte
-	switch v := res.(type) {
-	case json.RawMessage:
-		out = v
-	case []byte:
-		out = v
-	default:
-		out, err = json.Marshal(res)
-		if err != nil {
-			s.replyError(r, Errorf("500", "tool %s returned a result that is not JSON-encodable: %v", t.Name, err))
-			return
-		}
-	}
-	if len(out) == 0 {
-		out = []byte("null")
-	}
-	if !json.Valid(out) {
-		err = Errorf("500", "tool %s returned invalid JSON %s", t.Name, preview(out))
-		s.replyError(r, err.(*Error))
-		return
-	}
-	// A successful reply carries no headers, so the limit is exact.
-	if max := s.nc.MaxPayload(); int64(len(out)) > max {
-		err = Errorf("413", "tool %s: result of %d bytes is larger than the server's max_payload (%d bytes): %v", t.Name, len(out), max, ErrPayloadTooLarge)
-		s.replyError(r, err.(*Error))
-		return
-	}
-	if rerr := r.Respond(out); rerr != nil {
-		err = rerr
-		s.replyError(r, Errorf("500", "tool %s: cannot send the result: %v", t.Name, rerr))
-	}
-}
-
-// call runs f, turning a panic into a code-500 error so one bad call
-// never takes the provider down.
-func call(ctx context.Context, f Func, args json.RawMessage) (res any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = Errorf("500", "tool panicked: %v", p)
-		}
-	}()
-	return f(ctx, args)
-}
-
-func (s *Server) replyError(r micro.Request, e *Error) {
-	desc := strings.Join(strings.Fields(e.Description), " ")
-	if desc == "" {
-		desc = "error"
-	}
-	if len(desc) > 1024 {
-		desc = desc[:1021] + "..."
-	}
-	body, _ := json.Marshal(struct {
-		Code  string `json:"code"`
-		Error string `json:"error"`
-	}{e.CodeOrDefault(), desc})
-	_ = r.Error(e.CodeOrDefault(), desc, body)
-}
-
-func isObject(b []byte) bool {
-	t := strings.TrimSpace(string(b))
-	if !strings.HasPrefix(t, "{") {
-		return false
-	}
-	var m map[string]json.RawMessage
-	return json.Unmarshal(b, &m) == nil
-}
-
-func preview(b []byte) string {
-	const n = 60
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
 }

@@ -425,3 +425,55 @@ func TestStopWaitsForQueuedCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickToolRecoversFromASlowCall calls a tool often enough that it
+// runs on the subscription goroutine (a quick tool), then makes one call
+// block: once it returns, the tool's calls run on workers again, so a
+// second blocking call no longer holds up a quick one.
+func TestQuickToolRecoversFromASlowCall(t *testing.T) {
+	release := make(chan struct{}, 2)
+	mix := tool.Tool{Name: "test.mix", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+		var a struct{ Wait bool }
+		_ = json.Unmarshal(args, &a)
+		if a.Wait {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return "ok", nil
+	}}
+	f := withServer(t, natsserver.Options{}, mix)
+	ctx := context.Background()
+	for i := range 200 {
+		if _, err := f.client.Call(ctx, "test.mix", nil); err != nil {
+			t.Fatalf("quick call %d: %v", i, err)
+		}
+	}
+	slow := func() chan error {
+		ch := make(chan error, 1)
+		go func() {
+			_, err := f.client.Call(ctx, "test.mix", json.RawMessage(`{"wait":true}`))
+			ch <- err
+		}()
+		return ch
+	}
+	first := slow()
+	time.Sleep(100 * time.Millisecond) // it blocks, perhaps the subscription too
+	release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatalf("first slow call: %v", err)
+	}
+	second := slow()
+	time.Sleep(100 * time.Millisecond)
+	quickCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := f.client.Call(quickCtx, "test.mix", nil); err != nil {
+		t.Errorf("a quick call while a slow one runs, after a slow call: %v; want it answered at once (the tool runs on workers again)", err)
+	}
+	release <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatalf("second slow call: %v", err)
+	}
+}
