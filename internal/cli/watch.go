@@ -352,6 +352,10 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 	switch {
 	case strings.HasPrefix(subject, "events.run."):
 		fmt.Fprintf(w, "%s %s\n", at, eventLine(&ev.RunEvent))
+	case strings.HasPrefix(subject, "events.schedule."):
+		var se events.ScheduleEvent
+		_ = json.Unmarshal(data, &se)
+		fmt.Fprintf(w, "%s schedule %s\n", at, scheduleLine(&se))
 	case strings.HasPrefix(subject, "events.agent_ready."):
 		fmt.Fprintf(w, "%s agent_ready %s (boot %s)\n", at, ev.Agent, ev.BootID)
 	case strings.HasPrefix(subject, "events.registry."):

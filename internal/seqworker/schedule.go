@@ -156,10 +156,19 @@ func (w *Worker) reconcileSchedule(ctx context.Context, name string) error {
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			continue // another replica published meanwhile: look again
 		}
+		tz := scheduleTimeZone(s)
+		if errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Description), "schedule") {
+			// The server refused the schedule itself (pattern, time zone):
+			// the sequence would silently never run; say so.
+			w.log.Error("schedule refused by the NATS server; the sequence does not run on its own", "sequence", name, "schedule", s.Schedule, "time_zone", tz, "err", apiErr.Description)
+			w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Schedule: s.Schedule, TimeZone: tz, Status: events.ScheduleRefused, Error: apiErr.Description, Revision: rev})
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("publish schedule %q on %s: %w", s.Schedule, subj, err)
 		}
 		w.log.Info("schedule set", "sequence", name, "schedule", s.Schedule, "revision", rev)
+		w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Schedule: s.Schedule, TimeZone: tz, Status: events.ScheduleSet, Revision: rev})
 		return nil
 	}
 	return nil
@@ -264,4 +273,16 @@ func (r *rawMsg) Data() []byte         { return r.raw.Data }
 func (r *rawMsg) Subject() string      { return r.raw.Subject }
 func (r *rawMsg) Metadata() (*jetstream.MsgMetadata, error) {
 	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: r.raw.Sequence}}, nil
+}
+
+// emitSchedule publishes a schedule event (best effort).
+func (w *Worker) emitSchedule(ctx context.Context, ev *events.ScheduleEvent) {
+	ev.At = time.Now().UTC()
+	subj, err := events.ScheduleEventSubject(ev.Sequence)
+	if err != nil {
+		return
+	}
+	if _, err := events.PublishMessage(ctx, w.js, subj, ev); err != nil {
+		w.log.Warn("schedule event not published", "sequence", ev.Sequence, "err", err)
+	}
 }

@@ -290,3 +290,55 @@ func (m *RunEvent) check() error {
 	}
 	return nil
 }
+
+// Schedule statuses of a ScheduleEvent.
+const (
+	ScheduleSet     = "set"     // the server accepted the schedule
+	ScheduleRefused = "refused" // the server refused it: the sequence never runs on its own
+)
+
+// ScheduleEvent reports, on ScheduleEventSubject(sequence), what the NATS
+// server made of a sequence's schedule when a seqworker published it: set,
+// or refused with the server's reason (a pattern or a time zone the
+// server does not accept). `skillbus dev`, `seqs show` and `watch` show a
+// refusal; the last event of a sequence is its schedule's current state.
+type ScheduleEvent struct {
+	V        int    `json:"v"`
+	Sequence string `json:"sequence"`
+	Schedule string `json:"schedule"`
+	TimeZone string `json:"time_zone,omitempty"`
+	// Status is ScheduleSet or ScheduleRefused.
+	Status string `json:"status"`
+	// Error is the server's reason for a refusal.
+	Error string `json:"error,omitempty"`
+	// Revision is the SEQUENCES revision the schedule was made from.
+	Revision uint64    `json:"revision,omitempty"`
+	At       time.Time `json:"at,omitzero"`
+}
+
+func (m *ScheduleEvent) version() int { return m.V }
+
+func (m *ScheduleEvent) check() error {
+	if _, err := ScheduleEventSubject(m.Sequence); err != nil {
+		return fmt.Errorf("%w: schedule event: %v", ErrBadMessage, err)
+	}
+	if m.Status != ScheduleSet && m.Status != ScheduleRefused {
+		return fmt.Errorf("%w: schedule event %q: status %q; want set or refused", ErrBadMessage, m.Sequence, m.Status)
+	}
+	return nil
+}
+
+// SubjectScheduleEventsAll matches every schedule event.
+const SubjectScheduleEventsAll = "events.schedule.*"
+
+// ScheduleEventSubject returns events.schedule.<sequence>. Errors:
+// ErrBadToken.
+func ScheduleEventSubject(sequence string) (string, error) {
+	if err := checkToken("sequence name", sequence); err != nil {
+		return "", err
+	}
+	if err := checkLen("sequence name", sequence, MaxNameLength); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadToken, err)
+	}
+	return "events.schedule." + sequence, nil
+}
