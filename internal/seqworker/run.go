@@ -460,6 +460,11 @@ func (r *run) handBack(ctx context.Context, why error) {
 	if err := r.msg.Nak(); err != nil {
 		r.log.Warn("hand the run back", "err", err)
 	}
+	// The Nak is a plain publish: make sure the server has it before Stop
+	// returns and the connection is drained (or, in tests, left open).
+	if err := r.w.nc.FlushTimeout(2 * time.Second); err != nil {
+		r.log.Warn("hand the run back: flush", "err", err)
+	}
 	r.log.Info("run handed back", "after_group", n)
 }
 
