@@ -16,20 +16,27 @@ import (
 )
 
 // registryProblemSubjects are the registry events `skillbus dev` reports on
-// stderr: a file that failed validation and two files defining one name.
+// stderr: a file that failed validation, two files defining one name, a
+// file that loaded with warnings, and a write to SKILLS or SEQUENCES that
+// the registry undid.
 var registryProblemSubjects = []string{
 	"events.registry.*." + events.OpInvalid,
 	"events.registry.*." + events.OpClash,
+	"events.registry.*." + events.OpWarning,
+	"events.registry.*." + events.OpReverted,
 	events.SubjectScheduleEventsAll, // a schedule the NATS server refused
 }
 
-// reportRegistryProblems prints on w, one readable line each, the registry's
-// invalid and clash events (DESIGN.md §3) published since since on the
-// EVENTS stream of the NATS server at url — those of the first load as well
-// as those of later edits — until the returned stop is called:
+// reportRegistryProblems prints on w, one readable line each, the
+// registry's invalid, clash, warning and reverted events (README.md,
+// "skillbus dev") published since since on the EVENTS stream of the NATS
+// server at url — those of the first load as well as those of later edits
+// — until the returned stop is called:
 //
 //	skillbus dev: invalid seqs/a.seq.yaml:4: group 1 "g": tool 1 "x": ...
-//	skillbus dev: clash: sequence group "fetch" is defined by both a.seq.yaml and b.seq.yaml; keeping ...
+//	skillbus dev: warning skills/pdf/SKILL.md:4: unknown field "allowed_tools" is ignored; ...
+//	skillbus dev: clash: group name "fetch" is defined by both a.seq.yaml and b.seq.yaml; keeping ...
+//	skillbus dev: reverted: SKILLS/pdf was written at revision 12 ...
 //
 // Errors: the connection or the consumer cannot be set up (the EVENTS
 // stream is provisioned by the registry at start).
@@ -74,9 +81,12 @@ func reportRegistryProblems(ctx context.Context, w io.Writer, url string, since 
 	}, nil
 }
 
-// registryProblemText renders one invalid or clash event as lines
-// "skillbus dev: invalid FILE:LINE: message" (one per problem; the registry
-// joins a file's problems with newlines) or "skillbus dev: clash: ...".
+// registryProblemText renders one registry event as `skillbus dev` lines:
+// one line per problem of an invalid file ("skillbus dev: invalid
+// FILE:LINE: message"; the registry joins a file's problems with
+// newlines), the first carrying the note that the last good version is
+// kept; one "skillbus dev: warning FILE:LINE: message" per warning; one
+// line for a clash or a reverted write. Other events render as "".
 func registryProblemText(data []byte) string {
 	var ev events.RegistryEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
@@ -85,31 +95,64 @@ func registryProblemText(data []byte) string {
 	var b strings.Builder
 	switch ev.Op {
 	case events.OpInvalid:
-		lines := strings.Split(strings.TrimSpace(ev.Error), "\n")
-		for _, l := range lines {
+		kept := ""
+		if ev.Kept != "" {
+			kept = fmt.Sprintf(" (keeping the last good version of %s until %s is fixed)", ev.Name, ev.File)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(ev.Error), "\n") {
 			if l = strings.TrimSpace(l); l == "" {
 				continue
 			}
 			if ev.File != "" && !strings.HasPrefix(l, ev.File) {
 				l = ev.File + ": " + l
 			}
-			fmt.Fprintf(&b, "skillbus dev: invalid %s\n", l)
+			fmt.Fprintf(&b, "skillbus dev: invalid %s%s\n", l, kept)
+			kept = ""
 		}
 		if b.Len() == 0 {
-			fmt.Fprintf(&b, "skillbus dev: invalid %s\n", ev.File)
+			fmt.Fprintf(&b, "skillbus dev: invalid %s%s\n", ev.File, kept)
 		}
-		if ev.Kept != "" {
-			fmt.Fprintf(&b, "skillbus dev: keeping the last good version of %s (%s) until %s is fixed\n", ev.Name, ev.Kept, ev.File)
-		}
+		writeWarnings(&b, "skillbus dev: warning ", ev)
+	case events.OpWarning:
+		writeWarnings(&b, "skillbus dev: warning ", ev)
 	case events.OpClash:
 		msg := ev.Error
 		if msg == "" {
 			msg = fmt.Sprintf("%s %q is defined by both %s and %s; keeping %s", ev.Kind, ev.Name, ev.Kept, ev.File, ev.Kept)
 		}
 		fmt.Fprintf(&b, "skillbus dev: clash: %s\n", oneLine(msg, 400))
-	default:
+	case events.OpReverted:
+		fmt.Fprintf(&b, "skillbus dev: reverted: %s\n", oneLine(ev.Error, 400))
+	}
+	return b.String()
+}
+
+// writeWarnings writes one line per warning of ev, each after prefix.
+func writeWarnings(b *strings.Builder, prefix string, ev events.RegistryEvent) {
+	for _, l := range ev.Warnings {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if ev.File != "" && !strings.HasPrefix(l, ev.File) {
+			l = ev.File + ": " + l
+		}
+		fmt.Fprintf(b, "%s%s\n", prefix, oneLine(l, 400))
+	}
+}
+
+// registryEventDetail is what `skillbus watch` prints under a registry
+// event's line: its warnings, one indented "warning: FILE:LINE: message"
+// line each ("" when it has none, or for other events).
+func registryEventDetail(subject string, data []byte) string {
+	if !strings.HasPrefix(subject, "events.registry.") {
 		return ""
 	}
+	var ev events.RegistryEvent
+	if json.Unmarshal(data, &ev) != nil || len(ev.Warnings) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	writeWarnings(&b, "    warning: ", ev)
 	return b.String()
 }
 

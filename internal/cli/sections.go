@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -18,6 +17,7 @@ func sectionsCommand() command {
 	return command{
 		summary: "show how a Markdown file (e.g. a SKILL.md) splits into sections",
 		usage: `Usage: skillbus sections [--json] PATH
+       skillbus sections PATH --json
 
 Splits the Markdown file PATH at every heading, of any level (# to ######,
 and setext === / ---), as skill_info does: a section runs from its heading
@@ -34,36 +34,42 @@ with 1-based, inclusive line numbers. With --json, prints an array of
 {"level","title","start","end"} objects instead: 0-based lines, end
 exclusive; the untitled leading section has level 0 and an empty title.
 
+Flags may come before or after PATH; -- ends them (skillbus sections --
+--odd-name.md).
+
 Examples:
   skillbus sections examples/skills/jetstream-incident/SKILL.md
-  skillbus sections --json README.md | jq '.[] | select(.level == 2) | .title'
+  skillbus sections README.md --json | jq '.[] | select(.level == 2) | .title'
 
-Exit codes: 0 success, 1 the file exists but cannot be read, 2 bad usage
-(no such file, or PATH is a directory).
+Exit codes: 0 success, 1 the file exists but cannot be read (or is not a
+regular file: a named pipe, a device), 2 bad usage (no such file, or PATH is
+a directory).
 `,
 		run: runSections,
 	}
 }
 
 func runSections(ctx context.Context, env Env, args []string) int {
-	fset := flag.NewFlagSet("sections", flag.ContinueOnError)
-	fset.SetOutput(env.Stderr)
-	fset.Usage = func() { fmt.Fprint(env.Stderr, sectionsCommand().usage) }
+	fset := newFlags(env, "sections", sectionsCommand)
 	asJSON := fset.Bool("json", false, "print a JSON array of {level, title, start, end} (0-based lines, end exclusive)")
-	if err := fset.Parse(args); err != nil {
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.Stderr, "skillbus sections: give exactly one PATH (got %d: %q)\n\n%s", len(pos), pos, sectionsCommand().usage)
 		return ExitUsage
 	}
-	if fset.NArg() != 1 {
-		fmt.Fprint(env.Stderr, "skillbus sections: give exactly one PATH\n\n"+sectionsCommand().usage)
-		return ExitUsage
-	}
-	path := fset.Arg(0)
+	path := pos[0]
 	if st, err := os.Stat(path); err != nil && errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(env.Stderr, "skillbus sections: no file %s; give the path of a Markdown file\n", path)
 		return ExitUsage
 	} else if err == nil && st.IsDir() {
 		fmt.Fprintf(env.Stderr, "skillbus sections: %s is a directory; give the path of a Markdown file (such as %s)\n", path, filepath.Join(path, "SKILL.md"))
 		return ExitUsage
+	} else if err == nil && !st.Mode().IsRegular() {
+		fmt.Fprintf(env.Stderr, "skillbus sections: %s is not a regular file (mode %s); give the path of a Markdown file\n", path, st.Mode())
+		return ExitFailure
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

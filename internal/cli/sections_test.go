@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillbus/skillbus/pkg/sections"
 )
@@ -69,6 +70,44 @@ func TestSectionsJSON(t *testing.T) {
 	_ = json.Unmarshal([]byte(out), &secs)
 	if !reflect.DeepEqual(secs, sections.Split(sectionsDoc)) {
 		t.Errorf("sections --json = %v; library says %v", secs, sections.Split(sectionsDoc))
+	}
+}
+
+// TestSectionsFlagsAnywhere: --json after the path (issue 12 item 5), and
+// -- ending the flags so a file named like a flag can be read.
+func TestSectionsFlagsAnywhere(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "demo.md", sectionsDoc)
+	_, before, _ := runCLI(t, "sections", "--json", p)
+	code, after, errs := runCLI(t, "sections", p, "--json")
+	if code != ExitOK || after != before || !strings.HasPrefix(after, "[") {
+		t.Errorf("sections FILE --json = %d, %q (stderr %q); want the output of sections --json FILE", code, after, errs)
+	}
+	odd := writeFile(t, dir, "--json", "# Odd\n")
+	t.Chdir(dir)
+	code, out, errs := runCLI(t, "sections", "--", filepath.Base(odd))
+	if code != ExitOK || !strings.Contains(out, "# Odd") {
+		t.Errorf("sections -- --json = %d, %q (stderr %q); want the file named --json split", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "sections", "--json", "--", "--json")
+	if code != ExitOK || !strings.Contains(out, `"title": "Odd"`) {
+		t.Errorf("sections --json -- --json = %d, %q", code, out)
+	}
+}
+
+// TestSectionsFIFO: a named pipe is refused at once, not opened.
+func TestSectionsFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pipe.md")
+	mkfifo(t, p)
+	done := make(chan int, 1)
+	go func() { code, _, _ := runCLI(t, "sections", p); done <- code }()
+	select {
+	case code := <-done:
+		if code != ExitFailure {
+			t.Errorf("sections FIFO = %d; want %d", code, ExitFailure)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("sections on a FIFO hangs")
 	}
 }
 

@@ -17,10 +17,15 @@ func skillsCommand() command {
        skillbus skills info NAME [SECTION] [--json]
 
 ls (the default) lists the skills in the SKILLS bucket: name, source file and
-description. info prints a skill as skill_info gives it to a model: the
-whole text of a short skill, or the first 30 lines and a table of contents of
-a long one; with SECTION, that section and its subsections (title matched
-exactly, then as a substring, case and spaces ignored). Needs NATS_URL.
+description, then the warnings of the skills that have any (an unknown field
+such as allowed_tools, which the registry ignores: the restriction it meant
+is not applied; skillbus validate shows the same). info prints a skill as
+skill_info gives it to a model: the whole text of a short skill, or the
+first 30 lines and a table of contents of a long one; with SECTION, that
+section and its subsections (title matched exactly, then as a substring,
+case and spaces ignored); a part longer than 64 KiB is cut with a note. Its
+warnings go to stderr, so stdout is exactly what a model reads. Flags may
+come before or after the arguments. Needs NATS_URL.
 
 Examples:
   skillbus skills
@@ -62,10 +67,24 @@ func runSkills(ctx context.Context, env Env, args []string) int {
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+			var warned []registry.SkillSummary
 			for _, s := range list.Skills {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Source, oneLine(s.Description, 80))
+				desc := oneLine(s.Description, 80)
+				if len(s.Warnings) > 0 {
+					warned = append(warned, s)
+					desc = fmt.Sprintf("(%d warning(s), below) %s", len(s.Warnings), desc)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Source, desc)
 			}
 			tw.Flush()
+			if len(warned) > 0 {
+				fmt.Fprintln(env.Stdout, "\nWarnings (the skill is loaded, but may not do what its author meant):")
+				for _, s := range warned {
+					for _, w := range s.Warnings {
+						fmt.Fprintf(env.Stdout, "  %s: %s\n", s.Name, oneLine(w, 300))
+					}
+				}
+			}
 			return ExitOK
 		})
 	case sub == "info" && (len(pos) == 1 || len(pos) == 2):
@@ -82,6 +101,9 @@ func runSkills(ctx context.Context, env Env, args []string) int {
 			if *asJSON {
 				writeJSON(env.Stdout, info)
 				return ExitOK
+			}
+			for _, w := range info.Warnings {
+				fmt.Fprintf(env.Stderr, "skillbus skills info: warning: %s\n", oneLine(w, 300))
 			}
 			fmt.Fprint(env.Stdout, info.Text)
 			if info.Text != "" && info.Text[len(info.Text)-1] != '\n' {

@@ -2,144 +2,186 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"path/filepath"
-	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/skillbus/skillbus/internal/registry"
 )
-
-// Problem is one thing wrong with a file, printed by `skillbus validate` as
-// "FILE:LINE: MESSAGE" (LINE omitted when 0) or, for sequences,
-// `FILE: group N "name": message` (the group prefix is part of Message).
-type Problem struct {
-	File    string
-	Line    int // 1-based; 0 when the problem has no single line
-	Message string
-	Warning bool // a warning does not make the file invalid
-}
-
-func (p Problem) String() string {
-	prefix := p.File
-	if p.Line > 0 {
-		prefix = fmt.Sprintf("%s:%d", p.File, p.Line)
-	}
-	if p.Warning {
-		return prefix + ": warning: " + p.Message
-	}
-	return prefix + ": " + p.Message
-}
-
-// fileKind classifies a path for validate and for the registry's loader:
-// sequences are *.seq.json, *.seq.yaml and *.seq.yml files; skills are files
-// named SKILL.md or skill.yaml.
-func fileKind(path string) string {
-	base := filepath.Base(path)
-	switch {
-	case strings.HasSuffix(base, ".seq.json"), strings.HasSuffix(base, ".seq.yaml"), strings.HasSuffix(base, ".seq.yml"):
-		return "sequence"
-	case base == "SKILL.md", base == "skill.yaml":
-		return "skill"
-	}
-	return ""
-}
 
 func validateCommand() command {
 	return command{
-		summary: "check sequence files and skills; print every problem",
-		usage: `Usage: skillbus validate PATH...
+		summary: "check sequence files and skills by the registry's rules; print every problem",
+		usage: `Usage: skillbus validate [--strict] [--json] [--max-payload BYTES] PATH...
 
 Checks every sequence file (*.seq.json, *.seq.yaml, *.seq.yml) and every
-skill (SKILL.md, skill.yaml) under each PATH (a file or a directory, walked
-recursively). Prints one line per problem:
+skill (SKILL.md, skill.yaml) under each PATH by the rules the registry
+applies when it loads them (skillbus dev, cmd/registry): the same file
+names, skipped directories (.git, .hg, .svn, .jj, node_modules), symlink
+and file-type rules, size limit, per-file checks and the checks across
+files — two skills of one name, two sequences of one name, a group name
+used by two sequences (the registry keeps the first path in byte order and
+ignores the other). A directory is walked like the registry's tree; a FILE
+named on the command line is checked even if its name is not one the
+registry loads (as a sequence), with a warning saying so.
 
-  FILE: group N "name": message      (sequences)
-  FILE:LINE: message                 (skills)
+Prints one line per problem:
 
-and, for each valid sequence, its signature (the run arguments it needs).
+  FILE: group N "name": tool M "tool": field: message (line L)   (sequences)
+  FILE:LINE: message                                              (skills)
+  FILE:LINE: warning: message                                     (warnings)
+
+and, for each valid file, FILE: ok: SUMMARY (a sequence's signature, the
+run arguments it needs). Warnings do not make a file invalid: the registry
+loads it (an unknown skill field such as allowed_tools is one: the
+restriction it meant is not applied). A file the registry would ignore
+because of its name — a sequence in deploy.yaml, a skill.md — is a warning.
+
+Flags (anywhere on the line; -- ends them):
+  --strict             warnings fail too (exit 1): for CI
+  --json               print one JSON object (see docs/skills.md,
+                       "skillbus validate --json") instead of lines
+  --max-payload BYTES  the max_payload of your NATS server (default
+                       1048576, the server's default): a file or stored
+                       definition larger than BYTES - 4096 is an error,
+                       as the registry cannot store it
 
 Examples:
   skillbus validate examples/
   skillbus validate examples/sequences/repo-survey.seq.yaml
+  skillbus validate . --strict --json | jq '.files[] | select(.valid | not)'
 
-Exit codes: 0 all files valid, 1 some file invalid, 2 bad usage or no file found.
+Exit codes: 0 all files valid (and, with --strict, no warning), 1 some file
+invalid (or a warning with --strict), 2 bad usage, no such PATH, or no
+definition file found.
 `,
 		run: runValidate,
 	}
 }
 
+// validateReport is the --json output of validate: every file checked
+// (registry.FileReport), the counts and the verdict.
+type validateReport struct {
+	Files    []registry.FileReport `json:"files"`
+	Checked  int                   `json:"checked"`  // definition files checked (files of kind "" not counted)
+	Invalid  int                   `json:"invalid"`  // files with an error
+	Warnings int                   `json:"warnings"` // warnings, over all files
+	Strict   bool                  `json:"strict"`
+	OK       bool                  `json:"ok"` // exit code 0
+}
+
 func runValidate(ctx context.Context, env Env, args []string) int {
-	fset := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fset.SetOutput(env.Stderr)
-	fset.Usage = func() { fmt.Fprint(env.Stderr, validateCommand().usage) }
-	if err := fset.Parse(args); err != nil {
+	fs := newFlags(env, "validate", validateCommand)
+	strict := fs.Bool("strict", false, "warnings fail too")
+	asJSON := fs.Bool("json", false, "print JSON")
+	maxPayload := fs.String("max-payload", strconv.Itoa(registry.DefaultMaxPayload), "the NATS server's max_payload in bytes")
+	paths, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	mp, err := strconv.ParseInt(*maxPayload, 10, 64)
+	if err != nil || mp <= 4096 || mp > 64<<20 {
+		fmt.Fprintf(env.Stderr, "skillbus validate: --max-payload %q: give the server's max_payload in bytes, more than 4096 and at most 67108864 (64 MiB, the most NATS allows)\n", *maxPayload)
 		return ExitUsage
 	}
-	if fset.NArg() == 0 {
+	if len(paths) == 0 {
 		fmt.Fprint(env.Stderr, "skillbus validate: no PATH given\n\n"+validateCommand().usage)
 		return ExitUsage
 	}
-	var files []string
-	for _, root := range fset.Args() {
-		st, err := os.Stat(root)
-		if err != nil {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus validate: %v\n", err)
 			return ExitUsage
 		}
-		if !st.IsDir() {
-			files = append(files, root)
-			continue
-		}
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && fileKind(p) != "" {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus validate: %v\n", err)
-			return ExitFailure
-		}
 	}
-	sort.Strings(files)
-	if len(files) == 0 {
-		fmt.Fprintf(env.Stderr, "skillbus validate: no sequence (*.seq.json, *.seq.yaml) or skill (SKILL.md, skill.yaml) file under %s\n", strings.Join(fset.Args(), " "))
-		return ExitUsage
-	}
-	invalid := 0
-	for _, f := range files {
-		if ctx.Err() != nil {
-			return ExitFailure
-		}
-		var probs []Problem
-		var summary string
-		switch fileKind(f) {
-		case "skill":
-			probs, summary = validateSkillFile(f)
-		default: // explicitly named files are treated as sequences
-			probs, summary = validateSequenceFile(f)
-		}
-		bad := false
-		for _, p := range probs {
-			fmt.Fprintln(env.Stdout, p.String())
-			if !p.Warning {
-				bad = true
-			}
-		}
-		if bad {
-			invalid++
-		} else if summary != "" {
-			fmt.Fprintf(env.Stdout, "%s: ok: %s\n", f, summary)
-		}
-	}
-	fmt.Fprintf(env.Stdout, "%d file(s) checked, %d invalid\n", len(files), invalid)
-	if invalid > 0 {
+	reports, err := registry.Check(paths, registry.CheckOptions{MaxPayload: mp})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus validate: %v\n", err)
 		return ExitFailure
 	}
-	return ExitOK
+	if ctx.Err() != nil {
+		return ExitFailure
+	}
+	out := validateReport{Files: reports, Strict: *strict}
+	for _, r := range reports {
+		if r.Kind != "" {
+			out.Checked++
+		}
+		if !r.Valid {
+			out.Invalid++
+		}
+		for _, p := range r.Problems {
+			if p.Warning {
+				out.Warnings++
+			}
+		}
+	}
+	code := ExitOK
+	switch {
+	case out.Checked == 0:
+		code = ExitUsage
+	case out.Invalid > 0, *strict && out.Warnings > 0:
+		code = ExitFailure
+	}
+	out.OK = code == ExitOK
+	if *asJSON {
+		writeJSON(env.Stdout, out)
+	} else {
+		printValidate(env.Stdout, out)
+	}
+	if out.Checked == 0 {
+		fmt.Fprintf(env.Stderr, "skillbus validate: no sequence (*.seq.json, *.seq.yaml, *.seq.yml) or skill (SKILL.md, skill.yaml) file under %s\n", strings.Join(paths, " "))
+	}
+	return code
+}
+
+// printValidate prints validate's lines: every problem, each valid file's
+// summary, and the counts.
+func printValidate(w io.Writer, out validateReport) {
+	for _, r := range out.Files {
+		for _, p := range r.Problems {
+			fmt.Fprintln(w, problemLine(r, p))
+		}
+		if r.Valid && r.Summary != "" {
+			fmt.Fprintf(w, "%s: ok: %s\n", r.Path, r.Summary)
+		}
+	}
+	if out.Checked == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d file(s) checked, %d invalid", out.Checked, out.Invalid)
+	if out.Warnings > 0 {
+		fmt.Fprintf(w, ", %d warning(s)", out.Warnings)
+		if out.Strict {
+			fmt.Fprint(w, " (--strict: warnings fail)")
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// problemLine renders one problem of r: `FILE: [warning: ][WHERE: ]MESSAGE
+// (line L)` for a sequence (the form of pkg/seq's errors), else
+// `FILE[:LINE]: [warning: ]MESSAGE`.
+func problemLine(r registry.FileReport, p registry.Problem) string {
+	warn := ""
+	if p.Warning {
+		warn = "warning: "
+	}
+	if r.Kind == "sequence" && (p.Where != "" || p.Line > 0) {
+		msg := p.Message
+		if p.Line > 0 {
+			msg += fmt.Sprintf(" (line %d)", p.Line)
+		}
+		if p.Where != "" {
+			msg = p.Where + ": " + msg
+		}
+		return r.Path + ": " + warn + msg
+	}
+	prefix := r.Path
+	if p.Line > 0 {
+		prefix = fmt.Sprintf("%s:%d", r.Path, p.Line)
+	}
+	return prefix + ": " + warn + p.Message
 }

@@ -63,36 +63,39 @@ func TestValidateExampleSequences(t *testing.T) {
 	if len(files) < 4 {
 		t.Fatalf("want at least 4 example sequences, found %d", len(files))
 	}
-	for _, f := range files {
-		probs, summary := validateSequenceFile(f)
-		if len(probs) > 0 || !strings.HasPrefix(summary, "sequence ") {
-			t.Errorf("validateSequenceFile(%s) = %v, %q; want valid", f, probs, summary)
-		}
+	code, out, errs := runCLI(t, append([]string{"validate", "--strict"}, files...)...)
+	if code != ExitOK || strings.Count(out, ": ok: sequence ") != len(files) {
+		t.Errorf("validate --strict examples/sequences = %d\n%s%s", code, out, errs)
 	}
 }
 
-// TestValidateWarnsOverDefaultPayload: a valid sequence whose stored form
-// does not fit in one message of a default NATS server is valid but gets a
-// warning, so the registry's refusal is no surprise.
-func TestValidateWarnsOverDefaultPayload(t *testing.T) {
+// TestValidateOverPayload: a valid sequence whose stored form does not fit
+// in one message of the server is an error, as the registry refuses it;
+// --max-payload says how large the server's messages may be.
+func TestValidateOverPayload(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("name: big\ngroups:\n")
-	for i := range 9000 {
-		fmt.Fprintf(&b, "  - name: g%d\n    description: %q\n    tools: [{tool: t.a, args: {p: %q}}]\n", i, strings.Repeat("x", 60), strings.Repeat("y", 40))
+	for i := range 12000 {
+		fmt.Fprintf(&b, "  - {name: g%d, tools: [{tool: t}]}\n", i)
+	}
+	if b.Len() >= 1<<20-4096 {
+		t.Fatalf("the source (%d bytes) must fit the default limit; only its stored form may not", b.Len())
 	}
 	path := filepath.Join(t.TempDir(), "big.seq.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	probs, summary := validateSequenceFile(path)
-	if summary == "" || len(probs) != 1 || !probs[0].Warning || !strings.Contains(probs[0].Message, "1 MiB") {
-		t.Fatalf("validateSequenceFile(9000 groups) = %v, %q; want one warning about the 1 MiB message limit and a valid summary", probs, summary)
+	code, out, _ := runCLI(t, "validate", path)
+	if code != ExitFailure || !strings.Contains(out, "the stored sequence would be") || !strings.Contains(out, "max_payload 1048576") {
+		t.Fatalf("validate(12000 groups) = %d\n%s\nwant exit 1 and the message-size error", code, out)
 	}
-	small := filepath.Join(t.TempDir(), "small.seq.yaml")
-	if err := os.WriteFile(small, []byte("name: s\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"), 0o644); err != nil {
-		t.Fatal(err)
+	code, out, _ = runCLI(t, "validate", path, "--max-payload", "8388608")
+	if code != ExitOK || !strings.Contains(out, ": ok: sequence big") {
+		t.Errorf("validate --max-payload 8 MiB = %d\n%s", code, out)
 	}
-	if probs, _ := validateSequenceFile(small); len(probs) != 0 {
-		t.Errorf("validateSequenceFile(small) = %v; want no problem", probs)
+	for _, bad := range []string{"0", "4096", "x", "67108865"} {
+		if code, _, _ := runCLI(t, "validate", "--max-payload", bad, path); code != ExitUsage {
+			t.Errorf("validate --max-payload %s = %d; want %d", bad, code, ExitUsage)
+		}
 	}
 }

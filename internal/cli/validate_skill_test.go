@@ -24,7 +24,7 @@ func TestValidateSkills(t *testing.T) {
 		unclosed + `:1: the frontmatter opened on line 1 is never closed: add a line that is exactly "---" after the last field`,
 		cyc + ":4: steps form a dependency cycle: a → b → a (each depends on the next); remove one of these depends",
 		mismatch + `:2: name "template-skill" differs from its directory "template"; rename one so they match`,
-		"5 file(s) checked, 4 invalid",
+		"5 file(s) checked, 4 invalid, 2 warning(s)",
 	}
 	if code != ExitFailure {
 		t.Errorf("validate = %d (stderr %q); want %d", code, errs, ExitFailure)

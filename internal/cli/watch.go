@@ -372,6 +372,7 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 			fmt.Fprintf(w, ": %s", oneLine(ev.Error, 200))
 		}
 		fmt.Fprintln(w)
+		fmt.Fprint(w, registryEventDetail(subject, data)) // warnings: devproblems.go
 	default:
 		fmt.Fprintf(w, "%s %s %s\n", at, subject, oneLine(string(data), 200))
 	}

@@ -22,8 +22,9 @@ type Config struct {
 	// or skill.yaml; sequences are files named *.seq.json, *.seq.yaml or
 	// *.seq.yml, anywhere in the tree. .git, .hg, .svn, .jj and
 	// node_modules directories are skipped (other hidden directories such
-	// as .claude/skills are loaded); symlinked directories are followed,
-	// each real directory visited once (loop guard).
+	// as .claude/skills are loaded); symlinks are followed only when they
+	// resolve inside Dir, each real directory visited once (loop guard);
+	// only regular files are read (see the package doc).
 	Dir string
 	// Debounce is the quiet time after the last file-system event before
 	// the tree is rescanned, so a burst of writes is handled once; default

@@ -25,22 +25,36 @@ type definition struct {
 	groups []string
 	// For listings.
 	description string
+	// summary is validate's one-line description: a sequence's signature,
+	// a skill's format, size and invocation.
+	summary string
+	// warnings are the problems that did not stop the definition from
+	// loading (Warning set), positioned in its file.
+	warnings []Problem
 }
 
-// Problem is one thing wrong with a definition file: where and what.
+// Problem is one thing wrong with a definition file: where and what. A
+// warning does not stop the file from loading.
 type Problem struct {
 	File    string `json:"file,omitempty"`
 	Line    int    `json:"line,omitempty"` // 1-based; 0 when unknown
 	Where   string `json:"where,omitempty"`
 	Message string `json:"message"`
+	Warning bool   `json:"warning,omitempty"`
 }
 
-// String returns "FILE:LINE: WHERE: MESSAGE", the parts that are empty left
-// out.
+// String returns "FILE:LINE: WHERE: MESSAGE" ("FILE:LINE: warning: …" for a
+// warning), the parts that are empty left out.
 func (p Problem) String() string {
 	s := p.File
 	if p.Line > 0 {
 		s = fmt.Sprintf("%s:%d", s, p.Line)
+	}
+	if p.Warning {
+		if s != "" {
+			s += ": "
+		}
+		s += "warning"
 	}
 	if p.Where != "" {
 		if s != "" {
@@ -54,51 +68,120 @@ func (p Problem) String() string {
 	return s + p.Message
 }
 
+// hasError reports whether probs holds a problem that is not a warning.
+func hasError(probs []Problem) bool {
+	for _, p := range probs {
+		if !p.Warning {
+			return true
+		}
+	}
+	return false
+}
+
+// split returns the errors and the warnings of probs, in order.
+func split(probs []Problem) (errs, warns []Problem) {
+	for _, p := range probs {
+		if p.Warning {
+			warns = append(warns, p)
+		} else {
+			errs = append(errs, p)
+		}
+	}
+	return errs, warns
+}
+
 func sum(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
 
-// loadFile parses one scanned file into a definition, or returns its
-// problems.
-func loadFile(f *scanned) (*definition, []Problem) {
+// loadFile parses one scanned file into a definition, applying every
+// per-file rule of the registry (docs/skills.md, docs/sequences.md): the
+// file was read as a regular file within the size limit, it parses and
+// validates as its kind, and its stored form fits in limit bytes. It
+// returns the definition (nil when any problem is an error) and every
+// problem, warnings included, errors first in file order.
+func loadFile(f *scanned, limit int64) (*definition, []Problem) {
 	if f.err != nil {
-		return nil, []Problem{{File: f.rel, Message: "cannot read the file: " + f.err.Error()}}
+		return nil, []Problem{{File: f.rel, Message: refusalMessage(f.err)}}
 	}
+	var d *definition
+	var probs []Problem
 	switch f.kind {
 	case kindSkill:
-		return loadSkill(f.rel, f.abs, f.data)
+		d, probs = loadSkill(f.rel, f.abs, f.data)
 	default:
-		return loadSequence(f.rel, f.data)
+		d, probs = loadSequence(f.rel, f.data)
 	}
+	if d != nil {
+		if p := sizeProblem(f.rel, d, limit); p != nil {
+			return nil, append([]Problem{*p}, probs...)
+		}
+	}
+	return d, probs
+}
+
+// sizeProblem reports a definition too large to be stored: a KV value is
+// one message, bounded by the server's max_payload (less room for
+// headers); limit is MaxDefinitionBytes.
+func sizeProblem(rel string, d *definition, limit int64) *Problem {
+	if int64(len(d.value)) <= limit {
+		return nil
+	}
+	return &Problem{File: rel, Message: fmt.Sprintf("the stored %s would be %d bytes, more than the %d bytes a NATS message may carry here (max_payload %d less %d bytes for headers); split the %s, or raise the server's max_payload",
+		d.kind, len(d.value), limit, limit+headerRoom, headerRoom, d.kind)}
+}
+
+// skillDir is the directory name a skill at rel (abs) must be named after.
+func skillDir(rel, abs string) string {
+	if dir := path.Dir(rel); dir != "." {
+		return path.Base(dir)
+	}
+	return filepath.Base(filepath.Dir(abs))
 }
 
 func loadSkill(rel, abs string, data []byte) (*definition, []Problem) {
 	format := skill.FormatMarkdown
-	if filepath.Base(rel) == "skill.yaml" {
+	if path.Base(rel) == string(skill.FormatYAML) {
 		format = skill.FormatYAML
 	}
-	dir := path.Base(path.Dir(rel))
-	if path.Dir(rel) == "." {
-		dir = filepath.Base(filepath.Dir(abs))
+	s, warns, err := skill.Parse(data, format, skillDir(rel, abs))
+	var probs []Problem
+	for _, fe := range skill.Problems(err) {
+		probs = append(probs, Problem{File: rel, Line: fe.Line, Message: fe.Message}) // messages name their field
 	}
-	s, _, err := skill.Parse(data, format, dir)
-	if err != nil {
-		var probs []Problem
-		for _, fe := range skill.Problems(err) {
-			probs = append(probs, Problem{File: rel, Line: fe.Line, Where: fe.Field, Message: fe.Message})
-		}
-		if len(probs) == 0 {
-			probs = []Problem{{File: rel, Message: err.Error()}}
-		}
+	var warnProbs []Problem
+	for _, w := range warns {
+		warnProbs = append(warnProbs, Problem{File: rel, Line: w.Line, Message: w.Message, Warning: true})
+	}
+	probs = append(probs, warnProbs...)
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
+	if err != nil || s == nil {
 		return nil, probs
 	}
 	s.Source = rel
 	v, err := json.Marshal(s)
 	if err != nil {
-		return nil, []Problem{{File: rel, Message: "cannot encode the skill record: " + err.Error()}}
+		return nil, append(probs, Problem{File: rel, Message: "cannot encode the skill record: " + err.Error()})
 	}
-	return &definition{kind: kindSkill, name: s.Name, source: rel, value: v, sum: sum(v), description: s.Description}, nil
+	return &definition{kind: kindSkill, name: s.Name, source: rel, value: v, sum: sum(v), description: s.Description,
+		summary: skillSummary(s), warnings: warnProbs}, probs
+}
+
+// skillSummary is validate's line for a valid skill: `skill NAME (FORMAT,
+// N body lines, M sections, invocation I)`.
+func skillSummary(s *skill.Skill) string {
+	lines := 0
+	if n := len(s.Sections); n > 0 {
+		lines = s.Sections[n-1].End
+	}
+	titled := 0
+	for _, sec := range s.Sections {
+		if sec.Level > 0 {
+			titled++
+		}
+	}
+	return fmt.Sprintf("skill %s (%s, %d body lines, %d sections, invocation %s)", s.Name, s.Format, lines, titled, s.Invocation)
 }
 
 func loadSequence(rel string, data []byte) (*definition, []Problem) {
@@ -139,7 +222,8 @@ func sequenceDefinition(s *seq.Sequence, source string) (*definition, error) {
 	for _, g := range s.Groups {
 		groups = append(groups, g.Name)
 	}
-	return &definition{kind: kindSequence, name: s.Name, source: source, value: v, sum: sum(v), groups: groups, description: s.Description}, nil
+	return &definition{kind: kindSequence, name: s.Name, source: source, value: v, sum: sum(v), groups: groups,
+		description: s.Description, summary: "sequence " + s.Name + " " + s.Signature.String()}, nil
 }
 
 // definitionFromStored rebuilds a definition from a bucket value (used at
@@ -165,7 +249,11 @@ func definitionFromStored(kind, source string, value []byte) (*definition, error
 	if s.Name == "" {
 		return nil, errors.New("stored skill has no name")
 	}
-	return &definition{kind: kindSkill, name: s.Name, source: source, value: value, sum: sum(value), description: s.Description}, nil
+	d := &definition{kind: kindSkill, name: s.Name, source: source, value: value, sum: sum(value), description: s.Description, summary: skillSummary(&s)}
+	for _, w := range s.Warnings {
+		d.warnings = append(d.warnings, Problem{File: source, Line: w.Line, Message: w.Message, Warning: true})
+	}
+	return d, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

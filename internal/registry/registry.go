@@ -1,18 +1,25 @@
-// Package registry is the skillbus registry service (DESIGN.md §2): it loads
-// a directory tree of skills and sequences, validates each file with
-// pkg/skill and pkg/seq, publishes the valid ones to the SKILLS and
-// SEQUENCES buckets, follows the tree with fsnotify, and serves the
-// skillbus.registry.* micro endpoints. cmd/registry is a thin main around
-// it; `skillbus dev` runs it in-process.
+// Package registry is the skillbus registry service (README.md, Deploying;
+// docs/skills.md; docs/sequences.md): it loads a directory tree of skills and sequences,
+// validates each file with pkg/skill and pkg/seq, publishes the valid ones
+// to the SKILLS and SEQUENCES buckets, follows the tree with fsnotify, and
+// serves the skillbus.registry.* micro endpoints. cmd/registry is a thin
+// main around it; `skillbus dev` runs it in-process. Check applies the same
+// rules without NATS: it is `skillbus validate`.
 //
 // # Files
 //
 // Skills are files named SKILL.md or skill.yaml; sequences are files named
-// *.seq.json, *.seq.yaml or *.seq.yml, anywhere in the tree (the rule of
-// `skillbus validate`). Version-control directories (.git, .hg, .svn, .jj)
-// and node_modules are skipped; symlinked directories are followed, each
-// real directory once. A definition whose stored JSON would exceed the
-// server's max_payload is treated as an invalid file.
+// *.seq.json, *.seq.yaml or *.seq.yml, anywhere in the tree (FileKind).
+// Version-control directories (.git, .hg, .svn, .jj) and node_modules are
+// skipped. Files are read as files: only regular files are opened, without
+// blocking (a FIFO named x.seq.yaml is refused, never opened), and at most
+// MaxDefinitionBytes of the server's max_payload (a definition is stored as
+// one NATS message, so a larger file could never be stored). Symlinks are
+// followed only inside the tree: a symlinked directory or definition file
+// that leads outside it (to /, to .., to /dev/zero) is refused; each real
+// directory is visited once. Each refusal is a problem of that path,
+// published as an events.OpInvalid event (kind events.KindTree for a
+// directory).
 //
 // # Guarantees
 //
@@ -25,6 +32,10 @@
 //     as an events.OpInvalid registry event, and the old version stays —
 //     also across a restart of the registry, since the stored version is
 //     recognised by its source file.
+//   - A file that loads with warnings (an unknown field such as
+//     allowed_tools) is published with an events.OpWarning event each time
+//     it is read, at start and after each change; the warnings stay in the
+//     skill record, in skill.list and skill.info.
 //   - Name clashes are resolved by a documented rule, never by read order:
 //     a skill name belongs to the file whose path sorts first; sequences
 //     created with seq.create come first, then sequence files by path, and
@@ -32,8 +43,7 @@
 //     clash is logged and published (events.OpClash) naming both sources.
 //   - Bucket entries are tagged with their source in the Skillbus-Source
 //     header ("file:<path>" or "seq.create"); only entries from files are
-//     deleted when their file goes. Entries the registry did not write are
-//     left alone.
+//     deleted when their file goes.
 //
 // One registry (or several replicas over the same tree) owns the two
 // buckets; two registries with different trees on one cluster would undo
@@ -77,11 +87,13 @@ type storedEntry struct {
 	value  []byte
 }
 
-// fileState is the registry's memory of one definition file.
+// fileState is the registry's memory of one definition file (or refused
+// directory).
 type fileState struct {
+	kind     string      // kindSkill, kindSequence or kindTree
 	hash     string      // sha256 of the bytes last parsed
 	good     *definition // the last good version; nil when there never was one
-	problems []Problem   // non-nil while the file is invalid
+	problems []Problem   // the errors; non-nil while the file is invalid
 }
 
 // Registry loads, watches and serves skills and sequences. Create it with
@@ -157,11 +169,18 @@ func bucketOf(kind string) string {
 }
 
 func eventKind(kind string) string {
-	if kind == kindSkill {
+	switch kind {
+	case kindSkill:
 		return events.KindSkill
+	case kindTree:
+		return events.KindTree
 	}
 	return events.KindSequence
 }
+
+// limit is the largest definition file and stored definition this
+// registry's server accepts (MaxDefinitionBytes of its max_payload).
+func (r *Registry) limit() int64 { return MaxDefinitionBytes(r.nc.MaxPayload()) }
 
 // Start provisions the streams and buckets, reads what the buckets hold,
 // loads the tree and brings the buckets in line with it, starts watching
@@ -358,7 +377,8 @@ func (r *Registry) loadStored(ctx context.Context) error {
 func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
-	res := scan(r.cfg.Dir)
+	limit := r.limit()
+	res := scan(r.cfg.Dir, limit, false)
 	type job struct {
 		f    *scanned
 		hash string
@@ -387,10 +407,7 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 		go func() {
 			defer wg.Done()
 			for j := range next {
-				j.def, j.prob = loadFile(j.f)
-				if j.prob == nil {
-					j.prob = r.checkSize(j.f.rel, j.def)
-				}
+				j.def, j.prob = loadFile(j.f, limit)
 			}
 		}()
 	}
@@ -402,44 +419,39 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var warned []*events.RegistryEvent
 	for _, j := range jobs { // in path order
 		rel := j.f.rel
 		st := r.files[rel]
-		if st == nil {
-			st = &fileState{}
+		if st == nil || st.kind != j.f.kind {
+			st = &fileState{kind: j.f.kind}
 			r.files[rel] = st
 		}
 		st.hash = j.hash
-		if j.prob == nil {
+		errs, warns := split(j.prob)
+		if j.def != nil {
 			if st.problems != nil {
 				r.log.Info("file valid again", "file", rel)
 			}
 			st.good, st.problems = j.def, nil
+			if len(warns) > 0 {
+				warned = append(warned, r.warningEvent(j.def.kind, rel, j.def.name, warns))
+			}
 			continue
 		}
-		st.problems = j.prob
-		if st.good == nil {
+		st.problems = errs
+		if st.good == nil && j.f.kind != kindTree {
 			st.good = r.storedVersionLocked(j.f.kind, rel)
 		}
-		r.reportInvalidLocked(ctx, j.f.kind, rel, st)
+		r.reportInvalidLocked(ctx, j.f.kind, rel, st, warns)
 	}
+	r.publishEventsAsync(ctx, warned)
 	for rel := range r.files {
 		if _, ok := res.files[rel]; !ok {
 			delete(r.files, rel)
 		}
 	}
 	return res.dirs, r.applyLocked(ctx)
-}
-
-// checkSize reports a definition too large to be stored: a KV value is
-// one message, bounded by the server's max_payload (less room for headers).
-func (r *Registry) checkSize(rel string, d *definition) []Problem {
-	limit := r.nc.MaxPayload() - 4096
-	if int64(len(d.value)) <= limit {
-		return nil
-	}
-	return []Problem{{File: rel, Message: fmt.Sprintf("the stored %s would be %d bytes, more than the %d bytes a NATS message may carry here (server max_payload less headers); split the %s or raise max_payload",
-		d.kind, len(d.value), limit, d.kind)}}
 }
 
 // storedVersionLocked returns the bucket's version of the definition that
@@ -458,14 +470,36 @@ func (r *Registry) storedVersionLocked(kind, rel string) *definition {
 	return nil
 }
 
-func (r *Registry) reportInvalidLocked(ctx context.Context, kind, rel string, st *fileState) {
+// warningEvent is the OpWarning event of a file that loaded with warnings.
+func (r *Registry) warningEvent(kind, rel, name string, warns []Problem) *events.RegistryEvent {
+	for _, w := range warns {
+		r.log.Warn(kind+" file loaded with a warning", "file", w.File, "line", w.Line, "warning", w.Message)
+	}
+	return &events.RegistryEvent{Kind: eventKind(kind), Op: events.OpWarning, Name: name, File: rel, Line: warns[0].Line,
+		Warnings: warningLines(warns), At: time.Now().UTC()}
+}
+
+// warningLines renders warnings as "FILE:LINE: message" lines.
+func warningLines(warns []Problem) []string {
+	if len(warns) == 0 {
+		return nil
+	}
+	lines := make([]string, 0, len(warns))
+	for _, w := range warns {
+		w.Warning = false
+		lines = append(lines, w.String())
+	}
+	return lines
+}
+
+func (r *Registry) reportInvalidLocked(ctx context.Context, kind, rel string, st *fileState, warns []Problem) {
 	msgs := make([]string, 0, len(st.problems))
 	for _, p := range st.problems {
 		msgs = append(msgs, p.String())
 		r.log.Error("invalid "+kind+" file", "file", p.File, "line", p.Line, "where", p.Where, "problem", p.Message)
 	}
 	ev := &events.RegistryEvent{Kind: eventKind(kind), Op: events.OpInvalid, File: rel, Line: st.problems[0].Line,
-		Error: strings.Join(msgs, "\n"), At: time.Now().UTC()}
+		Error: strings.Join(msgs, "\n"), Warnings: warningLines(warns), At: time.Now().UTC()}
 	if st.good != nil {
 		ev.Name = st.good.name
 		ev.Kept = label(st.good)

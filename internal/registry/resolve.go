@@ -11,9 +11,22 @@ type clash struct {
 	kind     string // kindSkill or kindSequence
 	what     string // "skill name", "sequence name" or "group name"
 	name     string // the name both use
-	kept     string // source of the kept definition
-	other    string // source of the rejected one
+	kept     string // source of the kept definition (with its sequence for a group clash)
+	other    string // source of the rejected one (likewise)
+	otherSrc string // source of the rejected definition, bare (label)
+	keptSrc  string // source of the kept definition, bare (label)
+	keptName string // name of the kept definition
 	rejected string // name of the rejected definition
+}
+
+// problem is the clash as a problem of the rejected file (validate).
+func (c clash) problem() string {
+	if c.what == "group name" {
+		return fmt.Sprintf("group name %q is also used by sequence %q in %s, which the registry keeps (%s): group names are unique across all sequences, so it ignores sequence %q until one group is renamed",
+			c.name, c.keptName, c.keptSrc, precedenceRule(c.kind), c.rejected)
+	}
+	return fmt.Sprintf("%s %q is also defined by %s, which the registry keeps (%s), so it ignores this file until one of them is renamed or removed",
+		c.what, c.name, c.keptSrc, precedenceRule(c.kind))
 }
 
 func (c clash) String() string {
@@ -60,7 +73,8 @@ func resolve(files map[string]*definition, created map[string]*definition) (skil
 			continue
 		}
 		if k, dup := skills[d.name]; dup {
-			clashes = append(clashes, clash{kind: kindSkill, what: "skill name", name: d.name, kept: label(k), other: label(d), rejected: d.name})
+			clashes = append(clashes, clash{kind: kindSkill, what: "skill name", name: d.name, kept: label(k), other: label(d),
+				keptSrc: label(k), otherSrc: label(d), keptName: k.name, rejected: d.name})
 			continue
 		}
 		skills[d.name] = d
@@ -68,13 +82,15 @@ func resolve(files map[string]*definition, created map[string]*definition) (skil
 	groupOwner := map[string]*definition{}
 	for _, d := range seqOrder {
 		if k, dup := seqs[d.name]; dup {
-			clashes = append(clashes, clash{kind: kindSequence, what: "sequence name", name: d.name, kept: label(k), other: label(d), rejected: d.name})
+			clashes = append(clashes, clash{kind: kindSequence, what: "sequence name", name: d.name, kept: label(k), other: label(d),
+				keptSrc: label(k), otherSrc: label(d), keptName: k.name, rejected: d.name})
 			continue
 		}
 		var c *clash
 		for _, g := range d.groups {
 			if k, dup := groupOwner[g]; dup {
-				c = &clash{kind: kindSequence, what: "group name", name: g, kept: label(k) + " (sequence " + fmt.Sprintf("%q", k.name) + ")", other: label(d) + " (sequence " + fmt.Sprintf("%q", d.name) + ")", rejected: d.name}
+				c = &clash{kind: kindSequence, what: "group name", name: g, kept: label(k) + " (sequence " + fmt.Sprintf("%q", k.name) + ")", other: label(d) + " (sequence " + fmt.Sprintf("%q", d.name) + ")",
+					keptSrc: label(k), otherSrc: label(d), keptName: k.name, rejected: d.name}
 				break
 			}
 		}

@@ -133,48 +133,6 @@ func TestFileKind(t *testing.T) {
 	}
 }
 
-func TestScanSymlinksAndLoops(t *testing.T) {
-	root := t.TempDir()
-	outside := t.TempDir()
-	write := func(p, s string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(root, "skills/a/SKILL.md"), "a")
-	write(filepath.Join(root, ".git/x/SKILL.md"), "hidden")
-	write(filepath.Join(root, "skills/a/notes.md"), "not a definition")
-	write(filepath.Join(outside, "linked/SKILL.md"), "linked")
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.Symlink(filepath.Join(outside, "linked"), filepath.Join(root, "skills/linked")))
-	must(os.Symlink(root, filepath.Join(root, "skills/a/loop")))                             // loop back to the root
-	must(os.Symlink(filepath.Join(root, "skills/a"), filepath.Join(root, "skills/z-again"))) // the same folder twice
-	must(os.Symlink(filepath.Join(root, "nowhere"), filepath.Join(root, "skills/dangling")))
-
-	res := scan(root)
-	var got []string
-	for rel := range res.files {
-		got = append(got, rel)
-	}
-	sort.Strings(got)
-	want := []string{"skills/a/SKILL.md", "skills/linked/SKILL.md"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("scan files = %q; want %q", got, want)
-	}
-	if string(res.files["skills/linked/SKILL.md"].data) != "linked" {
-		t.Errorf("symlinked file data = %q", res.files["skills/linked/SKILL.md"].data)
-	}
-}
-
 func TestConfigValidate(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "f")
 	_ = os.WriteFile(file, nil, 0o644)

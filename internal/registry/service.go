@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -46,7 +47,7 @@ type ErrorReply struct {
 type NameRequest struct {
 	Name string `json:"name"`
 	// Section (skill.info only) is a section title; "" asks for the whole
-	// skill or its table of contents (DESIGN.md §5).
+	// skill or its table of contents (docs/skills.md, "What is injected").
 	Section string `json:"section,omitempty"`
 }
 
@@ -55,6 +56,10 @@ type SkillSummary struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Source      string `json:"source"`
+	// Warnings are the skill's warnings (an unknown field, an empty
+	// allowed-tools …), one "FILE:LINE: message" line each; the skill is
+	// loaded, but may not behave as its author meant.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // SkillList is the reply of skill.list, sorted by name.
@@ -66,8 +71,21 @@ type SkillList struct {
 type SkillInfo struct {
 	Name    string `json:"name"`
 	Section string `json:"section,omitempty"`
-	Text    string `json:"text"`
+	// Text is what a model reads: the skill, its head and table of
+	// contents, or one section with its subsections — at most MaxInfoBytes,
+	// cut at a line end with a note saying what was left out.
+	Text string `json:"text"`
+	// Warnings are the skill's warnings, as in SkillSummary (for people;
+	// not part of Text).
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// MaxInfoBytes bounds the text of a skill.info reply (64 KiB): a section
+// longer than that (or a whole skill of few but very long lines) is cut at
+// the last line end that fits, and a note gives the lines left out and how
+// to read them, so the reply always fits in a NATS message and in a
+// model's context.
+const MaxInfoBytes = 64 << 10
 
 // SeqSummary is one entry of SeqList.
 type SeqSummary struct {
@@ -253,7 +271,7 @@ func (r *Registry) skillList(ctx context.Context, data []byte) (any, error) {
 	out := SkillList{Skills: []SkillSummary{}}
 	for _, name := range sortedKeys(r.skills) {
 		d := r.skills[name]
-		out.Skills = append(out.Skills, SkillSummary{Name: name, Description: d.description, Source: label(d)})
+		out.Skills = append(out.Skills, SkillSummary{Name: name, Description: d.description, Source: label(d), Warnings: warningLines(d.warnings)})
 	}
 	return out, nil
 }
@@ -308,7 +326,36 @@ func (r *Registry) skillInfo(ctx context.Context, data []byte) (any, error) {
 		}
 		return nil, fail("500", "skill %q: %v", req.Name, err)
 	}
-	return SkillInfo{Name: req.Name, Section: req.Section, Text: text}, nil
+	return SkillInfo{Name: req.Name, Section: req.Section, Text: capInfo(text, MaxInfoBytes), Warnings: warningLines(d.warnings)}, nil
+}
+
+// capInfo cuts text to at most limit bytes at the last line end that fits
+// (at a UTF-8 boundary when one line alone is longer) and appends a note
+// saying how many lines were left out; text within limit is returned as is.
+func capInfo(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	const room = 256 // for the note
+	cut := max(limit-room, 0)
+	if i := strings.LastIndexByte(text[:cut], '\n'); i > 0 {
+		cut = i + 1
+	} else {
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+	}
+	shown := text[:cut]
+	total := strings.Count(text, "\n")
+	if !strings.HasSuffix(text, "\n") {
+		total++
+	}
+	left := total - strings.Count(shown, "\n")
+	note := fmt.Sprintf("\n[Cut here: this part is %d bytes, more than the %d bytes skill_info returns at once; %d more line(s) are not shown. Ask for one of its subsections by title, or read the skill's file.]\n", len(text), limit, left)
+	if !strings.HasSuffix(shown, "\n") {
+		shown += "\n"
+	}
+	return shown + note
 }
 
 func (r *Registry) seqList(ctx context.Context, data []byte) (any, error) {
@@ -368,8 +415,8 @@ func (r *Registry) seqCreate(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, fail("400", "%v", err)
 	}
-	if probs := r.checkSize("", d); probs != nil {
-		return nil, &replyError{code: "413", msg: probs[0].Message, problems: probs}
+	if p := sizeProblem("", d, r.limit()); p != nil {
+		return nil, &replyError{code: "413", msg: p.Message, problems: []Problem{*p}}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

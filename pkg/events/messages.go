@@ -96,8 +96,8 @@ func (m *AgentReady) check() error {
 // RegistryEventSubject(kind, op).
 type RegistryEvent struct {
 	V int `json:"v"`
-	// Kind is KindSkill or KindSequence; Op is OpPut, OpDelete, OpInvalid or
-	// OpClash.
+	// Kind is KindSkill, KindSequence or KindTree; Op is OpPut, OpDelete,
+	// OpInvalid, OpClash, OpWarning or OpReverted.
 	Kind string `json:"kind"`
 	Op   string `json:"op"`
 	// Name is the skill or sequence name (empty for an invalid file whose
@@ -108,9 +108,12 @@ type RegistryEvent struct {
 	// problem (0 when unknown).
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
-	// Error is the validation error (OpInvalid) or clash description
-	// (OpClash).
+	// Error is the validation error (OpInvalid), clash description
+	// (OpClash) or what was undone (OpReverted).
 	Error string `json:"error,omitempty"`
+	// Warnings are the file's warnings, one "FILE:LINE: message" line
+	// each (OpWarning, and OpInvalid when the file has any).
+	Warnings []string `json:"warnings,omitempty"`
 	// Other is the other file of a clash; Kept the file whose definition
 	// stays in the bucket.
 	Other string `json:"other,omitempty"`

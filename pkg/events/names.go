@@ -89,6 +89,22 @@ const (
 	// OpClash: two files define the same skill name or group name; the
 	// event names both files and the one kept.
 	OpClash = "clash"
+	// OpWarning: a file loaded, but with warnings (an unknown field such
+	// as allowed_tools for allowed-tools); published each time the
+	// registry reads the file — at its start and after every change — with
+	// the lines in Warnings (docs/skills.md).
+	OpWarning = "warning"
+	// OpReverted: a write to SKILLS or SEQUENCES that did not come from
+	// the registry was undone — the key put back to the registry's version,
+	// or removed; Error says what was written and what was restored
+	// (docs/skills.md, "The registry owns its buckets").
+	OpReverted = "reverted"
+
+	// KindTree: the event is about the registry's directory tree itself,
+	// not one definition: a directory the registry refuses to enter (a
+	// symlink leading outside the tree, an unreadable directory); used
+	// with OpInvalid only.
+	KindTree = "tree"
 )
 
 // RunSlotObject returns the name of the BucketRunSlots object holding the
@@ -151,18 +167,18 @@ func RunEventSubject(runID, kind string) (string, error) {
 }
 
 // RegistryEventSubject returns events.registry.<kind>.<op>, kind one of
-// KindSkill, KindSequence and op one of OpPut, OpDelete, OpInvalid,
-// OpClash. Errors: ErrBadToken.
+// KindSkill, KindSequence, KindTree and op one of OpPut, OpDelete,
+// OpInvalid, OpClash, OpWarning, OpReverted. Errors: ErrBadToken.
 func RegistryEventSubject(kind, op string) (string, error) {
 	switch kind {
-	case KindSkill, KindSequence:
+	case KindSkill, KindSequence, KindTree:
 	default:
-		return "", fmt.Errorf("%w: registry event kind %q; want %q or %q", ErrBadToken, kind, KindSkill, KindSequence)
+		return "", fmt.Errorf("%w: registry event kind %q; want %q, %q or %q", ErrBadToken, kind, KindSkill, KindSequence, KindTree)
 	}
 	switch op {
-	case OpPut, OpDelete, OpInvalid, OpClash:
+	case OpPut, OpDelete, OpInvalid, OpClash, OpWarning, OpReverted:
 	default:
-		return "", fmt.Errorf("%w: registry event op %q; want put, delete, invalid or clash", ErrBadToken, op)
+		return "", fmt.Errorf("%w: registry event op %q; want put, delete, invalid, clash, warning or reverted", ErrBadToken, op)
 	}
 	return "events.registry." + kind + "." + op, nil
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Sequence is the parsed, validated form of a sequence (DESIGN.md §4): the
+// Sequence is the parsed, validated form of a sequence (docs/sequences.md): the
 // AST that the registry stores in the SEQUENCES bucket and the engine runs.
 // Both source forms (JSON with a tools string, YAML with a tools list) parse
 // into it; Encode gives its canonical JSON, which Parse reads back into an
@@ -55,7 +55,7 @@ type Group struct {
 type Call struct {
 	Tool string `json:"tool"`
 	// Args is the JSON object sent to the tool. String values may reference
-	// $args.<key> (see DESIGN.md §4 for substitution). Numbers are kept as
+	// $args.<key> (see docs/sequences.md for substitution). Numbers are kept as
 	// json.Number so that no precision is lost.
 	Args map[string]any `json:"args,omitempty"`
 	// As is the out slot the result is written to; "" = result discarded.
@@ -65,7 +65,7 @@ type Call struct {
 	Fallback string `json:"fallback,omitempty"`
 }
 
-// Missing is a group's policy for a tool with no provider (DESIGN.md §4).
+// Missing is a group's policy for a tool with no provider (docs/sequences.md).
 type Missing string
 
 // The legal values of Missing.
@@ -75,7 +75,7 @@ const (
 	MissingDegrade Missing = "degrade" // the slot gets the call's fallback
 )
 
-// OnError is a group's policy for a failed tool call (DESIGN.md §4).
+// OnError is a group's policy for a failed tool call (docs/sequences.md).
 type OnError string
 
 // The legal values of OnError.
@@ -85,7 +85,7 @@ const (
 	OnErrorRetry    OnError = "retry"    // up to Retries more attempts, then abort
 )
 
-// DefaultTimeout is a group's timeout when it sets none (DESIGN.md §4).
+// DefaultTimeout is a group's timeout when it sets none (docs/sequences.md).
 const DefaultTimeout = 60 * time.Second
 
 // MaxRetries is the largest legal `retries`.
@@ -135,7 +135,7 @@ func validType(t Type) bool {
 }
 
 // IsArray reports whether t is array or array<T>: a slot of such a type
-// may be written by several calls (DESIGN.md §4).
+// may be written by several calls (docs/sequences.md).
 func (t Type) IsArray() bool { return t == "array" || strings.HasPrefix(string(t), "array<") }
 
 // elem returns T of array<T>, or "" for plain array.
@@ -149,7 +149,7 @@ func (t Type) elem() Type {
 const legalTypes = "string, bool, integer, number, object, array, array<T> (T one of these)"
 
 // Signature is the set of run arguments of a sequence with their types: the
-// `in` keys that no earlier group's `out` provides (DESIGN.md §4).
+// `in` keys that no earlier group's `out` provides (docs/sequences.md).
 type Signature map[string]Type
 
 // Keys returns the argument names, sorted.

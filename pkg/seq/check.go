@@ -35,7 +35,7 @@ func refsIn(v any, found func(key string), bad func(ref string)) {
 	}
 }
 
-// check enforces the dataflow rules of DESIGN.md §4, compiles `when`
+// check enforces the dataflow rules of docs/sequences.md, compiles `when`
 // expressions and derives the signature.
 func (d *decoder) check(s *Sequence) {
 	provided := map[string]int{} // out slot → 1-based group that declares it
@@ -129,9 +129,10 @@ func (d *decoder) check(s *Sequence) {
 			}
 		}
 		if g.When != "" {
-			prog, msg := compileWhen(g.When, g.In)
+			prog, msg, cause := compileWhen(g.When, g.In)
 			if msg != "" {
 				d.errf(ErrExpression, a, "when", nil, "%s", msg)
+				d.list[len(d.list)-1].Err = cause
 			} else {
 				g.when = prog
 			}
@@ -140,7 +141,7 @@ func (d *decoder) check(s *Sequence) {
 	d.checkTriggered(s)
 }
 
-// BootArgs are the run arguments a boot run receives (DESIGN.md §4): the
+// BootArgs are the run arguments a boot run receives (docs/sequences.md): the
 // booting agent's id and its boot id, both strings. A `boot: true`
 // sequence may read them as run arguments (declare them in `in` with type
 // string); it may have no other run argument, since nobody gives one.
@@ -225,7 +226,7 @@ func keyList(m map[string]Type) string {
 }
 
 // checkType reports whether raw (a JSON value) is of type t; null passes
-// every type (DESIGN.md §4). got describes what raw is, for messages.
+// every type (docs/sequences.md). got describes what raw is, for messages.
 func checkType(t Type, raw json.RawMessage) (ok bool, got string) {
 	got = JSONKind(raw)
 	if got == "null" {
@@ -259,8 +260,9 @@ func checkType(t Type, raw json.RawMessage) (ok bool, got string) {
 }
 
 // JSONKind names the JSON type of raw in the sequence language's terms
-// (DESIGN.md §4): "null", "string", "bool", "integer" (a number without
-// fraction), "number", "object", "array"; "nothing" for empty input and
+// (docs/sequences.md, "Types"): "null", "string", "bool", "integer" (a
+// whole number from -2^63 to 2^63-1, however written: 5, 5.0, 1e3,
+// 9.007199254740993e15), "number" (any other number), "object", "array"; "nothing" for empty input and
 // "invalid JSON" for a number that does not parse. It is what error
 // messages say a value "is", and what run arguments are checked against.
 func JSONKind(raw json.RawMessage) string {
@@ -284,10 +286,7 @@ func JSONKind(raw json.RawMessage) string {
 	if err := json.Unmarshal(b, &n); err != nil {
 		return "invalid JSON"
 	}
-	if _, err := n.Int64(); err == nil {
-		return "integer"
-	}
-	if f, err := n.Float64(); err == nil && f == float64(int64(f)) && f < 9.2e18 && f > -9.2e18 {
+	if i, ok := exactInt(string(n)); ok && i.IsInt64() {
 		return "integer"
 	}
 	return "number"

@@ -1,4 +1,4 @@
-// Package seq is the tool-sequence language of skillbus (DESIGN.md §4):
+// Package seq is the tool-sequence language of skillbus (docs/sequences.md):
 // parse and validate a sequence, derive its signature, encode it
 // canonically, and run it against a Caller. It has no NATS dependency; the
 // seqworker supplies a Caller that speaks NATS (pkg/tool).

@@ -7,7 +7,7 @@ import (
 )
 
 // Encode returns the canonical JSON of a parsed sequence: the value stored
-// in the SEQUENCES bucket (DESIGN.md §3). It is compact, with object keys in
+// in the SEQUENCES bucket (see package events). It is compact, with object keys in
 // a fixed order (struct fields in declaration order, map keys sorted), every
 // default written out, `tools` as a list of objects, fallback as compact JSON
 // text and the derived signature included. Parse (or Decode) of the result

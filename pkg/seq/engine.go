@@ -85,7 +85,7 @@ func WithObserver(o Observer) RunOption { return func(c *runConfig) { c.observer
 // checkpoint's args are used. A checkpoint of another sequence, or of a
 // sequence whose groups have changed, makes Run fail with ErrCheckpoint.
 //
-// Runs are at-least-once (DESIGN.md §4): a tool of the group that was
+// Runs are at-least-once (docs/sequences.md): a tool of the group that was
 // running when the checkpoint was taken may be called a second time.
 func WithResume(checkpoint *Result) RunOption { return func(c *runConfig) { c.resume = checkpoint } }
 
@@ -103,7 +103,7 @@ func WithRetryBackoff(initial, max time.Duration) RunOption {
 }
 
 // Run runs s with the run arguments args (key → JSON value) against caller,
-// following the execution rules of DESIGN.md §4:
+// following the execution rules of docs/sequences.md:
 //
 //   - Before the first group, args are checked against s.Signature: a
 //     missing, unknown or mistyped argument fails the run (ErrArgument),
@@ -382,18 +382,31 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 		}
 		return gr, err
 	}
+	// The group's timeout starts now: it bounds the `when` evaluation too.
+	gctx, cancelTimeout := context.WithTimeout(ctx, time.Duration(g.Timeout))
+	defer cancelTimeout()
 	if g.When != "" {
 		prog := g.when
 		if prog == nil { // a Sequence not built by Parse
-			p, msg := compileWhen(g.When, g.In)
+			p, msg, cause := compileWhen(g.When, g.In)
 			if msg != "" {
-				return fail(&Error{Kind: ErrExpression, Group: gi + 1, GroupName: g.Name, Field: "when", Message: msg})
+				return fail(&Error{Kind: ErrExpression, Group: gi + 1, GroupName: g.Name, Field: "when", Message: msg, Err: cause})
 			}
 			prog = p
 		}
-		ok, err := prog.eval(scope)
+		ok, err := prog.eval(gctx, scope)
+		if err != nil && ctx.Err() != nil {
+			gr.Status, gr.Error = GroupInterrupted, "the run was interrupted: "+ctx.Err().Error()
+			for i := range gr.Calls {
+				gr.Calls[i].Status = CallNotRun
+			}
+			return gr, fmt.Errorf("seq: run interrupted in group %d %q: %w", gi+1, g.Name, ctx.Err())
+		}
+		if errors.Is(err, ErrTooCostly) {
+			return fail(&Error{Kind: ErrExpression, Group: gi + 1, GroupName: g.Name, Field: "when", Message: fmt.Sprintf("%q could not be evaluated: %v", clip(g.When, 120), err), Err: err})
+		}
 		if err != nil {
-			return fail(&Error{Kind: ErrExpression, Group: gi + 1, GroupName: g.Name, Field: "when", Message: fmt.Sprintf("%q could not be evaluated: %v; guard values that may be null, e.g. \"$args.x != null && $args.x > 0\"", g.When, err), Err: err})
+			return fail(&Error{Kind: ErrExpression, Group: gi + 1, GroupName: g.Name, Field: "when", Message: fmt.Sprintf("%q could not be evaluated: %v; guard values that may be null, e.g. \"$args.x != null && $args.x > 0\"", clip(g.When, 120), err), Err: err})
 		}
 		if !ok {
 			gr.Status, gr.Reason = GroupSkipped, "when is false"
@@ -408,8 +421,6 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 		}
 	}
 
-	gctx, cancelTimeout := context.WithTimeout(ctx, time.Duration(g.Timeout))
-	defer cancelTimeout()
 	cctx, cancel := context.WithCancelCause(gctx)
 	defer cancel(nil)
 
@@ -785,6 +796,13 @@ func (sc *argScope) interp(k string) (string, error) {
 			return "", fmt.Errorf("$args.%s is not valid JSON: %v", k, err)
 		}
 		t = b.String()
+		// A whole number written with an exponent (1e3, 9.007199254740993e15)
+		// reads as its digits inside text: 1000, 9007199254740993.
+		if c := t[0]; (c == '-' || c >= '0' && c <= '9') && strings.ContainsAny(t, "eE") {
+			if i, ok := exactInt(t); ok {
+				t = i.String()
+			}
+		}
 	}
 	if sc.text == nil {
 		sc.text = map[string]string{}

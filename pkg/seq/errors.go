@@ -13,8 +13,8 @@ var (
 	// ErrSyntax: the text is not well-formed JSON or YAML, or the tools
 	// string of the JSON form is not a list of `;`-terminated objects.
 	ErrSyntax = errors.New("seq: syntax error")
-	// ErrUnknownField: a field that the language does not have (DESIGN.md
-	// §4: unknown fields are errors, never ignored).
+	// ErrUnknownField: a field that the language does not have (unknown
+	// fields are errors, never ignored: docs/sequences.md).
 	ErrUnknownField = errors.New("seq: unknown field")
 	// ErrMissingField: a required field (name, groups, tools, tool, a
 	// fallback under missing: degrade, retries under on_error: retry) is absent.
@@ -22,7 +22,7 @@ var (
 	// ErrInvalidValue: a field has the wrong shape or a value outside its
 	// legal set (names, enums, types, durations, schedules, retries, fallback).
 	ErrInvalidValue = errors.New("seq: invalid value")
-	// ErrDataflow: a named-slot rule of DESIGN.md §4 is broken ($args.<key>
+	// ErrDataflow: a named-slot rule of docs/sequences.md is broken ($args.<key>
 	// not declared in `in`, `as` not declared in `out`, a slot written twice,
 	// an out slot declared twice or never written, conflicting types).
 	ErrDataflow = errors.New("seq: dataflow error")
@@ -46,6 +46,14 @@ var (
 	// ErrObserver: an observer hook returned an error, which stops the run
 	// (status interrupted, resumable from the last checkpoint).
 	ErrObserver = errors.New("seq: observer failed")
+	// ErrTooCostly: a `when` expression is over its budget (WhenCostLimit,
+	// MaxWhenLength's companion): refused when stored because its estimated
+	// cost is too high, or stopped when run because it used up its cost
+	// budget or the group's timeout. It is the cause (Error.Err) of an
+	// *Error whose Kind is ErrExpression, so errors.Is holds for both; when
+	// the group's deadline stopped the evaluation, errors.Is(err,
+	// ErrGroupTimeout) holds too. The message says "expression too costly".
+	ErrTooCostly = errors.New("seq: expression too costly")
 )
 
 // Error is one problem in a sequence or one failure of a run, with its

@@ -44,6 +44,9 @@ func checkParsed(t *testing.T, s *Sequence, err error) {
 func FuzzParseJSON(f *testing.F) {
 	addExamples(f, ".json")
 	f.Add([]byte(`{"name":"s","groups":[{"name":"g","tools":"{\"tool\":\"t\"};"}]}`))
+	// when limits and exact numbers
+	f.Add([]byte(`{"name":"s","groups":[{"name":"g","in":{"l":"array"},"when":"[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, $args.l.exists(c, c == a + b)))","tools":"{\"tool\":\"t\"};"}]}`))
+	f.Add([]byte(`{"name":"s","groups":[{"name":"g","in":{"n":"integer"},"when":"$args.n == 9007199254740993","tools":"{\"tool\":\"t\",\"args\":{\"n\":9.007199254740993e15,\"m\":123456789012345678901234567890,\"t\":\"$args.n x\"}};"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseJSON(data)
 		checkParsed(t, s, err)
@@ -53,6 +56,7 @@ func FuzzParseJSON(f *testing.F) {
 func FuzzParseYAML(f *testing.F) {
 	addExamples(f, ".yaml")
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"))
+	f.Add([]byte("name: s\ngroups:\n  - name: g\n    in: {n: number}\n    when: $args.n > 1e308 || size('" + strings.Repeat("x", 50) + "' + '') > 1\n    tools: [{tool: t, args: {a: 9007199254740993.0, b: 0x1F, c: .5, d: 1e999}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseYAML(data)
 		checkParsed(t, s, err)

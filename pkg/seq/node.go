@@ -270,25 +270,44 @@ func fromYAML(y *yaml.Node, depth int) (*node, error) {
 				return nil, &lineError{y.Line, fmt.Sprintf("%q is not a boolean; write true or false", y.Value)}
 			}
 			n.kind, n.b = kindBool, b
-		case "!!int":
+		case "!!int", "!!float":
+			if isJSONNumber(y.Value) {
+				// Written as JSON writes numbers: keep the exact text, so
+				// that 9007199254740993 and 9007199254740993.0 keep every
+				// digit, as in the JSON form.
+				n.kind, n.str, n.isInt = kindNumber, y.Value, isIntLiteral(y.Value)
+				break
+			}
+			if y.Tag == "!!float" {
+				var f float64
+				if err := y.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+					return nil, &lineError{y.Line, fmt.Sprintf("%s is not a finite number (JSON has no infinity or NaN)", y.Value)}
+				}
+				n.kind, n.str = kindNumber, strconv.FormatFloat(f, 'g', -1, 64)
+				if !strings.ContainsAny(n.str, ".eE") {
+					n.str += ".0" // keep it a non-integer literal, as written
+				}
+				break
+			}
 			var i int64
 			if err := y.Decode(&i); err != nil {
 				return nil, &lineError{y.Line, fmt.Sprintf("the integer %s does not fit in 64 bits", y.Value)}
 			}
 			n.kind, n.str, n.isInt = kindNumber, strconv.FormatInt(i, 10), true
-		case "!!float":
-			var f float64
-			if err := y.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				return nil, &lineError{y.Line, fmt.Sprintf("%s is not a finite number (JSON has no infinity or NaN)", y.Value)}
-			}
-			n.kind, n.str = kindNumber, strconv.FormatFloat(f, 'g', -1, 64)
-			if !strings.ContainsAny(n.str, ".eE") {
-				n.str += ".0" // keep it a non-integer literal, as written
-			}
 		default:
 			return nil, &lineError{y.Line, fmt.Sprintf("the YAML tag %s is not supported; use plain values", y.Tag)}
 		}
 		return n, nil
 	}
 	return nil, &lineError{y.Line, "unsupported YAML construct"}
+}
+
+// isJSONNumber reports whether s is a number as JSON writes it: an
+// optional minus, digits without a leading zero, an optional fraction and
+// exponent.
+func isJSONNumber(s string) bool {
+	if s == "" || strings.TrimSpace(s) != s || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	return json.Valid([]byte(s))
 }

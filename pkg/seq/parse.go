@@ -16,7 +16,7 @@ import (
 )
 
 // ParseJSON parses the JSON form of a sequence (the form a model writes
-// through seq_create, DESIGN.md §4): an object whose groups' `tools` field is
+// through seq_create, docs/sequences.md): an object whose groups' `tools` field is
 // a string of JSON objects each followed by `;`. It also reads the canonical
 // form written by Encode, where `tools` is a list of objects and the derived
 // `signature` is present (a given signature must equal the derived one).
@@ -34,7 +34,7 @@ func ParseJSON(data []byte) (*Sequence, error) {
 }
 
 // ParseYAML parses the YAML form of a sequence (the form a person writes in
-// a file, DESIGN.md §4): the same fields as the JSON form, with `tools` a
+// a file, docs/sequences.md): the same fields as the JSON form, with `tools` a
 // list of mappings. Errors are as for ParseJSON; problems carry their line.
 func ParseYAML(data []byte) (*Sequence, error) {
 	n, err := parseYAMLNode(data)

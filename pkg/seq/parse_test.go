@@ -40,7 +40,7 @@ func TestParseDefaultsAndSignature(t *testing.T) {
 	}
 }
 
-// TestStaticRules has one case per static rule of DESIGN.md §4: the error
+// TestStaticRules has one case per static rule of docs/sequences.md: the error
 // kind and the location (group/tool) the message must name.
 func TestStaticRules(t *testing.T) {
 	const ok = `name: s

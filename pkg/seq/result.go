@@ -60,7 +60,7 @@ const (
 
 // Result is the state of a run: the checkpoint handed to observers after
 // each finished group, the value to resume from, and the final result that
-// the seqworker stores in the RUNS bucket (DESIGN.md §3). It is plain JSON.
+// the seqworker stores in the RUNS bucket (see package events). It is plain JSON.
 type Result struct {
 	Sequence string `json:"sequence"`
 	Status   Status `json:"status"`

@@ -9,7 +9,7 @@ import (
 )
 
 // checkSchedule validates a `schedule` as the NATS server's message
-// scheduler reads it (DESIGN.md §4; nats-server 2.15): `@every DURATION`
+// scheduler reads it (docs/sequences.md; nats-server 2.15): `@every DURATION`
 // (at least 1s), one of @yearly @annually @monthly @weekly @daily @midnight
 // @hourly, or a cron expression of 6 fields (second minute hour
 // day-of-month month day-of-week). It returns "" when valid, else a message.

@@ -12,7 +12,7 @@ type ToolSpan struct {
 	Offset int
 }
 
-// SplitTools splits the `tools` string of the JSON form (DESIGN.md §4) into
+// SplitTools splits the `tools` string of the JSON form (docs/sequences.md) into
 // one JSON object text per tool call. The string is a list of JSON objects,
 // each followed by `;`; a `;` separates only outside strings and at brace and
 // bracket depth 0. Whitespace between items is ignored.

@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func TestWhenEvaluation(t *testing.T) {
 		{`$args.l == null || size($args.l) == 0`, map[string]string{"l": `[]`}, true},
 	}
 	for _, tt := range tests {
-		prog, msg := compileWhen(tt.expr, in)
+		prog, msg, _ := compileWhen(tt.expr, in)
 		if msg != "" {
 			t.Errorf("compileWhen(%q): %s", tt.expr, msg)
 			continue
@@ -63,7 +64,7 @@ func TestWhenEvaluation(t *testing.T) {
 		for k, v := range tt.scope {
 			scope[k] = json.RawMessage(v)
 		}
-		got, err := prog.eval(scope)
+		got, err := prog.eval(context.Background(), scope)
 		if err != nil || got != tt.want {
 			t.Errorf("eval(%q, %v) = %v, %v; want %v", tt.expr, tt.scope, got, err, tt.want)
 		}
@@ -81,7 +82,7 @@ func TestWhenCompileMessages(t *testing.T) {
 		{`env.HOME == "x"`, "undeclared reference to 'env'"},
 	}
 	for _, tt := range tests {
-		_, msg := compileWhen(tt.expr, in)
+		_, msg, _ := compileWhen(tt.expr, in)
 		if !strings.Contains(msg, tt.want) {
 			t.Errorf("compileWhen(%q) = %q; want it to contain %q", tt.expr, msg, tt.want)
 		}

@@ -297,7 +297,7 @@ func kindName(n *yaml.Node) string {
 	return "an unsupported YAML value"
 }
 
-// The field names of DESIGN.md §5. Keys are compared exactly, as the
+// The field names of docs/skills.md ("Fields"). Keys are compared exactly, as the
 // formats spell them.
 var (
 	commonFields = []string{
@@ -582,7 +582,7 @@ func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
 }
 
 // invocation sets s.Invocation from `invocation` and Claude Code's
-// disable-model-invocation / user-invocable (DESIGN.md §5):
+// disable-model-invocation / user-invocable (docs/skills.md):
 // disable-model-invocation: true means user-only, user-invocable: false
 // means model-only; both at once leave no one to invoke the skill.
 func (p *parser) invocation(s *Skill, inv, dmi, userInv *yaml.Node) {

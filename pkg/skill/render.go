@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Render returns the text injected when s activates (DESIGN.md §5, §6): for
+// Render returns the text injected when s activates (docs/skills.md, "What is injected"): for
 // a SKILL.md its Body as is; for a skill.yaml the deterministic Markdown
 // rendering of its prompt, then its steps in dependency order, then its
 // guardrails and refs (the same text as Body). It never fails: a record

@@ -1,5 +1,5 @@
 // Package skill reads, validates and normalises the two skill formats of
-// DESIGN.md §5 — SKILL.md (YAML frontmatter + Markdown body, the Agent
+// docs/skills.md — SKILL.md (YAML frontmatter + Markdown body, the Agent
 // Skills format with Claude Code's extensions) and skill.yaml (prompt, steps,
 // refs, guardrails) — into the Skill record that the registry stores and
 // skillface injects. It has no NATS dependency.
@@ -12,7 +12,7 @@ package skill
 
 import "github.com/skillbus/skillbus/pkg/sections"
 
-// Invocation says who may activate a skill (DESIGN.md §5).
+// Invocation says who may activate a skill (docs/skills.md).
 type Invocation string
 
 // The legal Invocation values. The zero value is not legal in a Skill; a
@@ -29,7 +29,7 @@ const (
 	InvocationUserOnly Invocation = "user-only"
 )
 
-// Context says where an activated skill runs (DESIGN.md §5).
+// Context says where an activated skill runs (docs/skills.md).
 type Context string
 
 // The legal Context values; absent means ContextInline.
@@ -41,7 +41,7 @@ const (
 // Format names the source format of a skill.
 type Format string
 
-// The two skill source formats of DESIGN.md §5.
+// The two skill source formats of docs/skills.md.
 const (
 	FormatMarkdown Format = "SKILL.md"   // YAML frontmatter + Markdown body
 	FormatYAML     Format = "skill.yaml" // structured prompt/steps/refs/guardrails
@@ -49,7 +49,7 @@ const (
 
 // Skill is the validated, normalised skill record: what the registry stores
 // as JSON in the SKILLS KV bucket (key = Name) and what skillface reads
-// (DESIGN.md §3, §5, §6). Its JSON encoding is stable: field names never
+// (docs/skills.md). Its JSON encoding is stable: field names never
 // change meaning; new fields are added with omitempty.
 type Skill struct {
 	// Name: lowercase letters, digits and single hyphens, 1–64 characters,
@@ -112,7 +112,7 @@ type Skill struct {
 	Warnings []Warning `json:"warnings,omitempty"`
 }
 
-// Step is one step of a skill.yaml (DESIGN.md §5).
+// Step is one step of a skill.yaml (docs/skills.md).
 type Step struct {
 	// Name: non-empty, unique among the skill's steps.
 	Name string `json:"name"`

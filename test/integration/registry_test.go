@@ -43,6 +43,7 @@ type regEnv struct {
 	reg    *registry.Registry
 	dir    string
 	events chan *events.RegistryEvent
+	seen   []*events.RegistryEvent // read from events by regFindEvent
 }
 
 // regStart starts a registry on dir (which may be "") against srv (a new
@@ -369,9 +370,9 @@ func TestRegistryFollowsTree(t *testing.T) {
 		want("burst", "alpha", "burst 49")
 	})
 	t.Run("symlinked skill folder", func(t *testing.T) {
-		outside := t.TempDir()
-		regWrite(t, filepath.Join(outside, "gamma/SKILL.md"), regSkillMD("gamma", "linked in", "body"))
-		if err := os.Symlink(filepath.Join(outside, "gamma"), filepath.Join(dir, "skills/gamma")); err != nil {
+		// A folder linked from inside the tree is loaded through the link.
+		regWrite(t, filepath.Join(dir, "library/gamma/SKILL.md"), regSkillMD("gamma", "linked in", "body"))
+		if err := os.Symlink(filepath.Join(dir, "library"), filepath.Join(dir, "skills/shelf")); err != nil {
 			t.Fatal(err)
 		}
 		want("symlink", "gamma", "linked in")
@@ -379,8 +380,23 @@ func TestRegistryFollowsTree(t *testing.T) {
 		if err := os.Symlink(dir, filepath.Join(dir, "skills/loop")); err != nil {
 			t.Fatal(err)
 		}
-		regWrite(t, filepath.Join(outside, "gamma/SKILL.md"), regSkillMD("gamma", "edited through the link", "body"))
+		regWrite(t, filepath.Join(dir, "library/gamma/SKILL.md"), regSkillMD("gamma", "edited through the link", "body"))
 		want("edit behind symlink", "gamma", "edited through the link")
+		// A folder outside the tree is not followed: the link is reported.
+		outside := t.TempDir()
+		regWrite(t, filepath.Join(outside, "omega/SKILL.md"), regSkillMD("omega", "outside", "body"))
+		if err := os.Symlink(filepath.Join(outside, "omega"), filepath.Join(dir, "skills/omega")); err != nil {
+			t.Fatal(err)
+		}
+		ev := regWaitEvent(t, e, "outside link refused", func(ev *events.RegistryEvent) bool {
+			return ev.Op == events.OpInvalid && ev.Kind == events.KindTree && ev.File == "skills/omega"
+		})
+		if !strings.Contains(ev.Error, "not followed: a symlink to the directory "+filepath.Join(outside, "omega")+", outside the tree") {
+			t.Errorf("outside link event = %+v", ev)
+		}
+		if v := regValue(e.skills, "omega"); v != "" {
+			t.Errorf("SKILLS/omega = %s; a skill outside the tree was loaded", v)
+		}
 	})
 	t.Run("sequence add and delete", func(t *testing.T) {
 		p := filepath.Join(dir, "seqs/two.seq.yaml")

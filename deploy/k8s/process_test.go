@@ -1,0 +1,850 @@
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// TestProdAsProcesses starts every container of the built prod overlay as a
+// process on this machine — the binary its command names (built from the
+// main module), exactly its args and env, its volumes written to a
+// temporary directory the way the kubelet lays them out — with the NATS
+// StatefulSet's three pods as three nats-server processes clustered on
+// loopback. It then waits for every readiness probe, checks that every
+// stream and bucket has 3 replicas, runs the smoke sequence of
+// base/library through the stack with `skillbus run`, scrapes the
+// seqworker's /metrics for the run, and stops each process with SIGTERM
+// within its terminationGracePeriodSeconds.
+//
+// What is mapped, and nothing else: a path under a volume's mountPath to
+// that volume's directory (in args, env values and the mounted
+// configuration files); a declared container port to a free loopback port
+// (a value ":PORT" in args or env; nats-server's ports by its flags); a
+// Service URL (nats://nats:4222) to the addresses of the pods behind it.
+func TestProdAsProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the manifests-as-processes test builds the binaries and starts a NATS cluster")
+	}
+	start := time.Now()
+	prod := buildByName(t, "overlays/prod")
+	bins := buildBinaries(t)
+	root := t.TempDir()
+
+	cluster := newCluster(t, prod, root, bins)
+
+	// The NATS StatefulSet's pods first: every service needs the bus.
+	var natsPods []*pod
+	for _, w := range prod.workloads() {
+		if !isSkillbus(w) {
+			for i := range int(*w.replicas) {
+				natsPods = append(natsPods, cluster.addPod(w, i))
+			}
+		}
+	}
+	if len(natsPods) != 3 {
+		t.Fatalf("prod has %d NATS pods, want 3", len(natsPods))
+	}
+	for _, p := range natsPods {
+		p.start()
+	}
+	for _, p := range natsPods {
+		p.waitReady(60 * time.Second)
+	}
+	t.Logf("NATS cluster ready: %s", cluster.serviceURL("nats", 4222))
+	for _, p := range natsPods {
+		pidFile := p.hostPath("/var/run/nats/nats.pid")
+		if _, err := os.Stat(pidFile); err != nil {
+			t.Errorf("%s: the pid file the preStop hook signals is not where the hook looks: %v", p.name, err)
+		}
+	}
+
+	// One pod of each skillbus Deployment.
+	var svcPods []*pod
+	for _, w := range prod.workloads() {
+		if isSkillbus(w) {
+			svcPods = append(svcPods, cluster.addPod(w, 0))
+		}
+	}
+	for _, p := range svcPods {
+		p.checkFlags()
+	}
+	if missing := cluster.missingHealth(); len(missing) > 0 {
+		t.Skipf("manifests-as-processes skipped: %s do not have --health-addr yet (the health endpoints of docs/operations.md), so their readiness probes cannot answer; this test runs as soon as they do", strings.Join(missing, ", "))
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, p := range svcPods {
+		p.start()
+	}
+	for _, p := range svcPods {
+		p.waitReady(90 * time.Second)
+	}
+
+	nc, err := nats.Connect(cluster.serviceURL("nats", 4222), nats.Name("deploy-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	checkReplicas(t, nc)
+
+	// The tool provider's workspace is the volume the manifest mounts:
+	// put a file in it and see the built-in tools find it.
+	tools := cluster.pod("skillbus-tools")
+	if err := os.WriteFile(tools.hostPath("/var/lib/skillbus/workspace/hello.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runSmoke(t, cluster, bins)
+	t.Run("metrics", func(t *testing.T) { checkRunMetric(t, cluster.pod("skillbus-seqworker")) })
+
+	// SIGTERM, as the kubelet sends it; each must exit 0 within its grace
+	// period.
+	for _, p := range append(svcPods, natsPods...) {
+		p.stop()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-22s %12s %12s %8s\n", "pod", "to ready", "SIGTERM→exit", "grace")
+	for _, p := range append(natsPods, svcPods...) {
+		fmt.Fprintf(&b, "%-22s %12s %12s %7ds\n", p.name, p.readyAfter.Round(time.Millisecond), p.stoppedAfter.Round(time.Millisecond), p.grace/time.Second)
+	}
+	t.Logf("prod overlay as processes, %s in all:\n%s", time.Since(start).Round(time.Millisecond), b.String())
+}
+
+// buildBinaries builds the main module's commands and nats-server (the
+// version the main module requires) into a temporary directory.
+func buildBinaries(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	build := func(args ...string) {
+		cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, args...)...)
+		cmd.Dir = repoRoot
+		cmd.Env = os.Environ()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %v: %v\n%s", args, err, out)
+		}
+	}
+	t0 := time.Now()
+	build("./cmd/registry", "./cmd/seqworker", "./cmd/skillface", "./cmd/skillbus")
+	build("github.com/nats-io/nats-server/v2")
+	t.Logf("built the binaries in %s", time.Since(t0).Round(time.Millisecond))
+	bins := map[string]string{}
+	for _, n := range []string{"registry", "seqworker", "skillface", "skillbus", "nats-server"} {
+		bins[n] = filepath.Join(dir, n)
+	}
+	return bins
+}
+
+// cluster is the set of pods started for one build.
+type cluster struct {
+	t    *testing.T
+	b    *built
+	root string
+	bins map[string]string
+	pods []*pod
+	// ports maps "pod/containerPort" to the loopback port standing in.
+	ports map[string]int
+	// noHealth lists the pods whose binary has no --health-addr.
+	noHealth []string
+}
+
+func newCluster(t *testing.T, b *built, root string, bins map[string]string) *cluster {
+	c := &cluster{t: t, b: b, root: root, bins: bins, ports: map[string]int{}}
+	t.Cleanup(func() {
+		for _, p := range c.pods {
+			p.kill()
+		}
+	})
+	return c
+}
+
+func (c *cluster) pod(deployment string) *pod {
+	for _, p := range c.pods {
+		if p.w.obj.Name == deployment {
+			return p
+		}
+	}
+	c.t.Fatalf("no pod of %s", deployment)
+	return nil
+}
+
+// pod is one container of one pod, run as a process.
+type pod struct {
+	c       *cluster
+	t       *testing.T
+	w       workload
+	name    string // pod name: nats-0, skillbus-seqworker-0
+	ordinal int
+	ctr     corev1.Container
+	dir     string
+	mounts  map[string]string // mountPath -> host directory
+	grace   time.Duration
+
+	argv []string
+	env  []string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	mu   sync.Mutex
+
+	started      time.Time
+	readyAfter   time.Duration
+	stoppedAfter time.Duration
+	exited       chan struct{}
+	exitErr      error
+}
+
+// addPod lays out the volumes of workload w's pod number i and works out
+// its process's argv and environment.
+func (c *cluster) addPod(w workload, i int) *pod {
+	t := c.t
+	name := fmt.Sprintf("%s-%d", w.obj.Name, i)
+	if len(w.tmpl.Spec.Containers) != 1 {
+		t.Fatalf("%s: %d containers; this test runs pods of one container", w.obj, len(w.tmpl.Spec.Containers))
+	}
+	p := &pod{c: c, t: t, w: w, name: name, ordinal: i, ctr: w.tmpl.Spec.Containers[0], dir: filepath.Join(c.root, name),
+		mounts: map[string]string{}, log: &bytes.Buffer{}, exited: make(chan struct{})}
+	p.grace = time.Duration(*w.tmpl.Spec.TerminationGracePeriodSeconds) * time.Second
+	for _, cp := range p.ctr.Ports {
+		c.ports[name+"/"+strconv.Itoa(int(cp.ContainerPort))] = freePort(t)
+	}
+	c.pods = append(c.pods, p)
+	p.layVolumes()
+	p.resolve()
+	return p
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// layVolumes writes each volume the container mounts: emptyDir and claim
+// templates as empty directories; ConfigMap, Secret and projected volumes
+// as the kubelet writes them (files in a timestamped directory, "..data"
+// linking to it, each top-level entry a link through "..data").
+func (p *pod) layVolumes() {
+	t := p.t
+	vols := map[string]corev1.Volume{}
+	for _, v := range p.w.tmpl.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	for _, m := range p.ctr.VolumeMounts {
+		host := filepath.Join(p.dir, "volumes", m.Name)
+		p.mounts[m.MountPath] = host
+		v, ok := vols[m.Name]
+		if !ok { // a volumeClaimTemplate: the PVC
+			mkdir(t, host)
+			continue
+		}
+		files := map[string]string{}
+		switch {
+		case v.EmptyDir != nil:
+			mkdir(t, host)
+			continue
+		case v.ConfigMap != nil:
+			p.project(files, "ConfigMap", v.ConfigMap.Name, v.ConfigMap.Items)
+		case v.Secret != nil:
+			p.project(files, "Secret", v.Secret.SecretName, v.Secret.Items)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				switch {
+				case s.ConfigMap != nil:
+					p.project(files, "ConfigMap", s.ConfigMap.Name, s.ConfigMap.Items)
+				case s.Secret != nil:
+					p.project(files, "Secret", s.Secret.Name, s.Secret.Items)
+				default:
+					t.Fatalf("%s: projected source %+v is not emulated", p.name, s)
+				}
+			}
+		default:
+			t.Fatalf("%s: volume %q: this kind of volume is not emulated", p.name, m.Name)
+		}
+		atomicWrite(t, host, files)
+	}
+	// Mounted configuration files name paths inside the container: map
+	// them like the container's file system would resolve them.
+	for _, host := range p.mounts {
+		_ = filepath.WalkDir(host, func(f string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.Contains(f, "..data") || d.Type()&os.ModeSymlink != 0 {
+				return err
+			}
+			if filepath.Ext(f) == ".conf" {
+				data, _ := os.ReadFile(f)
+				if mapped := p.mapPaths(string(data)); mapped != string(data) {
+					if err := os.WriteFile(f, []byte(mapped), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			return nil
+		})
+	}
+}
+
+func mkdir(t *testing.T, d string) {
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// project adds the keys of a ConfigMap or Secret of the build to files
+// (path -> content): all keys, or only items at their paths.
+func (p *pod) project(files map[string]string, kind, name string, items []corev1.KeyToPath) {
+	o := p.c.b.get(kind, name)
+	if o == nil {
+		p.t.Fatalf("%s: %s %q is not in the build", p.name, kind, name)
+	}
+	data := map[string]string{}
+	switch v := o.Typed.(type) {
+	case *corev1.ConfigMap:
+		data = v.Data
+	case *corev1.Secret:
+		for k, b := range v.Data {
+			data[k] = string(b)
+		}
+		for k, s := range v.StringData {
+			data[k] = s
+		}
+	}
+	if len(items) == 0 {
+		for k, d := range data {
+			files[k] = d
+		}
+		return
+	}
+	for _, it := range items {
+		d, ok := data[it.Key]
+		if !ok {
+			p.t.Fatalf("%s: %s %q has no key %q", p.name, kind, name, it.Key)
+		}
+		files[it.Path] = d
+	}
+}
+
+// atomicWrite lays files out as the kubelet's atomic writer does: the
+// files in dir/..<timestamp>/, dir/..data a link to it, and each top-level
+// name in dir a link to ..data/<name>.
+func atomicWrite(t *testing.T, dir string, files map[string]string) {
+	ts := "..2026_01_01_00_00_00.000000001"
+	for rel, content := range files {
+		f := filepath.Join(dir, ts, filepath.FromSlash(rel))
+		mkdir(t, filepath.Dir(f))
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir(t, filepath.Join(dir, ts))
+	if err := os.Symlink(ts, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	top := map[string]bool{}
+	for rel := range files {
+		first, _, _ := strings.Cut(rel, "/")
+		top[first] = true
+	}
+	for name := range top {
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// hostPath maps a path inside the container to the host path standing in
+// for it (the longest mountPath that contains it).
+func (p *pod) hostPath(ctrPath string) string {
+	best := ""
+	for mp := range p.mounts {
+		if (ctrPath == mp || strings.HasPrefix(ctrPath, strings.TrimSuffix(mp, "/")+"/")) && len(mp) > len(best) {
+			best = mp
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return p.mounts[best] + strings.TrimPrefix(ctrPath, best)
+}
+
+var absPath = regexp.MustCompile(`/[A-Za-z0-9._\-]+(/[A-Za-z0-9._\-]*)*`)
+
+// mapPaths replaces every absolute path under a mount in s by its host path.
+func (p *pod) mapPaths(s string) string {
+	return absPath.ReplaceAllStringFunc(s, func(m string) string {
+		if h := p.hostPath(m); h != "" {
+			return h
+		}
+		return m
+	})
+}
+
+var portValue = regexp.MustCompile(`^(.*?)(0\.0\.0\.0|\[::\])?:(\d+)$`)
+var serviceURL = regexp.MustCompile(`^([a-z]+)://([a-z0-9\-]+)(\.[a-z0-9.\-]+)?:(\d+)$`)
+
+// mapValue maps one arg or env value: container paths, a listen address
+// on a declared port, a Service URL.
+func (p *pod) mapValue(v string) string {
+	if m := serviceURL.FindStringSubmatch(v); m != nil {
+		port, _ := strconv.Atoi(m[4])
+		if u := p.c.serviceURLScheme(m[1], m[2], port); u != "" {
+			return u
+		}
+	}
+	if m := portValue.FindStringSubmatch(v); m != nil && (m[1] == "" || strings.HasSuffix(m[1], "=")) {
+		if lp, ok := p.c.ports[p.name+"/"+m[3]]; ok {
+			return m[1] + "127.0.0.1:" + strconv.Itoa(lp)
+		}
+	}
+	return p.mapPaths(v)
+}
+
+// serviceURL returns the client URLs of the pods behind a Service port,
+// comma separated, or "" when name is not a Service of the build.
+func (c *cluster) serviceURL(name string, port int) string {
+	return c.serviceURLScheme("nats", name, port)
+}
+
+func (c *cluster) serviceURLScheme(scheme, name string, port int) string {
+	o := c.b.get("Service", name)
+	if o == nil {
+		return ""
+	}
+	svc := o.Typed.(*corev1.Service)
+	var urls []string
+	for _, sp := range svc.Spec.Ports {
+		if int(sp.Port) != port {
+			continue
+		}
+		for _, w := range servedBy(c.b, svc.Spec.Selector) {
+			cp, ok := containerPort(w.tmpl.Spec.Containers[0], sp.TargetPort)
+			if !ok {
+				continue
+			}
+			n := 1
+			if w.replicas != nil {
+				n = int(*w.replicas)
+			}
+			for i := range n {
+				if lp, ok := c.ports[fmt.Sprintf("%s-%d/%d", w.obj.Name, i, cp)]; ok {
+					urls = append(urls, fmt.Sprintf("%s://127.0.0.1:%d", scheme, lp))
+				}
+			}
+		}
+	}
+	sort.Strings(urls)
+	return strings.Join(urls, ",")
+}
+
+// k8sVarRef is $(NAME) in command, args and env values; $$ escapes.
+var k8sVarRef = regexp.MustCompile(`\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+func expand(s string, vars map[string]string) string {
+	return k8sVarRef.ReplaceAllStringFunc(s, func(m string) string {
+		if m == "$$" {
+			return "$"
+		}
+		name := m[2 : len(m)-1]
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+// resolve works out the process's argv and environment from the
+// container: env (value, ConfigMap and Secret keys, the downward API,
+// resource limits) in order with $(VAR) expansion, then command and args.
+func (p *pod) resolve() {
+	t := p.t
+	vars := map[string]string{}
+	var env []string
+	set := func(k, v string) {
+		vars[k] = v
+		env = append(env, k+"="+v)
+	}
+	for _, ef := range p.ctr.EnvFrom {
+		t.Fatalf("%s: envFrom %+v is not emulated", p.name, ef)
+	}
+	ns := p.w.obj.Namespace
+	for _, e := range p.ctr.Env {
+		switch {
+		case e.ValueFrom == nil:
+			set(e.Name, p.mapValue(expand(e.Value, vars)))
+		case e.ValueFrom.FieldRef != nil:
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.name":
+				set(e.Name, p.name)
+			case "metadata.namespace":
+				set(e.Name, ns)
+			default:
+				t.Fatalf("%s: env %s: fieldRef %s is not emulated", p.name, e.Name, e.ValueFrom.FieldRef.FieldPath)
+			}
+		case e.ValueFrom.ResourceFieldRef != nil:
+			r := e.ValueFrom.ResourceFieldRef
+			// The kubelet gives the limit in units of the divisor, rounded
+			// up (default divisor: 1 byte, 1 core).
+			var q resource.Quantity
+			divMilli := int64(1000)
+			switch r.Resource {
+			case "limits.memory":
+				q = p.ctr.Resources.Limits[corev1.ResourceMemory]
+			case "limits.cpu":
+				q = p.ctr.Resources.Limits[corev1.ResourceCPU]
+			default:
+				t.Fatalf("%s: env %s: resourceFieldRef %s is not emulated", p.name, e.Name, r.Resource)
+			}
+			if !r.Divisor.IsZero() {
+				divMilli = r.Divisor.MilliValue()
+			}
+			set(e.Name, strconv.FormatInt((q.MilliValue()+divMilli-1)/divMilli, 10))
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			set(e.Name, p.mapValue(p.c.b.get("ConfigMap", ref.Name).Typed.(*corev1.ConfigMap).Data[ref.Key]))
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			o := p.c.b.get("Secret", ref.Name)
+			if o == nil {
+				t.Fatalf("%s: env %s: Secret %q is not in the build", p.name, e.Name, ref.Name)
+			}
+			set(e.Name, string(o.Typed.(*corev1.Secret).Data[ref.Key]))
+		}
+	}
+	if len(p.ctr.Command) == 0 {
+		t.Fatalf("%s: no command (the image has no ENTRYPOINT)", p.name)
+	}
+	bin, ok := p.c.bins[path.Base(p.ctr.Command[0])]
+	if !ok {
+		t.Fatalf("%s: command %q is none of the binaries built (%v)", p.name, p.ctr.Command[0], sortedKeys(p.c.bins))
+	}
+	argv := []string{bin}
+	for _, a := range append(append([]string{}, p.ctr.Command[1:]...), p.ctr.Args...) {
+		argv = append(argv, p.mapValue(expand(a, vars)))
+	}
+	if path.Base(p.ctr.Command[0]) == "nats-server" {
+		argv = append(argv, p.natsOverrides()...)
+	}
+	home := filepath.Join(p.dir, "home")
+	mkdir(t, home)
+	// The image's environment (distroless: HOME, PATH), then the
+	// container's: nothing of this test process's own environment (a
+	// NATS_URL in the developer's shell must not leak in).
+	base := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin"}
+	if tmp := p.hostPath("/tmp"); tmp != "" {
+		base = append(base, "TMPDIR="+tmp)
+	}
+	p.argv = argv
+	p.env = append(base, env...)
+}
+
+// natsOverrides are the nats-server flags standing in for what differs on
+// one machine: each node's ports on loopback, and routes to the other
+// nodes' loopback cluster ports instead of the headless Service's names.
+// Everything else comes from the configuration file of the manifest.
+func (p *pod) natsOverrides() []string {
+	port := func(name string) int {
+		cp, ok := containerPort(p.ctr, intOrName(name))
+		if !ok {
+			p.t.Fatalf("%s: no container port %q", p.name, name)
+		}
+		return p.c.ports[fmt.Sprintf("%s/%d", p.name, cp)]
+	}
+	var routes []string
+	n := int(*p.w.replicas)
+	cp, _ := containerPort(p.ctr, intOrName("cluster"))
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p.c.ports[fmt.Sprintf("%s-%d/%d", p.w.obj.Name, i, cp)]))
+	}
+	return []string{"--addr", "127.0.0.1", "--port", strconv.Itoa(port("nats")), "--http_port", strconv.Itoa(port("monitor")),
+		"--cluster", fmt.Sprintf("nats://127.0.0.1:%d", port("cluster")), "--routes", strings.Join(routes, ",")}
+}
+
+// checkFlags runs the container's command with --help and checks that
+// every SKILLBUS_<FLAG> variable and every --flag argument of the manifest
+// names a flag the binary has: a flag renamed in code but not in the
+// manifest, or a variable nobody reads, fails here.
+func (p *pod) checkFlags() {
+	var sub []string
+	for _, a := range p.argv[1:] {
+		if strings.HasPrefix(a, "-") {
+			break
+		}
+		sub = append(sub, a)
+	}
+	cmd := exec.Command(p.argv[0], append(sub, "--help")...)
+	cmd.Env = []string{"HOME=" + p.dir}
+	out, _ := cmd.CombinedOutput()
+	help := string(out)
+	has := func(flag string) bool {
+		return regexp.MustCompile(`(?m)(^|[\s,])--?` + regexp.QuoteMeta(flag) + `\b`).MatchString(help)
+	}
+	if !has("health-addr") {
+		p.c.noHealth = append(p.c.noHealth, p.name)
+		return
+	}
+	for _, e := range p.env {
+		k, _, _ := strings.Cut(e, "=")
+		if f, ok := strings.CutPrefix(k, "SKILLBUS_"); ok {
+			flag := strings.ReplaceAll(strings.ToLower(f), "_", "-")
+			if !has(flag) {
+				p.t.Errorf("%s: the manifest sets %s, but `%s --help` has no --%s", p.name, k, strings.Join(append([]string{path.Base(p.argv[0])}, sub...), " "), flag)
+			}
+		}
+	}
+	for _, a := range p.argv[1+len(sub):] {
+		if f, ok := strings.CutPrefix(a, "--"); ok {
+			f, _, _ = strings.Cut(f, "=")
+			if !has(f) {
+				p.t.Errorf("%s: the manifest passes --%s, but `%s --help` has no such flag", p.name, f, path.Base(p.argv[0]))
+			}
+		}
+	}
+}
+
+func (c *cluster) missingHealth() []string { return c.noHealth }
+
+func (p *pod) start() {
+	t := p.t
+	workDir := filepath.Join(p.dir, "work")
+	mkdir(t, workDir)
+	p.cmd = exec.Command(p.argv[0], p.argv[1:]...)
+	p.cmd.Env = p.env
+	p.cmd.Dir = workDir
+	w := &lockedWriter{mu: &p.mu, b: p.log}
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("%s: start %v: %v", p.name, p.argv, err)
+	}
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(b)
+}
+
+// logTail is the end of the process's output, for failure messages.
+func (p *pod) logTail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.log.String()
+	if len(s) > 3000 {
+		s = "…" + s[len(s)-3000:]
+	}
+	return s
+}
+
+// probeURL is the readiness probe's URL on the loopback port standing in
+// for its container port.
+func (p *pod) probeURL(pr *corev1.Probe) string {
+	cp, ok := containerPort(p.ctr, pr.HTTPGet.Port)
+	if !ok {
+		p.t.Fatalf("%s: probe port %s not declared", p.name, pr.HTTPGet.Port.String())
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d%s", p.c.ports[fmt.Sprintf("%s/%d", p.name, cp)], pr.HTTPGet.Path)
+}
+
+// waitReady polls the startup, then the readiness probe until it answers
+// 200, and checks the liveness probe answers too.
+func (p *pod) waitReady(limit time.Duration) {
+	t := p.t
+	deadline := p.started.Add(limit)
+	client := &http.Client{Timeout: 2 * time.Second}
+	get := func(u string) int {
+		resp, err := client.Get(u)
+		if err != nil {
+			return 0
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, pr := range []*corev1.Probe{p.ctr.StartupProbe, p.ctr.ReadinessProbe} {
+		u := p.probeURL(pr)
+		for get(u) != http.StatusOK {
+			select {
+			case <-p.exited:
+				t.Fatalf("%s exited before %s answered 200: %v\n%s", p.name, u, p.exitErr, p.logTail())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s did not answer 200 within %s\n%s", p.name, u, limit, p.logTail())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	p.readyAfter = time.Since(p.started)
+	if code := get(p.probeURL(p.ctr.LivenessProbe)); code != http.StatusOK {
+		t.Errorf("%s: liveness probe %s answered %d while ready", p.name, p.probeURL(p.ctr.LivenessProbe), code)
+	}
+}
+
+// stop sends SIGTERM and waits for the exit, which must come within the
+// pod's terminationGracePeriodSeconds and be a clean one (status 0).
+func (p *pod) stop() {
+	t := p.t
+	t0 := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("%s: SIGTERM: %v", p.name, err)
+		return
+	}
+	select {
+	case <-p.exited:
+		p.stoppedAfter = time.Since(t0)
+		if p.exitErr != nil {
+			t.Errorf("%s: exit after SIGTERM: %v (want status 0)\n%s", p.name, p.exitErr, p.logTail())
+		}
+	case <-time.After(p.grace):
+		t.Errorf("%s: still running %s after SIGTERM, its terminationGracePeriodSeconds: the kubelet would SIGKILL it\n%s", p.name, p.grace, p.logTail())
+		p.kill()
+	}
+}
+
+func (p *pod) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// checkReplicas: every stream and bucket the services provisioned has 3
+// replicas (SKILLBUS_REPLICAS of overlays/prod).
+func checkReplicas(t *testing.T, nc *nats.Conn) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	seen := map[string]int{}
+	l := js.ListStreams(ctx)
+	for si := range l.Info() {
+		seen[si.Config.Name] = si.Config.Replicas
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("list streams: %v", err)
+	}
+	for _, want := range []string{"SEQ_RUNS", "EVENTS", "KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "KV_SKILLFACE_SESSIONS"} {
+		if _, ok := seen[want]; !ok {
+			t.Errorf("stream %s was not provisioned (streams: %v)", want, seen)
+		}
+	}
+	for name, r := range seen {
+		if r != 3 {
+			t.Errorf("stream %s has %d replicas, want 3 (overlays/prod sets SKILLBUS_REPLICAS=3)", name, r)
+		}
+	}
+	t.Logf("streams and buckets: %v", seen)
+}
+
+// runSmoke runs base/library's skillbus-smoke sequence through the stack,
+// as an operator would after deploying (docs/deploy.md).
+func runSmoke(t *testing.T, c *cluster, bins map[string]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins["skillbus"], "run", "skillbus-smoke", "--arg", "who=deploy-test", "--json")
+	cmd.Env = []string{"HOME=" + c.root, "NATS_URL=" + c.serviceURL("nats", 4222)}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("skillbus run skillbus-smoke: %v\nstdout: %s\nstderr: %s\nseqworker: %s", err, out, stderr.String(), c.pod("skillbus-seqworker").logTail())
+	}
+	var st struct {
+		Status string                     `json:"status"`
+		Slots  map[string]json.RawMessage `json:"slots"`
+		Error  string                     `json:"error"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("skillbus run --json: %v\n%s", err, out)
+	}
+	var report string
+	_ = json.Unmarshal(st.Slots["report"], &report)
+	const want = "skillbus smoke for deploy-test: ok, the workspace holds 1 entries"
+	if st.Status != "succeeded" || report != want {
+		t.Fatalf("smoke run: status %q, report %q, error %q; want succeeded with %q\n%s", st.Status, report, st.Error, want, out)
+	}
+	t.Logf("smoke run through the deployed stack: %s in %s", st.Status, time.Since(t0).Round(time.Millisecond))
+}
+
+// checkRunMetric scrapes the seqworker's /metrics (same port as its probes)
+// and looks for the smoke run counted: a counter sample labelled with the
+// sequence's name and the status succeeded.
+func checkRunMetric(t *testing.T, p *pod) {
+	u := strings.Replace(p.probeURL(p.ctr.ReadinessProbe), p.ctr.ReadinessProbe.HTTPGet.Path, "/metrics", 1)
+	var body string
+	deadline := time.Now().Add(15 * time.Second)
+	sample := regexp.MustCompile(`(?m)^([a-zA-Z_:][a-zA-Z0-9_:]*run[a-zA-Z0-9_:]*)\{([^}]*)\}\s+([0-9.e+]+)`)
+	for {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			t.Skipf("GET %s: 404: the seqworker serves no /metrics yet (the runs-finished counter of docs/operations.md); this check runs as soon as it does", u)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", u, resp.Status)
+		}
+		body = string(b)
+		for _, m := range sample.FindAllStringSubmatch(body, -1) {
+			v, _ := strconv.ParseFloat(m[3], 64)
+			if strings.Contains(m[2], `"skillbus-smoke"`) && strings.Contains(m[2], `"succeeded"`) && v >= 1 {
+				t.Logf("the smoke run is counted: %s{%s} %s", m[1], m[2], m[3])
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !strings.Contains(body, "run") {
+		t.Skipf("%s has no run metric yet (a counter of runs by sequence and status, docs/operations.md); this check runs as soon as it does", u)
+	}
+	t.Errorf("%s: no sample counts the succeeded run of skillbus-smoke (a *run* counter labelled sequence=\"skillbus-smoke\", status=\"succeeded\"):\n%s", u, body)
+}
+
+// intOrName is a named port reference.
+func intOrName(name string) intstr.IntOrString { return intstr.FromString(name) }

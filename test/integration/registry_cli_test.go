@@ -1,0 +1,81 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skillbus/skillbus/internal/cli"
+)
+
+// TestRegistryProblemsInCLI: what the registry computes — an invalid
+// file, a warning that drops a restriction — is shown by `skillbus dev`
+// (one line per problem, the kept version on the same line), `skills`,
+// `skills info` and `watch`.
+func TestRegistryProblemsInCLI(t *testing.T) {
+	defs := t.TempDir()
+	typo := "---\nname: typo\ndescription: restricted skill\nallowed_tools: Read\n---\n# Use\nbody\n"
+	regWrite(t, filepath.Join(defs, "typo/SKILL.md"), typo)
+	regWrite(t, filepath.Join(defs, "keep/SKILL.md"), regSkillMD("keep", "good first", "body"))
+	_, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", t.TempDir(), "--dir", defs, "--tools-root", defs, "--agent", "")
+	warnLine := `skillbus dev: warning typo/SKILL.md:4: unknown field "allowed_tools" is ignored; did you mean "allowed-tools"?`
+	cliEventually(t, "dev to print the warning", func() bool { return strings.Contains(stderr.String(), warnLine) })
+
+	// Break keep/SKILL.md: one line, with the kept version on it.
+	regWrite(t, filepath.Join(defs, "keep/SKILL.md"), "---\nname: keep\ndescription: broken\ncontext: nope\n---\nbody\n")
+	invalidLine := `skillbus dev: invalid keep/SKILL.md:4: context "nope" is not allowed; use inline (the default) or fork (keeping the last good version of keep until keep/SKILL.md is fixed)`
+	cliEventually(t, "dev to print the invalid file", func() bool { return strings.Contains(stderr.String(), invalidLine) })
+	n := 0
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "keep/SKILL.md") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("dev printed %d lines naming keep/SKILL.md; want 1:\n%s", n, stderr.String())
+	}
+
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("dev stopped with %d; want 0", code)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if !strings.HasPrefix(l, "skillbus dev: ") {
+			t.Errorf("dev stderr line %q is not a one-line report", l)
+		}
+	}
+}
+
+// TestRegistryWarningsInCLI: `skills`, `skills info` and `watch` show the
+// warnings the registry computed.
+func TestRegistryWarningsInCLI(t *testing.T) {
+	defs := t.TempDir()
+	typo := "---\nname: typo\ndescription: restricted skill\nallowed_tools: Read\n---\n# Use\nbody\n"
+	regWrite(t, filepath.Join(defs, "typo/SKILL.md"), typo)
+	regWrite(t, filepath.Join(defs, "clean/SKILL.md"), regSkillMD("clean", "no warning", "body"))
+	cliStack(t, defs, "")
+	warning := `typo/SKILL.md:4: unknown field "allowed_tools" is ignored; did you mean "allowed-tools"?`
+
+	code, out, errs := cliRun(t, "skills")
+	if code != cli.ExitOK || !strings.Contains(out, "(1 warning(s), below) restricted skill") || !strings.Contains(out, "  typo: "+warning) || strings.Contains(out, "clean: ") {
+		t.Errorf("skills = %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = cliRun(t, "skills", "info", "typo")
+	if code != cli.ExitOK || !strings.Contains(errs, "skillbus skills info: warning: "+warning) || strings.Contains(out, "allowed_tools") || !strings.HasPrefix(out, "# Use") {
+		t.Errorf("skills info typo = %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	code, out, _ = cliRun(t, "skills", "info", "typo", "--json")
+	if code != cli.ExitOK || !strings.Contains(out, `"warnings": [`) {
+		t.Errorf("skills info typo --json = %d\n%s", code, out)
+	}
+
+	stdout, stderr, stop := cliBackground(t, "watch")
+	cliEventually(t, "watch to start", func() bool { return strings.Contains(stderr.String(), "watching events") })
+	regWrite(t, filepath.Join(defs, "typo/SKILL.md"), strings.Replace(typo, "body", "body, edited", 1))
+	cliEventually(t, "watch to print the warning", func() bool {
+		o := stdout.String()
+		return strings.Contains(o, "registry skill warning typo (typo/SKILL.md:4)") && strings.Contains(o, "\n    warning: "+warning+"\n")
+	})
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("watch stopped with %d", code)
+	}
+}

@@ -1,0 +1,222 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// regMkfifo makes a named pipe, or skips the test where it cannot.
+func regMkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Skipf("cannot make a named pipe here: %v", err)
+	}
+}
+
+// regFindEvent returns the first registry event matching pred, among
+// those seen so far by regFindEvent or arriving within regFollowBound
+// (unlike regWaitEvent, it does not drop the events it passes over).
+func regFindEvent(t testing.TB, e *regEnv, what string, pred func(*events.RegistryEvent) bool) *events.RegistryEvent {
+	t.Helper()
+	for _, ev := range e.seen {
+		if pred(ev) {
+			return ev
+		}
+	}
+	deadline := time.After(regFollowBound)
+	for {
+		select {
+		case ev := <-e.events:
+			e.seen = append(e.seen, ev)
+			if pred(ev) {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no registry event %s within %s", what, regFollowBound)
+			return nil
+		}
+	}
+}
+
+// regWantInvalid waits for the invalid event of file and checks its kind
+// and text.
+func regWantInvalid(t *testing.T, e *regEnv, file, kind, text string) {
+	t.Helper()
+	ev := regFindEvent(t, e, "invalid "+file, func(ev *events.RegistryEvent) bool {
+		return ev.Op == events.OpInvalid && ev.File == file
+	})
+	if ev.Kind != kind || !strings.Contains(ev.Error, text) {
+		t.Errorf("invalid event of %s = kind %q, error %q; want kind %q and %q", file, ev.Kind, ev.Error, kind, text)
+	}
+}
+
+// TestRegistryReadsFilesAsFiles: a FIFO named like a sequence, a symlink to
+// /dev/zero, to / and to .. and a file larger than a message neither hang
+// nor grow the registry, nor make it walk outside its tree: each is an
+// invalid event, the good files load, at start and while it runs.
+func TestRegistryReadsFilesAsFiles(t *testing.T) {
+	dir := t.TempDir()
+	regWrite(t, filepath.Join(dir, "good/SKILL.md"), regSkillMD("good", "fine", "body"))
+	regWrite(t, filepath.Join(dir, "flows/ok.seq.yaml"), regSeqYAML("ok", "ok-step", "echo"))
+	regMkfifo(t, filepath.Join(dir, "flows/x.seq.yaml"))
+	if err := os.MkdirAll(filepath.Join(dir, "zero"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for target, link := range map[string]string{"/dev/zero": "zero/SKILL.md", "/": "everything", "..": "parent"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 8 KiB server messages: a 9,000-byte sequence file is too large.
+	regWrite(t, filepath.Join(dir, "flows/big.seq.yaml"), regSeqYAML("big", "big-step", "echo")+"#"+strings.Repeat("x", 9000)+"\n")
+	srv := natsserver.StartTB(t, natsserver.Options{MaxPayload: 8192})
+
+	start := time.Now()
+	e := regStart(t, srv, dir)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("registry Start took %s with hostile files in the tree", d)
+	}
+	if regValue(e.skills, "good") == "" || regValue(e.seqs, "ok") == "" {
+		t.Fatalf("good files not loaded: skills %q, sequences %q", regKeys(t, e.skills), regKeys(t, e.seqs))
+	}
+	regWantInvalid(t, e, "flows/x.seq.yaml", events.KindSequence, "not read: a named pipe (FIFO), not a regular file")
+	regWantInvalid(t, e, "zero/SKILL.md", events.KindSkill, "not followed: a symlink to /dev/zero, outside the tree")
+	regWantInvalid(t, e, "everything", events.KindTree, "not followed: a symlink to the directory /, outside the tree")
+	regWantInvalid(t, e, "parent", events.KindTree, "not followed: a symlink to the directory "+filepath.Dir(dir))
+	regWantInvalid(t, e, "flows/big.seq.yaml", events.KindSequence, "a file may have at most 4096 bytes here (max_payload 8192")
+	if v := regValue(e.seqs, "big"); v != "" {
+		t.Errorf("SEQUENCES/big = %s; want nothing stored", v)
+	}
+
+	// The same kinds appearing while the registry runs.
+	regMkfifo(t, filepath.Join(dir, "good/later.seq.yaml"))
+	regWantInvalid(t, e, "good/later.seq.yaml", events.KindSequence, "a named pipe (FIFO)")
+	if err := os.Symlink("/", filepath.Join(dir, "good/root")); err != nil {
+		t.Fatal(err)
+	}
+	regWantInvalid(t, e, "good/root", events.KindTree, "a symlink to the directory /")
+	// A good file replaced by a FIFO keeps its last good version.
+	before := regValue(e.seqs, "ok")
+	if err := os.Remove(filepath.Join(dir, "flows/ok.seq.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	regMkfifo(t, filepath.Join(dir, "flows/ok.seq.yaml"))
+	ev := regWaitEvent(t, e, "ok became a FIFO", func(ev *events.RegistryEvent) bool {
+		return ev.Op == events.OpInvalid && ev.File == "flows/ok.seq.yaml"
+	})
+	if ev.Name != "ok" || ev.Kept != "flows/ok.seq.yaml" {
+		t.Errorf("event = %+v; want the last good version of ok kept", ev)
+	}
+	if got := regValue(e.seqs, "ok"); got != before {
+		t.Errorf("SEQUENCES/ok = %q after its file became a FIFO; want the last good version", got)
+	}
+	// The registry still follows ordinary edits.
+	regWrite(t, filepath.Join(dir, "good/SKILL.md"), regSkillMD("good", "still followed", "body"))
+	regEventually(t, "an edit after the hostile files", func() (bool, string) {
+		v := regValue(e.skills, "good")
+		return strings.Contains(v, "still followed"), v
+	})
+}
+
+// TestRegistryWarnings: a skill that loads with a warning (allowed_tools
+// for allowed-tools, which drops a restriction) is published as a warning
+// event at start and after each edit, and its warnings are in skill.list
+// and skill.info; an invalid file's event carries its warnings too.
+func TestRegistryWarnings(t *testing.T) {
+	dir := t.TempDir()
+	typo := "---\nname: typo\ndescription: d\nallowed_tools: Read\n---\n# Use\nbody\n"
+	regWrite(t, filepath.Join(dir, "typo/SKILL.md"), typo)
+	regWrite(t, filepath.Join(dir, "clean/SKILL.md"), regSkillMD("clean", "no warning", "body"))
+	e := regStart(t, nil, dir)
+	ev := regWaitEvent(t, e, "warning at start", func(ev *events.RegistryEvent) bool { return ev.Op == events.OpWarning })
+	if ev.Kind != events.KindSkill || ev.Name != "typo" || ev.File != "typo/SKILL.md" || ev.Line != 4 || len(ev.Warnings) != 1 ||
+		ev.Warnings[0] != `typo/SKILL.md:4: unknown field "allowed_tools" is ignored; did you mean "allowed-tools"?` {
+		t.Errorf("warning event = %+v", ev)
+	}
+
+	list, err := regRequest(t, e.nc, registry.SubjectSkillList, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sl registry.SkillList
+	if err := json.Unmarshal(list, &sl); err != nil || len(sl.Skills) != 2 {
+		t.Fatalf("skill.list = %s (%v)", list, err)
+	}
+	if len(sl.Skills[0].Warnings) != 0 || len(sl.Skills[1].Warnings) != 1 || !strings.Contains(sl.Skills[1].Warnings[0], "allowed_tools") {
+		t.Errorf("skill.list warnings = %+v; want only typo's", sl.Skills)
+	}
+	info, err := regRequest(t, e.nc, registry.SubjectSkillInfo, `{"name": "typo"}`)
+	var si registry.SkillInfo
+	if err != nil || json.Unmarshal(info, &si) != nil || len(si.Warnings) != 1 || strings.Contains(si.Text, "allowed_tools") {
+		t.Errorf("skill.info = %s (%v); want the warning beside the text, not in it", info, err)
+	}
+
+	// A second warning after an edit; then none after the fix.
+	regWrite(t, filepath.Join(dir, "typo/SKILL.md"), strings.Replace(typo, "description: d\n", "description: d\nmodle: opus\n", 1))
+	ev = regWaitEvent(t, e, "warning after an edit", func(ev *events.RegistryEvent) bool {
+		return ev.Op == events.OpWarning && len(ev.Warnings) == 2
+	})
+	if !strings.Contains(ev.Warnings[0], `typo/SKILL.md:4: unknown field "modle" is ignored; did you mean "model"?`) {
+		t.Errorf("warnings = %q", ev.Warnings)
+	}
+	regWrite(t, filepath.Join(dir, "typo/SKILL.md"), strings.Replace(typo, "allowed_tools", "allowed-tools", 1))
+	regEventually(t, "warnings gone from skill.list", func() (bool, string) {
+		list, _ := regRequest(t, e.nc, registry.SubjectSkillList, "{}")
+		return !strings.Contains(string(list), "warnings"), string(list)
+	})
+	// An invalid file: its warnings come with the invalid event.
+	regWrite(t, filepath.Join(dir, "typo/SKILL.md"), "---\nname: typo\ndescription: d\nallowed_tools: Read\ncontext: nope\n---\nb\n")
+	ev = regWaitEvent(t, e, "invalid with a warning", func(ev *events.RegistryEvent) bool { return ev.Op == events.OpInvalid })
+	if !strings.Contains(ev.Error, `typo/SKILL.md:5: context "nope" is not allowed`) || len(ev.Warnings) != 1 || !strings.Contains(ev.Warnings[0], "allowed_tools") {
+		t.Errorf("invalid event = %+v", ev)
+	}
+}
+
+// TestRegistrySkillInfoCap: one huge section, and a short skill of very
+// long lines, come back cut at MaxInfoBytes with a note, never as a reply
+// too large to send.
+func TestRegistrySkillInfoCap(t *testing.T) {
+	dir := t.TempDir()
+	huge := "# Huge\n\nintro\n\n## Reference\n\n" + strings.Repeat("a line of reference text that goes on\n", 20000) + "\n## After\n\nend\n"
+	regWrite(t, filepath.Join(dir, "huge/SKILL.md"), regSkillMD("huge", "a huge section", huge))
+	regWrite(t, filepath.Join(dir, "wide/SKILL.md"), regSkillMD("wide", "few long lines", strings.Repeat(strings.Repeat("é", 30000)+"\n", 5)))
+	e := regStart(t, nil, dir)
+	for _, tt := range []struct{ body, note string }{
+		{`{"name": "huge", "section": "reference"}`, "more line(s) are not shown"},
+		{`{"name": "wide"}`, "more line(s) are not shown"},
+	} {
+		data, err := regRequest(t, e.nc, registry.SubjectSkillInfo, tt.body)
+		if err != nil {
+			t.Fatalf("skill.info %s: %v", tt.body, err)
+		}
+		var si registry.SkillInfo
+		if err := json.Unmarshal(data, &si); err != nil {
+			t.Fatal(err)
+		}
+		if len(si.Text) > registry.MaxInfoBytes || !strings.Contains(si.Text, "[Cut here:") || !strings.Contains(si.Text, tt.note) {
+			t.Errorf("skill.info %s: %d bytes, note %q; want at most %d bytes with a cut note", tt.body, len(si.Text), lastLine(si.Text), registry.MaxInfoBytes)
+		}
+		if !json.Valid(data) || strings.ContainsRune(si.Text, '\uFFFD') {
+			t.Errorf("skill.info %s: cut inside a character", tt.body)
+		}
+	}
+	// A small section is not touched.
+	data, err := regRequest(t, e.nc, registry.SubjectSkillInfo, `{"name": "huge", "section": "after"}`)
+	if err != nil || !strings.Contains(string(data), `"text":"## After\n\nend\n`) {
+		t.Errorf("skill.info after = %s, %v", data, err)
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
