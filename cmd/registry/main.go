@@ -1,23 +1,22 @@
-// Command registry is the skillbus registry service (DESIGN.md §2): it
-// loads a directory tree of skills (SKILL.md, skill.yaml) and sequences
+// Command registry is the skillbus registry service (docs/architecture.md):
+// it loads a directory tree of skills (SKILL.md, skill.yaml) and sequences
 // (*.seq.json, *.seq.yaml, *.seq.yml), publishes the valid ones to the
 // SKILLS and SEQUENCES buckets, follows the tree, and serves the
-// skillbus.registry.* endpoints. The logic lives in internal/registry.
+// skillbus.registry.* endpoints. The logic lives in internal/registry; the
+// process wiring (flags and SKILLBUS_* variables, NATS connection, health,
+// metrics, shutdown budget) in internal/servicecmd.
 //
 // Usage:
 //
 //	registry [flags] [DIR]
 //
-// Environment: NATS_URL (default nats://127.0.0.1:4222), NATS_CREDS (a
-// credentials file). --embedded starts an in-process nats-server instead.
-// SIGINT or SIGTERM stops it gracefully: endpoints stop, then the
-// connection is drained.
+// Run `registry --help` for the flags; docs/operations.md for deployment.
+// SIGINT or SIGTERM stops it gracefully: not ready, endpoints stop, then
+// the connection is drained, within --shutdown-budget.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,43 +24,45 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var common servicecmd.Flags
-	fs := common.FlagSet("registry", stderr, "registry [flags] [DIR]",
-		"Loads skills and sequences from DIR into NATS JetStream, follows changes,\n"+
-			"and serves skillbus.registry.* (see `nats micro info skillbus-registry`).")
+	fs := common.FlagSet(servicecmd.Command{
+		Name:     "registry",
+		Synopsis: "registry [flags] [DIR]",
+		About: "Loads skills and sequences from DIR into NATS JetStream (the SKILLS and\n" +
+			"SEQUENCES buckets), follows changes, and serves skillbus.registry.*\n" +
+			"(see `nats micro info skillbus-registry`). Without DIR it stores only the\n" +
+			"sequences created over NATS.",
+		Examples: []string{
+			"registry /srv/skillbus/defs",
+			"NATS_URL=nats://nats:4222 NATS_CREDS=/etc/skillbus/registry.creds registry --health-addr :8080 /defs",
+			"SKILLBUS_DIR=/defs SKILLBUS_REPLICAS=3 SKILLBUS_LOG_JSON=true registry",
+		},
+	}, stdout, stderr)
 	var (
 		dir      = fs.String("dir", "", "root of the skills and sequences tree (or give it as the argument); empty = no files, only sequences created over NATS")
 		debounce = fs.Duration("debounce", 100*time.Millisecond, "quiet time after file changes before rescanning")
 		resync   = fs.Duration("resync", time.Minute, "full rescan period without events (negative = never)")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0 // -h asked for the usage: not an error
-		}
-		return 2
+	if code := common.Parse(fs, args, 1); code >= 0 {
+		return code
 	}
-	switch {
-	case fs.NArg() > 1:
-		fmt.Fprintf(stderr, "registry: one DIR at most, got %d arguments\n", fs.NArg())
-		return 2
-	case fs.NArg() == 1 && *dir != "" && *dir != fs.Arg(0):
-		fmt.Fprintf(stderr, "registry: DIR given twice (--dir %q and %q)\n", *dir, fs.Arg(0))
-		return 2
-	case fs.NArg() == 1:
+	if fs.NArg() == 1 {
+		if *dir != "" && *dir != fs.Arg(0) {
+			fmt.Fprintf(stderr, "registry: DIR given twice (--dir %q and %q)\n", *dir, fs.Arg(0))
+			return 2
+		}
 		*dir = fs.Arg(0)
 	}
 	log, err := common.Logger(stderr)
@@ -74,12 +75,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "registry: %v\n", err)
 		return 2
 	}
-
-	return common.Run(ctx, "registry", log, func(ctx context.Context, nc *nats.Conn) error {
-		reg, err := registry.New(nc, cfg)
-		if err != nil {
-			return err
-		}
-		return reg.Run(ctx) // phase one: endpoints stop, the watch ends
+	return common.Run(ctx, log, servicecmd.Spec{
+		Provision: cfg.Provision,
+		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			r, err := registry.New(rt.Conn, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil // ready once Start has loaded the buckets and the tree
+		},
 	})
 }

@@ -6,41 +6,50 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
+	"github.com/skillbus/skillbus/internal/version"
 )
 
 func TestRunUsageErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
+		code int
 		want string
 	}{
-		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
-		{"two dirs", []string{"a", "b"}, "one DIR at most"},
-		{"dir twice", []string{"--dir", "a", "b"}, `DIR given twice (--dir "a" and "b")`},
-		{"missing dir", []string{"/does/not/exist"}, "Dir"},
-		{"bad log level", []string{"--log-level", "loud"}, `registry: --log-level "loud"`},
-		{"bad replicas", []string{"--replicas", "9"}, "Replicas"},
+		{"unknown flag", []string{"--nope"}, 2, "flag provided but not defined"},
+		{"two dirs", []string{"a", "b"}, 2, `registry: at most 1 argument(s), got ["a" "b"]`},
+		{"dir twice", []string{"--dir", "a", "b"}, 2, `DIR given twice (--dir "a" and "b")`},
+		{"missing dir", []string{"/does/not/exist"}, 2, "Dir"},
+		{"bad log level", []string{"--log-level", "loud"}, 2, `registry: --log-level "loud"`},
+		{"bad replicas", []string{"--replicas", "9"}, 2, "Replicas"},
+		{"embedded is gone", []string{"--embedded"}, 2, "flag provided but not defined: -embedded"},
+		{"version", []string{"--version"}, 0, "registry " + version.String() + "\n"},
+		{"help", []string{"--help"}, 0, "Usage: registry [flags] [DIR]\n\nLoads skills and sequences"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			servicecmdtest.ExpectExit(t, run, tt.args, 2, tt.want)
+			servicecmdtest.ExpectExit(t, run, tt.args, tt.code, tt.want)
 		})
 	}
 }
 
-// TestRunEmbeddedGracefulStop runs the real main logic with --embedded
-// over examples/, then cancels (as SIGTERM does) and expects exit 0 after
-// the registry stopped and the connection drained.
-func TestRunEmbeddedGracefulStop(t *testing.T) {
-	args := []string{"--embedded", "--embedded-store", t.TempDir(), "--log-json", "../../examples"}
+// TestRunGracefulStop runs the real main logic against a server over
+// examples/, then cancels (as SIGTERM does) and expects exit 0 after the
+// registry stopped and the connection drained.
+func TestRunGracefulStop(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	args := []string{"--nats", srv.ClientURL(), "--log-json", "../../examples"}
 	code, out := servicecmdtest.StartStop(t, func(ctx context.Context, stderr io.Writer) int {
-		return run(ctx, args, stderr)
-	}, "registry started")
+		return run(ctx, args, io.Discard, stderr)
+	}, `"msg":"ready"`)
 	if code != 0 {
 		t.Fatalf("exit code %d; want 0; log:\n%s", code, out)
 	}
-	if !strings.Contains(out, "registry stopped") {
-		t.Errorf("log lacks the stop line:\n%s", out)
+	for _, want := range []string{`"msg":"registry started"`, `"msg":"registry stopped"`, `"msg":"registry exited"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
 	}
 }

@@ -1,36 +1,33 @@
-// Command seqworker is the skillbus sequence runner (DESIGN.md §2): it
-// takes run requests from the SEQ_RUNS work queue (shared with every other
-// replica), runs them group by group against the tools on tool.<name>,
-// checkpoints every finished group in RUNS, starts boot sequences on
-// agent_ready, keeps the server-side schedules of scheduled sequences, and
-// serves skillbus.seq.* (seq_call, run, status). The logic lives in
-// internal/seqworker.
+// Command seqworker is the skillbus sequence runner (docs/architecture.md):
+// it takes run requests from the SEQ_RUNS work queue (shared with every
+// other replica), runs them group by group against the tools on
+// tool.<name>, checkpoints every finished group in RUNS, starts boot
+// sequences on agent_ready, keeps the server-side schedules of scheduled
+// sequences, and serves skillbus.seq.* (seq_call, run, status). The logic
+// lives in internal/seqworker; the process wiring (flags and SKILLBUS_*
+// variables, NATS connection, health, metrics, shutdown budget) in
+// internal/servicecmd.
 //
 // Usage:
 //
 //	seqworker [flags]
 //
-// Environment: NATS_URL (default nats://127.0.0.1:4222), NATS_CREDS (a
-// credentials file). --embedded starts an in-process nats-server instead.
-// SIGINT or SIGTERM stops it gracefully: no new runs are taken, running
-// groups get --shutdown-timeout to finish, then each unfinished run is
-// recorded as interrupted and handed back at once (another replica, or
-// this one restarted, resumes it after its last finished group), then the
-// connection is drained. docs/runs.md describes the flags for failover,
-// retention and sizes.
+// Run `seqworker --help` for the flags; docs/operations.md for deployment,
+// docs/runs.md for failover, retention and sizes. SIGINT or SIGTERM stops
+// it gracefully within --shutdown-budget: not ready, no new runs are taken,
+// running groups may finish until 70% of the budget, then each unfinished
+// run is recorded as interrupted and handed back at once (another replica,
+// or this one restarted, resumes it after its last finished group), then
+// the connection is drained.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/seqworker"
 	"github.com/skillbus/skillbus/internal/servicecmd"
@@ -38,16 +35,25 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var common servicecmd.Flags
-	fs := common.FlagSet("seqworker", stderr, "seqworker [flags]",
-		"Runs skillbus tool sequences from the SEQ_RUNS work queue and serves\n"+
-			"skillbus.seq.* (see `nats micro info skillbus-seq`).")
+	fs := common.FlagSet(servicecmd.Command{
+		Name:     "seqworker",
+		Synopsis: "seqworker [flags]",
+		About: "Runs skillbus tool sequences from the SEQ_RUNS work queue and serves\n" +
+			"skillbus.seq.* (see `nats micro info skillbus-seq`). Run as many replicas\n" +
+			"as you like: they share the queue.",
+		Examples: []string{
+			"seqworker --concurrency 32",
+			"NATS_URL=nats://nats:4222 NATS_CREDS=/etc/skillbus/seqworker.creds seqworker --health-addr :8080 --replicas 3",
+			"SKILLBUS_CONCURRENCY=8 SKILLBUS_SHUTDOWN_BUDGET=50s seqworker",
+		},
+	}, stdout, stderr)
 	var (
 		concurrency = fs.Int("concurrency", seqworker.DefaultConcurrency, "runs (and seq_call requests) this replica executes at once")
 		ackWait     = fs.Duration("ack-wait", 0, "how long a silent (dead) worker keeps a run before another takes it over (0 = keep the consumer's; 10s when created)")
@@ -64,17 +70,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		maxDeliver  = fs.Int("max-deliver", 0, "deliveries of one run request before it is recorded as failed (0 = 10, -1 = unlimited)")
 		redelivery  = fs.Duration("redelivery-delay", seqworker.DefaultRedeliveryDelay, "first delay before redelivering a run after a passing failure (doubles per delivery)")
 		redelivMax  = fs.Duration("redelivery-max-delay", seqworker.DefaultRedeliveryMaxDelay, "largest redelivery delay")
-		shutdown    = fs.Duration("shutdown-timeout", seqworker.DefaultShutdownTimeout, "how long running groups may take to finish at shutdown")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0 // -h asked for the usage: not an error
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seqworker: unexpected arguments %q (flags only)\n", fs.Args())
-		return 2
+	if code := common.Parse(fs, args, 0); code >= 0 {
+		return code
 	}
 	log, err := common.Logger(stderr)
 	if err != nil {
@@ -85,7 +83,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Concurrency:        *concurrency,
 		RedeliveryDelay:    *redelivery,
 		RedeliveryMaxDelay: *redelivMax,
-		ShutdownTimeout:    *shutdown,
 		Heartbeat:          *heartbeat,
 		WorkerID:           *workerID,
 		SlotMaxBytes:       *slotMax,
@@ -101,13 +98,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%v\n", err) // already says "seqworker: …"
 		return 2
 	}
-
-	return common.Run(ctx, "seqworker", log, func(ctx context.Context, nc *nats.Conn) error {
-		w, err := seqworker.New(nc, cfg)
-		if err != nil {
-			return err
-		}
-		// Phase one: no new runs; running groups get --shutdown-timeout.
-		return w.Run(ctx)
+	return common.Run(ctx, log, servicecmd.Spec{
+		Provision: cfg.Provision,
+		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			w, err := seqworker.New(rt.Conn, cfg)
+			if err != nil {
+				return nil, err
+			}
+			// Stop: no new runs; running groups get the stop share of
+			// --shutdown-budget, then their runs are handed back.
+			return w, nil
+		},
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
 )
 
@@ -16,9 +17,11 @@ func TestRunUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
-		{"stray argument", []string{"extra"}, `seqworker: unexpected arguments ["extra"] (flags only)`},
+		{"stray argument", []string{"extra"}, `seqworker: unexpected arguments ["extra"]`},
 		{"bad concurrency", []string{"--concurrency", "-3"}, "Concurrency = -3; want 1 to 10000"},
 		{"bad log level", []string{"--log-level", "loud"}, `seqworker: --log-level "loud"`},
+		{"shutdown-timeout replaced by the budget", []string{"--shutdown-timeout", "5s"}, "flag provided but not defined: -shutdown-timeout"},
+		{"tiny budget", []string{"--shutdown-budget", "10ms"}, "--shutdown-budget 10ms: want at least 1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -27,17 +30,20 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// TestRunEmbeddedGracefulStop: with --embedded the worker starts on its
-// own server and stops cleanly (exit 0) when the context ends.
-func TestRunEmbeddedGracefulStop(t *testing.T) {
-	args := []string{"--embedded", "--embedded-store", t.TempDir(), "--memory", "--shutdown-timeout", "1s"}
+// TestRunGracefulStop: the worker starts on a server and stops cleanly
+// (exit 0) when the context ends.
+func TestRunGracefulStop(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	args := []string{"--nats", srv.ClientURL(), "--memory", "--shutdown-budget", "5s"}
 	code, out := servicecmdtest.StartStop(t, func(ctx context.Context, stderr io.Writer) int {
-		return run(ctx, args, stderr)
-	}, "seqworker started")
+		return run(ctx, args, io.Discard, stderr)
+	}, `msg=ready`)
 	if code != 0 {
 		t.Fatalf("exit code %d; want 0; log:\n%s", code, out)
 	}
-	if !strings.Contains(out, "seqworker stopped") {
-		t.Errorf("log lacks the stop line:\n%s", out)
+	for _, want := range []string{`msg="seqworker started"`, `msg="seqworker stopped"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
 	}
 }

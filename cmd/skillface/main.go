@@ -1,31 +1,28 @@
-// Command skillface is the skillbus prompt-assembly service (DESIGN.md §2,
-// §6): it watches the SKILLS bucket, keeps session state in the
+// Command skillface is the skillbus prompt-assembly service
+// (docs/skills.md): it watches the SKILLS bucket, keeps session state in the
 // SKILLFACE_SESSIONS bucket, and serves skillbus.skillface.assemble and
 // skillbus.skillface.info. Run as many replicas as you like: they share the
-// work and the sessions. The logic lives in internal/skillfacesvc.
+// work and the sessions. The logic lives in internal/skillfacesvc; the
+// process wiring (flags and SKILLBUS_* variables, NATS connection, health,
+// metrics, shutdown budget) in internal/servicecmd.
 //
 // Usage:
 //
 //	skillface [flags]
 //
-// Environment: NATS_URL (default nats://127.0.0.1:4222), NATS_CREDS (a
-// credentials file). --embedded starts an in-process nats-server instead.
-// SIGINT or SIGTERM stops it gracefully: the endpoints stop taking
-// requests, requests in flight are answered, then the connection is
-// drained.
+// Run `skillface --help` for the flags; docs/operations.md for deployment.
+// SIGINT or SIGTERM stops it gracefully within --shutdown-budget: not
+// ready, the endpoints stop taking requests, requests in flight are
+// answered, then the connection is drained.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/skillfacesvc"
@@ -34,41 +31,37 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var common servicecmd.Flags
-	fs := common.FlagSet("skillface", stderr, "skillface [flags]",
-		"Enriches prompt-assembly requests with skills from the SKILLS bucket and\n"+
-			"serves skillbus.skillface.* (see `nats micro info skillbus-skillface`).")
+	fs := common.FlagSet(servicecmd.Command{
+		Name:     "skillface",
+		Synopsis: "skillface [flags]",
+		About: "Enriches prompt-assembly requests with skills from the SKILLS bucket and\n" +
+			"serves skillbus.skillface.* (see `nats micro info skillbus-skillface`).\n" +
+			"Replicas share the work and the sessions (SKILLFACE_SESSIONS bucket).",
+		Examples: []string{
+			"skillface --session-ttl 12h",
+			"NATS_URL=nats://nats:4222 NATS_CREDS=/etc/skillbus/skillface.creds skillface --health-addr :8080",
+			"SKILLBUS_MAX_CONCURRENT=128 SKILLBUS_LOG_JSON=true skillface",
+		},
+	}, stdout, stderr)
 	var (
-		sessionTTL  = fs.Duration("session-ttl", 0, "how long an idle session is kept: the SKILLFACE_SESSIONS bucket TTL (0 = keep the bucket's current TTL; 24h when creating it)")
-		entryChars  = fs.Int("entry-chars", skillface.DefaultEntryChars, "listing entry budget in characters")
-		listing     = fs.Int("listing-entries", skillface.DefaultListingEntries, "how many skills the listing shows")
-		bodies      = fs.Int("session-bodies", skillface.DefaultSessionBodies, "how many skill bodies a session holds")
-		bodyBytes   = fs.Int("body-bytes", skillface.DefaultBodyBytes, "skill body budget in bytes")
-		maxRequest  = fs.Int("max-request-bytes", skillfacesvc.DefaultMaxRequestBytes, "largest request accepted, in bytes")
-		concurrent  = fs.Int("max-concurrent", skillfacesvc.DefaultMaxConcurrent, "requests one replica works on at once")
-		timeout     = fs.Duration("timeout", skillfacesvc.DefaultTimeout, "time limit of one request's work")
-		showVersion = fs.Bool("version", false, "print the version and exit")
+		sessionTTL = fs.Duration("session-ttl", 0, "how long an idle session is kept: the SKILLFACE_SESSIONS bucket TTL (0 = keep the bucket's current TTL; 24h when creating it)")
+		entryChars = fs.Int("entry-chars", skillface.DefaultEntryChars, "listing entry budget in characters")
+		listing    = fs.Int("listing-entries", skillface.DefaultListingEntries, "how many skills the listing shows")
+		bodies     = fs.Int("session-bodies", skillface.DefaultSessionBodies, "how many skill bodies a session holds")
+		bodyBytes  = fs.Int("body-bytes", skillface.DefaultBodyBytes, "skill body budget in bytes")
+		maxRequest = fs.Int("max-request-bytes", skillfacesvc.DefaultMaxRequestBytes, "largest request accepted, in bytes")
+		concurrent = fs.Int("max-concurrent", skillfacesvc.DefaultMaxConcurrent, "requests one replica works on at once")
+		timeout    = fs.Duration("timeout", skillfacesvc.DefaultTimeout, "time limit of one request's work")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "skillface: unexpected arguments %q; all settings are flags (see -h)\n", fs.Args())
-		return 2
-	}
-	const version = "0.1.0"
-	if *showVersion {
-		fmt.Fprintln(stderr, "skillface", version)
-		return 0
+	if code := common.Parse(fs, args, 0); code >= 0 {
+		return code
 	}
 	log, err := common.Logger(stderr)
 	if err != nil {
@@ -78,7 +71,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	cfg := skillfacesvc.Config{
 		EntryChars: *entryChars, ListingEntries: *listing, SessionBodies: *bodies, BodyBytes: *bodyBytes,
 		MaxRequestBytes: *maxRequest, MaxConcurrent: *concurrent, Timeout: *timeout,
-		Logger: log, Version: version, Provision: common.Provision(),
+		Logger: log, Provision: common.Provision(),
 	}
 	cfg.Provision.SessionsTTL = *sessionTTL
 	// Flags have explicit defaults, so a 0 given on the command line is a
@@ -103,13 +96,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 
-	return common.Run(ctx, "skillface", log, func(ctx context.Context, nc *nats.Conn) error {
-		svc, err := skillfacesvc.New(nc, cfg)
-		if err != nil {
-			return err
-		}
-		// Phase one (in Run, after ctx ends): stop intake, answer the
-		// requests in flight, stop the skills watch.
-		return svc.Run(ctx)
+	return common.Run(ctx, log, servicecmd.Spec{
+		Provision: cfg.Provision,
+		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			svc, err := skillfacesvc.New(rt.Conn, cfg)
+			if err != nil {
+				return nil, err
+			}
+			// Ready once Start has loaded the SKILLS bucket; Stop stops
+			// intake, answers the requests in flight, stops the watch.
+			return svc, nil
+		},
 	})
 }

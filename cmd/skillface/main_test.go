@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
+	"github.com/skillbus/skillbus/internal/version"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -23,7 +25,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, 2, `skillface: --log-level "loud"`},
 		{"stray argument", []string{"extra"}, 2, "unexpected arguments"},
 		{"unknown flag", []string{"--bodies", "3"}, 2, "flag provided but not defined"},
-		{"version", []string{"--version"}, 0, "skillface 0.1.0\n"},
+		{"version", []string{"--version"}, 0, "skillface " + version.String() + "\n"},
 		{"help", []string{"-h"}, 0, "Usage: skillface [flags]\n\nEnriches prompt-assembly requests"},
 	}
 	for _, tc := range tests {
@@ -33,13 +35,24 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
-// TestEmbeddedRunStops: with --embedded the service starts on its own
-// server and stops cleanly (exit code 0) when the context ends.
-func TestEmbeddedRunStops(t *testing.T) {
-	args := []string{"--embedded", "--embedded-store", t.TempDir(), "--memory"}
+// TestRunEnvironment: every flag comes from SKILLBUS_<FLAG>; a malformed
+// value names its variable; the command line wins over the environment.
+func TestRunEnvironment(t *testing.T) {
+	t.Setenv("SKILLBUS_BODY_BYTES", "lots")
+	servicecmdtest.ExpectExit(t, run, nil, 2, `skillface: SKILLBUS_BODY_BYTES="lots": not a whole number (the environment form of --body-bytes`)
+	t.Setenv("SKILLBUS_BODY_BYTES", "0")
+	servicecmdtest.ExpectExit(t, run, nil, 2, "--body-bytes must be positive")
+	servicecmdtest.ExpectExit(t, run, []string{"--body-bytes", "5", "--entry-chars", "10"}, 2, "EntryChars 10 is below the minimum")
+}
+
+// TestRunStops: the service starts on a server and stops cleanly (exit
+// code 0) when the context ends.
+func TestRunStops(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	args := []string{"--nats", srv.ClientURL(), "--memory"}
 	code, out := servicecmdtest.StartStop(t, func(ctx context.Context, stderr io.Writer) int {
-		return run(ctx, args, stderr)
-	}, "skillface started")
+		return run(ctx, args, io.Discard, stderr)
+	}, "msg=ready")
 	if code != 0 {
 		t.Fatalf("run exited %d; want 0; log:\n%s", code, out)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
@@ -188,7 +189,7 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	// call still in flight never finds it closed.
 	defer p.Close()
 	return withConn(env, "tools serve", func(nc *nats.Conn) int {
-		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Description: "skillbus built-in tools rooted at " + p.Root()}, p.Tools()...)
+		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root()}, p.Tools()...)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus tools serve: %v\n", err)
 			return ExitFailure

@@ -23,6 +23,7 @@ import (
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/internal/seqworker"
 	"github.com/skillbus/skillbus/internal/skillfacesvc"
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -114,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		if s.tnc, err = s.srv.Connect(nats.Name("skillbus-dev tools")); err != nil {
 			return nil, fmt.Errorf("connect to the embedded server: %w", err)
 		}
-		s.tools, err = tool.Serve(s.tnc, tool.ServerConfig{Name: BuiltinProvider, Description: "skillbus built-in tools rooted at " + s.provider.Root()}, s.provider.Tools()...)
+		s.tools, err = tool.Serve(s.tnc, tool.ServerConfig{Name: BuiltinProvider, Version: version.String(), Description: "skillbus built-in tools rooted at " + s.provider.Root()}, s.provider.Tools()...)
 		if err != nil {
 			return nil, fmt.Errorf("built-in tools: %w", err)
 		}

@@ -41,11 +41,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
-
-// Version is the client version announced to MCP servers.
-const Version = "0.1.0"
 
 // ErrConfig is returned by Config.Validate; the message names the field.
 var ErrConfig = errors.New("mcpbridge: invalid configuration")
@@ -163,7 +161,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (_ *Bridge, err error
 	}
 	cfg = cfg.withDefaults()
 	b := &Bridge{cfg: cfg, nc: nc, done: make(chan struct{}), refresh: make(chan struct{}, 1)}
-	client := mcp.NewClient(&mcp.Implementation{Name: "skillbus-mcp-bridge", Version: Version}, &mcp.ClientOptions{
+	client := mcp.NewClient(&mcp.Implementation{Name: "skillbus-mcp-bridge", Version: version.String()}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case b.refresh <- struct{}{}:
@@ -250,7 +248,7 @@ func (b *Bridge) serveTools(ctx context.Context) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName}, tools...)
+	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName}, tools...)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: serve the tools: %w", err)
 	}

@@ -35,7 +35,7 @@ func lockStore(dir string) (*os.File, error) {
 					holder = "pid " + strconv.Itoa(pid)
 				}
 			}
-			return nil, storeInUseError(fmt.Sprintf("store %s is in use by another process (%s): stop it or use another store directory (--data for skillbus dev and run, --embedded-store for the services)", dir, holder))
+			return nil, storeInUseError(fmt.Sprintf("store %s is in use by another process (%s): stop it or use another store directory (--data for skillbus dev and run)", dir, holder))
 		}
 		return nil, fmt.Errorf("natsserver: lock store %s: %w", dir, err)
 	}

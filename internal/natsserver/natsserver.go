@@ -1,10 +1,11 @@
 // Package natsserver starts an in-process nats-server with JetStream, for
-// tests and for the all-in-one dev mode (`skillbus dev`, `registry
-// --embedded`).
+// tests and for the all-in-one modes of the skillbus command (`skillbus
+// dev`, `skillbus run` without NATS_URL).
 //
 // It lives in internal/ and apart from pkg/events on purpose: the service
-// binaries that connect to a real cluster must not link the whole server.
-// Only the mains that offer `--embedded`, and tests, import it.
+// binaries (registry, seqworker, skillface) connect to a real cluster and
+// must not link the whole server. Only cmd/skillbus (through
+// internal/devstack) and tests import it.
 package natsserver
 
 import (

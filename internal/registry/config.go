@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -45,7 +46,8 @@ type Config struct {
 	Provision events.Options
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
-	// Version is reported by `nats micro info`; default "0.1.0".
+	// Version is reported by `nats micro info`; default version.String()
+	// (internal/version: the one version of every skillbus binary).
 	Version string
 }
 
@@ -66,7 +68,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Version == "" {
-		c.Version = "0.1.0"
+		c.Version = version.String()
 	}
 	return c
 }

@@ -10,12 +10,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 )
-
-// ServiceVersion is the version of the skillbus-seq micro service.
-const ServiceVersion = "0.1.0"
 
 // startService adds the skillbus-seq micro service with its endpoints:
 //
@@ -33,7 +31,7 @@ const ServiceVersion = "0.1.0"
 func (w *Worker) startService() error {
 	svc, err := micro.AddService(w.nc, micro.Config{
 		Name:        events.ServiceSeq,
-		Version:     ServiceVersion,
+		Version:     version.String(), // the one skillbus version (internal/version)
 		Description: "skillbus sequence runner: seq_call, run, status, cancel, list, rerun (docs/runs.md)",
 		QueueGroup:  events.ServiceSeq,
 	})

@@ -1,163 +1,115 @@
-// Package servicecmd provides the wiring every skillbus service command
-// (cmd/registry, cmd/seqworker, cmd/skillface) shares: the NATS and
-// logging flags, the logger they describe, an optional embedded
-// nats-server, the connection, and the two-phase graceful shutdown of
-// DESIGN.md §2 (the service stops when its context ends, then the
-// connection is drained under --drain-timeout).
+// Package servicecmd provides what every skillbus service command
+// (cmd/registry, cmd/seqworker, cmd/skillface) shares: the flags and their
+// SKILLBUS_* environment variables, the help layout, --version, the logger,
+// the NATS connection (internal/natsconn), provisioning with retries, the
+// health and metrics endpoint (internal/health, internal/telemetry) and the
+// graceful shutdown within one budget. docs/operations.md is the user's
+// reference.
 //
 // A main stays linear:
 //
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 //	var common servicecmd.Flags
-//	fs := common.FlagSet("registry", os.Stderr, "registry [flags] [DIR]", "Loads skills …")
-//	… service flags, fs.Parse, common.Logger, the service's Config …
-//	code := common.Run(ctx, "registry", log, func(ctx context.Context, nc *nats.Conn) error { … })
+//	fs := common.FlagSet(servicecmd.Command{Name: "registry", …}, os.Stdout, os.Stderr)
+//	… service flags …
+//	if code := common.Parse(fs, args, 1); code >= 0 { return code }
+//	… common.Logger, the service's Config and its Validate …
+//	return common.Run(ctx, log, servicecmd.Spec{Provision: cfg.Provision, New: …})
 package servicecmd
 
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
 
-	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/internal/health"
+	"github.com/skillbus/skillbus/internal/metrics"
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/telemetry"
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
-// DefaultDrainTimeout is the default of --drain-timeout.
-const DefaultDrainTimeout = 10 * time.Second
-
-// Flags holds the command-line settings every service command shares.
-// Register binds them to a flag set; the zero value is not the set of
-// defaults (Register sets those).
-type Flags struct {
-	// NATSURL is --nats: the server URL(s), comma separated. Default
-	// $NATS_URL, else nats.DefaultURL (nats://127.0.0.1:4222).
-	NATSURL string
-	// Creds is --creds: a NATS credentials file. Default $NATS_CREDS;
-	// empty connects without credentials.
-	Creds string
-	// Embedded is --embedded: start an in-process nats-server with
-	// JetStream and connect to it instead of NATSURL.
-	Embedded bool
-	// EmbeddedPort is --embedded-port: the embedded server's client port
-	// (0 = a free port, logged at start).
-	EmbeddedPort int
-	// EmbeddedStore is --embedded-store: the embedded server's JetStream
-	// store directory (empty = a temporary directory removed at exit).
-	EmbeddedStore string
-	// Replicas is --replicas: replicas of every stream and bucket
-	// (0 = keep what the resources have; 1 when creating them). The
-	// service's Config.Validate checks the range.
-	Replicas int
-	// Memory is --memory: keep streams and buckets in memory instead of
-	// files.
-	Memory bool
-	// LogLevel is --log-level: debug, info (default), warn or error.
-	LogLevel string
-	// LogJSON is --log-json: log JSON lines instead of text.
-	LogJSON bool
-	// DrainTimeout is --drain-timeout: how long draining the connection
-	// may take at shutdown before it is closed (default
-	// DefaultDrainTimeout).
-	DrainTimeout time.Duration
+// Service is a service as Run drives it: started once, stopped once.
+// internal/registry.Registry, internal/seqworker.Worker and
+// internal/skillfacesvc.Service implement it.
+type Service interface {
+	// Start does the start-up work (for the registry and skillface the
+	// first load of their buckets) and starts serving; ctx bounds the
+	// start only. When it returns nil the service is ready.
+	Start(ctx context.Context) error
+	// Stop stops intake, finishes (or hands back) the work in flight
+	// within ctx's deadline and returns; it does not close the
+	// connection.
+	Stop(ctx context.Context) error
 }
 
-// Register defines the shared flags on fs, bound to f, with their
-// defaults (reading $NATS_URL and $NATS_CREDS now). Call it before
-// fs.Parse; a flag set may take the service's own flags as well.
-func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.NATSURL, "nats", envOr("NATS_URL", nats.DefaultURL), "NATS server URL(s), comma separated ($NATS_URL)")
-	fs.StringVar(&f.Creds, "creds", os.Getenv("NATS_CREDS"), "NATS credentials file ($NATS_CREDS)")
-	fs.BoolVar(&f.Embedded, "embedded", false, "start an in-process nats-server with JetStream instead of connecting to --nats")
-	fs.IntVar(&f.EmbeddedPort, "embedded-port", 0, "client port of the embedded server (0 = random; printed in the log)")
-	fs.StringVar(&f.EmbeddedStore, "embedded-store", "", "JetStream store directory of the embedded server (empty = a temporary directory, removed at exit)")
-	fs.IntVar(&f.Replicas, "replicas", 0, "replicas of every stream and bucket: 3 on a 3-node cluster (0 = keep what the resources have; 1 when creating them)")
-	fs.BoolVar(&f.Memory, "memory", false, "keep streams and buckets in memory instead of files")
-	fs.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
-	fs.BoolVar(&f.LogJSON, "log-json", false, "log JSON lines instead of text")
-	fs.DurationVar(&f.DrainTimeout, "drain-timeout", DefaultDrainTimeout, "how long draining the connection may take at shutdown")
+// Runtime is what Spec.New gets to build its service.
+type Runtime struct {
+	// Conn is the service's NATS connection, connected (Run drains it).
+	Conn *nats.Conn
+	// Log is the service's logger.
+	Log *slog.Logger
+	// Ready is the readiness of /readyz: a service may add its own gates
+	// or checks (health.Readiness.Gate) for conditions beyond "started".
+	Ready *health.Readiness
+	// Meters is the meter provider to create instruments on
+	// (internal/metrics).
+	Meters metric.MeterProvider
 }
 
-// FlagSet returns a flag set named name with the shared flags registered
-// on f (see Register). It stops at the first error (flag.ContinueOnError),
-// writes errors and help to stderr, and its help is
-//
-//	Usage: <synopsis>
-//
-//	<about>
-//
-//	Flags:
-//	<every flag with its default, as flag.PrintDefaults writes them>
-//
-// The caller adds its own flags, then parses.
-func (f *Flags) FlagSet(name string, stderr io.Writer, synopsis, about string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, about)
-		fs.PrintDefaults()
-	}
-	f.Register(fs)
-	return fs
+// Spec is the service a command runs.
+type Spec struct {
+	// Provision is provisioned (events.Provision), with retries, before
+	// New is called: the service's own provisioning options.
+	Provision events.Options
+	// New builds the service; Run starts it.
+	New func(rt Runtime) (Service, error)
 }
 
-// Logger returns the logger --log-level and --log-json describe, writing
-// to w (text lines by default, JSON lines with --log-json). The error,
-// for an unknown level, names the flag and the accepted values; the
-// caller prefixes its command name and exits 2 (usage).
-func (f *Flags) Logger(w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.LogLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.LogLevel)
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if f.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return slog.New(slog.NewTextHandler(w, opts)), nil
-}
+// Shares of --shutdown-budget, as deadlines from the moment the shutdown
+// starts: the service's Stop may take until 70% of the budget, the
+// connection's drain until 90%, flushing traces and metrics and closing
+// the health endpoint the rest. A phase that ends early leaves its time to
+// the next. With the default 25 s: Stop ≤ 17.5 s, drain ≤ 5 s (until
+// 22.5 s), flush ≤ 2.5 s.
+const (
+	StopShare  = 0.7
+	DrainShare = 0.9
+)
 
-// Provision returns the provisioning options --replicas and --memory
-// describe (events.Options; file storage unless --memory). A service
-// sets its own fields (TTLs, ack wait) on the result.
-func (f *Flags) Provision() events.Options {
-	var o events.Options
-	o.Replicas = f.Replicas
-	if f.Memory {
-		o.Storage = jetstream.MemoryStorage
-	}
-	return o
-}
-
-// Run connects to NATS as the flags say and runs serve until it returns,
-// then shuts down; it returns the process exit code: 0 when serve
-// returned nil, 1 when the embedded server did not start, the connection
-// failed, or serve returned an error (logged as "<name> failed"), 2 when
-// the OTEL_* trace-export settings are unsupported.
+// Run runs the service spec describes until ctx ends (SIGTERM, Ctrl-C) or
+// its NATS connection closes for good, and returns the process exit code.
+// Start-up, in order:
 //
-// Trace export is set up first from the standard OTEL_* variables
-// (internal/telemetry) and flushed last, after the drain.
+//  1. trace and metric export from the OTEL_* variables (exit 2 when
+//     unsupported);
+//  2. the connection settings (exit 2 when unusable) and, with
+//     --health-addr, the health endpoint (exit 1 when the address is in
+//     use): /livez answers from here on, /readyz fails until step 6;
+//  3. the NATS connection: when no server answers yet the service waits,
+//     retrying with back-off and saying so in the log;
+//  4. provisioning of spec.Provision, retried with back-off until it
+//     succeeds (exit 2 for invalid options), so services started together
+//     on a fresh cluster all come up;
+//  5. spec.New and the service's Start (exit 1 when either fails);
+//  6. ready: the log says "ready" with the time since the process started.
 //
-// With --embedded it first starts an in-process nats-server (logging
-// "embedded nats-server ready" with its URL and store) and shuts it down
-// last. The connection is named "skillbus-<name>", reconnects forever,
-// logs disconnects and reconnects, and uses --creds when given.
-//
-// serve is shutdown phase one: it runs the service until ctx ends, stops
-// intake and finishes the work in flight, then returns. Phase two is
-// Run's: it drains the connection (pending replies, acks and publishes
-// go out) and closes it if draining takes longer than --drain-timeout.
-func (f *Flags) Run(ctx context.Context, name string, log *slog.Logger, serve func(ctx context.Context, nc *nats.Conn) error) int {
-	exporting, flush, err := telemetry.Setup(ctx, name)
+// Shutdown, within --shutdown-budget (shares: StopShare, DrainShare):
+// /readyz fails at once; the service's Stop stops intake and finishes or
+// hands back its work; the connection is drained; traces and metrics are
+// flushed and the health endpoint closes. Exit 0 — or 1 when the
+// connection was closed for good (credentials refused, for one), so an
+// orchestrator restarts the process rather than keep one that serves
+// nothing.
+func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
+	name := f.cmd.Name
+	exporting, flushTraces, err := telemetry.Setup(ctx, name)
 	if err != nil {
 		log.Error("cannot set up trace export", "err", err)
 		return 2
@@ -165,66 +117,146 @@ func (f *Flags) Run(ctx context.Context, name string, log *slog.Logger, serve fu
 	if exporting {
 		log.Info("exporting traces with OTLP/HTTP (OTEL_EXPORTER_OTLP_* settings)")
 	}
+	mets, err := telemetry.SetupMetrics(ctx, name)
+	if err != nil {
+		log.Error("cannot set up metrics", "err", err)
+		_ = flushTraces(context.Background())
+		return 2
+	}
+	// Final phase, whatever happens: flush traces and metrics, close the
+	// health endpoint. finalDeadline is set by the shutdown.
+	finalDeadline := time.Now().Add(5 * time.Second)
+	var hs *health.Server
 	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		fctx, cancel := context.WithDeadline(context.Background(), finalDeadline)
 		defer cancel()
-		if err := flush(fctx); err != nil {
+		if err := flushTraces(fctx); err != nil {
 			log.Warn("flushing traces", "err", err)
 		}
+		if err := mets.Shutdown(fctx); err != nil {
+			log.Warn("flushing metrics", "err", err)
+		}
+		if hs != nil {
+			_ = hs.Shutdown(fctx)
+		}
 	}()
-	url := f.NATSURL
-	if f.Embedded {
-		srv, err := natsserver.Start(natsserver.Options{Port: f.EmbeddedPort, StoreDir: f.EmbeddedStore})
-		if err != nil {
-			log.Error("cannot start the embedded nats-server", "err", err)
+
+	cfg, err := f.Conn.Resolve()
+	if err != nil {
+		log.Error("bad NATS connection settings", "err", err)
+		return 2
+	}
+	var ready health.Readiness
+	if f.HealthAddr != "" {
+		if hs, err = health.Listen(f.HealthAddr, &ready, mets.Handler()); err != nil {
+			log.Error("cannot serve the health endpoint", "err", err)
 			return 1
 		}
-		defer srv.Shutdown()
-		url = srv.ClientURL()
-		log.Info("embedded nats-server ready", "url", url, "store", srv.StoreDir())
+		log.Info("health endpoint listening", "addr", hs.Addr(), "paths", "/livez /readyz /metrics")
 	}
-	opts := []nats.Option{nats.Name("skillbus-" + name), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn("NATS disconnected", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrl()) }),
-	}
-	if f.Creds != "" {
-		opts = append(opts, nats.UserCredentials(f.Creds))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		log.Error("cannot connect to NATS", "url", url, "err", err)
-		return 1
-	}
-	closed := make(chan struct{})
-	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	log.Info("starting", "version", version.String(), "nats", cfg.Describe(), "metrics", mets.Exporters())
 
-	err = serve(ctx, nc)
-
-	if derr := nc.Drain(); derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {
-		log.Warn("drain", "err", derr)
-	}
-	select {
-	case <-closed:
-	case <-time.After(f.DrainTimeout):
-		log.Warn("connection not drained in time; closing", "timeout", f.DrainTimeout)
-		nc.Close()
-	}
+	conn, err := natsconn.Dial(cfg, "skillbus-"+name, log)
 	if err != nil {
-		log.Error(name+" failed", "err", err)
-		return 1
+		log.Error("bad NATS connection settings", "err", err)
+		return 2
 	}
+	ready.Check("nats", func() error {
+		if conn.IsConnected() {
+			return nil
+		}
+		return errors.New(conn.Status().String())
+	})
+	provisioned := ready.Gate("provisioned")
+	started := ready.Gate("started")
+	if reg, err := metrics.ObserveConn(mets.Provider(), conn.Conn); err != nil {
+		log.Warn("NATS connection metrics unavailable", "err", err)
+	} else {
+		defer func() { _ = reg.Unregister() }()
+	}
+	// runCtx ends at SIGTERM or when the connection is lost for good.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-conn.Lost():
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+
+	code, svc := f.start(runCtx, log, conn, spec, &ready, mets, provisioned, started)
+	if code < 0 {
+		<-runCtx.Done()
+	}
+	// Shutdown, within the budget.
+	begin := time.Now()
+	finalDeadline = begin.Add(f.ShutdownBudget)
+	ready.Stopping()
+	lost := conn.LostErr() != nil
+	if ctx.Err() != nil {
+		log.Info("stopping", "budget", f.ShutdownBudget)
+	}
+	if svc != nil {
+		sctx, scancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(f.ShutdownBudget)*StopShare)))
+		if err := svc.Stop(sctx); err != nil {
+			log.Warn("service stop", "err", err)
+		}
+		scancel()
+	}
+	dctx, dcancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(f.ShutdownBudget)*DrainShare)))
+	if err := conn.Drain(dctx); err != nil {
+		log.Warn("connection not drained in time; closed", "err", err)
+	}
+	dcancel()
+	switch {
+	case lost:
+		log.Error(name+" stopped: its NATS connection is closed for good; exiting so that it is restarted", "err", conn.LostErr())
+		return 1
+	case code > 0:
+		return code
+	}
+	log.Info(name+" exited", "shutdown", time.Since(begin).Round(time.Millisecond))
 	return 0
 }
 
-// envOr returns the environment variable key, or def when it is unset or
-// empty.
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+// start waits for the connection, provisions, builds and starts the
+// service. It returns code -1 and the started service, or the exit code
+// (0 when ctx ended first) and the service to stop, if any.
+func (f *Flags) start(ctx context.Context, log *slog.Logger, conn *natsconn.Conn, spec Spec, ready *health.Readiness, mets *telemetry.Metrics, provisioned, started *health.Gate) (int, Service) {
+	if err := conn.WaitConnected(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		log.Error("cannot connect to NATS", "err", err)
+		return 1, nil
 	}
-	return def
+	js, err := jetstream.New(conn.Conn)
+	if err != nil {
+		log.Error("JetStream", "err", err)
+		return 1, nil
+	}
+	if err := ProvisionRetry(ctx, log, js, spec.Provision); err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		log.Error("cannot provision the streams and buckets", "err", err)
+		return 2, nil
+	}
+	provisioned.Open()
+	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider()})
+	if err != nil {
+		log.Error(f.cmd.Name+" failed", "err", err)
+		return 1, nil
+	}
+	if err := svc.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 0, svc
+		}
+		log.Error(f.cmd.Name+" failed", "err", err)
+		return 1, svc
+	}
+	started.Open()
+	log.Info("ready", "startup", time.Since(f.started).Round(time.Millisecond))
+	return -1, svc
 }

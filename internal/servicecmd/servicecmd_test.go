@@ -6,7 +6,13 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,248 +22,557 @@ import (
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
+	"github.com/skillbus/skillbus/internal/version"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
-// parse registers the shared flags on a fresh flag set and parses args.
-func parse(t *testing.T, args ...string) *servicecmd.Flags {
-	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var f servicecmd.Flags
-	f.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("Parse(%q): %v", args, err)
-	}
-	return &f
+var demo = servicecmd.Command{
+	Name:     "demo",
+	Synopsis: "demo [flags] [DIR]",
+	About:    "Does a demo.\nSecond line.",
+	Examples: []string{"demo --own 3", "SKILLBUS_OWN=3 demo"},
 }
 
-func TestRegisterDefaults(t *testing.T) {
-	t.Setenv("NATS_URL", "")
-	t.Setenv("NATS_CREDS", "")
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+// cleanEnv clears the variables Flags reads so the machine's environment
+// does not leak into a test.
+func cleanEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "SKILLBUS_") || strings.HasPrefix(name, "NATS_") || strings.HasPrefix(name, "OTEL_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+}
+
+// flags returns Flags parsed from args (and the environment) with an
+// "own" int flag of the service itself; it fails t unless Parse says go on.
+func flags(t *testing.T, args ...string) (*servicecmd.Flags, *flag.FlagSet, *int) {
+	t.Helper()
 	var f servicecmd.Flags
-	f.Register(fs)
-	tests := []struct {
-		flag, want string
-	}{
-		{"nats", nats.DefaultURL},
-		{"creds", ""},
-		{"embedded", "false"},
-		{"embedded-port", "0"},
-		{"embedded-store", ""},
-		{"replicas", "0"}, // 0 = keep the existing resources' value
-		{"memory", "false"},
-		{"log-level", "info"},
-		{"log-json", "false"},
-		{"drain-timeout", "10s"},
+	fs := f.FlagSet(demo, io.Discard, io.Discard)
+	own := fs.Int("own", 7, "a flag of the service itself")
+	if code := f.Parse(fs, args, 1); code >= 0 {
+		t.Fatalf("Parse(%q) = exit %d; want to go on", args, code)
+	}
+	return &f, fs, own
+}
+
+func TestFlagDefaults(t *testing.T) {
+	cleanEnv(t)
+	_, fs, _ := flags(t)
+	tests := []struct{ flag, want string }{
+		{"health-addr", ""}, {"shutdown-budget", "25s"}, {"replicas", "0"}, {"memory", "false"},
+		{"log-level", "info"}, {"log-json", "false"}, {"version", "false"},
+		{"nats", ""}, {"context", ""}, {"creds", ""}, {"nkey", ""}, {"tls-cert", ""}, {"tls-key", ""}, {"tls-ca", ""},
+		{"own", "7"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.flag, func(t *testing.T) {
-			fl := fs.Lookup(tt.flag)
-			if fl == nil {
-				t.Fatalf("Lookup(%q) = nil; want the flag registered", tt.flag)
-			}
-			if fl.DefValue != tt.want {
-				t.Errorf("--%s default = %q; want %q", tt.flag, fl.DefValue, tt.want)
-			}
-			if fl.Usage == "" {
-				t.Errorf("--%s has no help text", tt.flag)
-			}
-		})
+		fl := fs.Lookup(tt.flag)
+		if fl == nil {
+			t.Errorf("--%s not registered", tt.flag)
+			continue
+		}
+		if fl.DefValue != tt.want || fl.Usage == "" {
+			t.Errorf("--%s default %q, usage %q; want default %q and a usage", tt.flag, fl.DefValue, fl.Usage, tt.want)
+		}
 	}
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	if n != len(tests) {
-		t.Errorf("Register defined %d flags; want %d", n, len(tests))
+		t.Errorf("%d flags registered; want %d (no --embedded, --drain-timeout)", n, len(tests))
 	}
 }
 
-func TestFlagSetHelp(t *testing.T) {
-	var out strings.Builder
+func TestHelpAndVersion(t *testing.T) {
+	cleanEnv(t)
 	var f servicecmd.Flags
-	fs := f.FlagSet("demo", &out, "demo [flags] [DIR]", "Does a demo.\nSecond line.")
-	fs.Int("own", 7, "a flag of the service itself")
-	if err := fs.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("Parse(-h) = %v; want flag.ErrHelp", err)
+	var stdout, stderr strings.Builder
+	fs := f.FlagSet(demo, &stdout, &stderr)
+	fs.Int("own", 7, "a flag of the service `N`")
+	if code := f.Parse(fs, []string{"--help"}, 1); code != 0 {
+		t.Fatalf("Parse(--help) = %d; want 0", code)
 	}
-	help := out.String()
-	if want := "Usage: demo [flags] [DIR]\n\nDoes a demo.\nSecond line.\n\nFlags:\n"; !strings.HasPrefix(help, want) {
-		t.Errorf("help = %q; want it to start with %q", help, want)
-	}
-	for _, want := range []string{"-drain-timeout duration", "-embedded-store string", "-own int", "(default 7)"} {
+	help := stdout.String()
+	for _, want := range []string{
+		"Usage: demo [flags] [DIR]\n\nDoes a demo.\nSecond line.\n\nFlags:\n  --own N                 a flag of the service N (default 7)\n",
+		"\nService flags (every skillbus service):\n",
+		"  --health-addr ADDR      serve /livez, /readyz and /metrics",
+		"  --shutdown-budget DURATION\n",
+		"(default 25s)",
+		"\nNATS connection (as the nats CLI reads it):\n  --nats VALUE",
+		"  --creds FILE ", "  --tls-ca FILE ",
+		"SKILLBUS_<FLAG>", "(--health-addr: SKILLBUS_HEALTH_ADDR)",
+		"\nExamples:\n  demo --own 3\n  SKILLBUS_OWN=3 demo\n",
+		"\nExit codes: 0 stopped by SIGTERM",
+	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)
 		}
 	}
-	out.Reset()
-	if err := fs.Parse([]string{"--nope"}); err == nil || !strings.Contains(out.String(), "flag provided but not defined: -nope") {
-		t.Errorf("Parse(--nope) = %v, wrote %q; want an error reported on the output", err, out.String())
+	if stderr.Len() != 0 {
+		t.Errorf("help wrote to stderr: %q", stderr.String())
 	}
-	if fs.Name() != "demo" || fs.ErrorHandling() != flag.ContinueOnError {
-		t.Errorf("FlagSet = %q, %v; want %q, ContinueOnError", fs.Name(), fs.ErrorHandling(), "demo")
+	stdout.Reset()
+	if code := f.Parse(fs, []string{"--version"}, 1); code != 0 || stdout.String() != "demo "+version.String()+"\n" {
+		t.Errorf("--version = %d, %q; want 0, %q", code, stdout.String(), "demo "+version.String())
 	}
-}
-
-func TestRegisterReadsEnvironment(t *testing.T) {
-	t.Setenv("NATS_URL", "nats://a.example:4222,nats://b.example:4222")
-	t.Setenv("NATS_CREDS", "/etc/skillbus/svc.creds")
-	f := parse(t)
-	if f.NATSURL != "nats://a.example:4222,nats://b.example:4222" {
-		t.Errorf("NATSURL = %q; want $NATS_URL", f.NATSURL)
-	}
-	if f.Creds != "/etc/skillbus/svc.creds" {
-		t.Errorf("Creds = %q; want $NATS_CREDS", f.Creds)
-	}
-	// A flag beats the environment.
-	f = parse(t, "--nats", "nats://c.example:4222", "--creds", "")
-	if f.NATSURL != "nats://c.example:4222" || f.Creds != "" {
-		t.Errorf("with flags: NATSURL = %q, Creds = %q; want the flag values", f.NATSURL, f.Creds)
-	}
-}
-
-func TestLogger(t *testing.T) {
-	tests := []struct {
-		name      string
-		args      []string
-		wantDebug bool // a Debug line is written
-		wantInfo  bool // an Info line is written
-		wantJSON  bool
+	for _, tc := range []struct {
+		args []string
+		want string
 	}{
-		{"default", nil, false, true, false},
-		{"debug", []string{"--log-level", "debug"}, true, true, false},
-		{"warn", []string{"--log-level", "warn"}, false, false, false},
-		{"error upper case", []string{"--log-level", "ERROR"}, false, false, false},
-		{"json", []string{"--log-json"}, false, true, true},
+		{[]string{"--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"a", "b"}, `demo: at most 1 argument(s), got ["a" "b"]`},
+		{[]string{"--shutdown-budget", "1ms"}, "--shutdown-budget 1ms: want at least 1s"},
+	} {
+		var f servicecmd.Flags
+		var stderr strings.Builder
+		fs := f.FlagSet(demo, io.Discard, &stderr)
+		if code := f.Parse(fs, tc.args, 1); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("Parse(%q) = %d, %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out strings.Builder
-			log, err := parse(t, tt.args...).Logger(&out)
-			if err != nil {
-				t.Fatalf("Logger(%q): %v", tt.args, err)
-			}
-			log.Debug("dbg-line")
-			log.Info("info-line")
-			log.Error("error-line")
-			got := out.String()
-			if strings.Contains(got, "dbg-line") != tt.wantDebug {
-				t.Errorf("Logger(%q) wrote debug = %v; want %v:\n%s", tt.args, !tt.wantDebug, tt.wantDebug, got)
-			}
-			if strings.Contains(got, "info-line") != tt.wantInfo {
-				t.Errorf("Logger(%q) wrote info = %v; want %v:\n%s", tt.args, !tt.wantInfo, tt.wantInfo, got)
-			}
-			if !strings.Contains(got, "error-line") {
-				t.Errorf("Logger(%q) dropped the error line:\n%s", tt.args, got)
-			}
-			if isJSON := strings.HasPrefix(got, "{"); isJSON != tt.wantJSON {
-				t.Errorf("Logger(%q) JSON = %v; want %v:\n%s", tt.args, isJSON, tt.wantJSON, got)
+}
+
+// TestEnvironment: every flag is also SKILLBUS_<FLAG>; the command line
+// wins; a malformed value is an error naming the variable; a variable that
+// names no flag is warned about.
+func TestEnvironment(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("SKILLBUS_OWN", "9")
+	t.Setenv("SKILLBUS_HEALTH_ADDR", ":9100")
+	t.Setenv("SKILLBUS_MEMORY", "true")
+	t.Setenv("SKILLBUS_SHUTDOWN_BUDGET", "12s")
+	t.Setenv("SKILLBUS_CREDS", "/etc/x.creds")
+	t.Setenv("SKILLBUS_LOGLEVEL", "debug") // a typo: no such flag
+	f, _, own := flags(t)
+	if *own != 9 || f.HealthAddr != ":9100" || !f.Memory || f.ShutdownBudget != 12*time.Second {
+		t.Errorf("from the environment: own %d, health %q, memory %v, budget %v", *own, f.HealthAddr, f.Memory, f.ShutdownBudget)
+	}
+	if f.Conn.Creds.V != "/etc/x.creds" || f.Conn.Creds.Source != "SKILLBUS_CREDS" {
+		t.Errorf("creds = %+v; want the value with SKILLBUS_CREDS as its source", f.Conn.Creds)
+	}
+	var logOut strings.Builder
+	if _, err := f.Logger(&logOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logOut.String(), "var=SKILLBUS_LOGLEVEL") {
+		t.Errorf("no warning about SKILLBUS_LOGLEVEL: %q", logOut.String())
+	}
+	f, _, own = flags(t, "--own", "3", "--memory=false")
+	if *own != 3 || f.Memory {
+		t.Errorf("the command line should win: own %d, memory %v", *own, f.Memory)
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"SKILLBUS_OWN", "many", `SKILLBUS_OWN="many": not a whole number (the environment form of --own`},
+		{"SKILLBUS_MEMORY", "yes", `SKILLBUS_MEMORY="yes": not a boolean; want true or false`},
+		{"SKILLBUS_SHUTDOWN_BUDGET", "25", `SKILLBUS_SHUTDOWN_BUDGET="25": not a duration`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tc.name, tc.value)
+			var f servicecmd.Flags
+			var stderr strings.Builder
+			fs := f.FlagSet(demo, io.Discard, &stderr)
+			fs.Int("own", 7, "")
+			if code := f.Parse(fs, nil, 1); code != 2 || !strings.Contains(stderr.String(), "demo: "+tc.want) {
+				t.Errorf("Parse with %s=%q = %d, %q; want 2 and %q", tc.name, tc.value, code, stderr.String(), tc.want)
 			}
 		})
 	}
 }
 
-func TestLoggerBadLevel(t *testing.T) {
-	for _, level := range []string{"loud", "", "warning"} {
-		_, err := parse(t, "--log-level", level).Logger(io.Discard)
-		if err == nil {
-			t.Errorf("Logger(--log-level %q) = nil error; want one", level)
-			continue
-		}
-		if want := `--log-level "` + level + `": want debug, info, warn or error`; err.Error() != want {
-			t.Errorf("Logger(--log-level %q) = %q; want %q", level, err, want)
-		}
-	}
-}
-
-func TestProvision(t *testing.T) {
-	tests := []struct {
-		name         string
-		args         []string
-		wantReplicas int
-		wantStorage  jetstream.StorageType
-	}{
-		{"defaults keep the resources", nil, 0, jetstream.FileStorage},
-		{"replicas", []string{"--replicas", "3"}, 3, jetstream.FileStorage},
-		{"memory", []string{"--memory"}, 0, jetstream.MemoryStorage},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := parse(t, tt.args...).Provision()
-			if o.Replicas != tt.wantReplicas || o.Storage != tt.wantStorage {
-				t.Errorf("Provision(%q) = replicas %d, storage %v; want %d, %v",
-					tt.args, o.Replicas, o.Storage, tt.wantReplicas, tt.wantStorage)
-			}
-		})
-	}
-}
-
-// TestRunEmbeddedStartStop runs a service on an embedded server until its
-// context ends (as SIGTERM does) and expects exit 0.
-func TestRunEmbeddedStartStop(t *testing.T) {
-	f := parse(t, "--embedded", "--embedded-store", t.TempDir(), "--log-json")
-	code, out := servicecmdtest.StartStop(t, func(ctx context.Context, stderr io.Writer) int {
-		log, err := f.Logger(stderr)
-		if err != nil {
-			t.Errorf("Logger: %v", err)
-			return 2
-		}
-		return f.Run(ctx, "demo", log, func(ctx context.Context, nc *nats.Conn) error {
-			// The connection works and carries the service's name.
-			if err := nc.Flush(); err != nil {
-				return err
-			}
-			log.Info("demo started", "conn", nc.Opts.Name)
-			<-ctx.Done()
-			return nil
-		})
-	}, "demo started")
-	if code != 0 {
-		t.Fatalf("Run = %d; want 0; log:\n%s", code, out)
-	}
-	for _, want := range []string{`"msg":"embedded nats-server ready"`, `"conn":"skillbus-demo"`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("log lacks %s:\n%s", want, out)
-		}
-	}
-}
-
-// TestRunDrains: messages the service's subscriptions still hold when it
-// returns are handled (the drain lets their handlers finish), what those
-// handlers publish reaches subscribers, and the connection ends closed.
-func TestRunDrains(t *testing.T) {
-	const n = 20
-	srv := natsserver.StartTB(t, natsserver.Options{})
-	sub := natsserver.ConnectTB(t, srv)
-	got, err := sub.SubscribeSync("demo.out")
+func TestLoggerAndProvision(t *testing.T) {
+	cleanEnv(t)
+	f, _, _ := flags(t, "--log-json", "--log-level", "warn", "--replicas", "3", "--memory")
+	var out strings.Builder
+	log, err := f.Logger(&out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sub.Flush(); err != nil {
+	log.Info("hidden")
+	log.Warn("shown")
+	if got := out.String(); !strings.HasPrefix(got, "{") || strings.Contains(got, "hidden") || !strings.Contains(got, "shown") {
+		t.Errorf("Logger wrote %q; want JSON with the warning only", got)
+	}
+	if o := f.Provision(); o.Replicas != 3 || o.Storage != jetstream.MemoryStorage {
+		t.Errorf("Provision() = %+v; want 3 replicas in memory", o)
+	}
+	f, _, _ = flags(t, "--log-level", "loud")
+	if _, err := f.Logger(io.Discard); err == nil || err.Error() != `--log-level "loud": want debug, info, warn or error` {
+		t.Errorf("Logger(--log-level loud) = %v", err)
+	}
+}
+
+// fakeService is a Service whose Start and Stop the test controls.
+type fakeService struct {
+	nc           *nats.Conn
+	startRelease chan struct{} // Start waits for it (nil = at once)
+	stopRelease  chan struct{} // Stop waits for it or its ctx (nil = at once)
+	startErr     error
+	stopCalled   chan struct{}
+
+	mu           sync.Mutex
+	stopDeadline time.Time
+	stopAt       time.Time
+}
+
+func newFake() *fakeService { return &fakeService{stopCalled: make(chan struct{})} }
+
+func (s *fakeService) Start(ctx context.Context) error {
+	if s.startRelease != nil {
+		select {
+		case <-s.startRelease:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.startErr
+}
+
+func (s *fakeService) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopDeadline, _ = ctx.Deadline()
+	s.stopAt = time.Now()
+	s.mu.Unlock()
+	close(s.stopCalled)
+	if s.stopRelease != nil {
+		select {
+		case <-s.stopRelease:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// running is a Run in a goroutine.
+type running struct {
+	log    servicecmdtest.Buffer
+	cancel context.CancelFunc
+	done   chan int
+}
+
+func start(t *testing.T, f *servicecmd.Flags, svc *fakeService) *running {
+	t.Helper()
+	r := &running{done: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	t.Cleanup(cancel)
+	log := slog.New(slog.NewTextHandler(&r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	go func() {
+		r.done <- f.Run(ctx, log, servicecmd.Spec{Provision: f.Provision(), New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			svc.nc = rt.Conn
+			return svc, nil
+		}})
+	}()
+	return r
+}
+
+func (r *running) waitLog(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(servicecmdtest.Timeout)
+	for !strings.Contains(r.log.String(), want) {
+		select {
+		case code := <-r.done:
+			t.Fatalf("exited %d before logging %q:\n%s", code, want, r.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log:\n%s", want, r.log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *running) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-r.done:
+		return code
+	case <-time.After(servicecmdtest.Timeout):
+		t.Fatalf("Run did not return:\n%s", r.log.String())
+		return -1
+	}
+}
+
+var addrRe = regexp.MustCompile(`msg="health endpoint listening" addr=(\S+)`)
+
+func (r *running) healthURL(t *testing.T) string {
+	t.Helper()
+	r.waitLog(t, "health endpoint listening")
+	m := addrRe.FindStringSubmatch(r.log.String())
+	if m == nil {
+		t.Fatalf("no health address in the log:\n%s", r.log.String())
+	}
+	return "http://" + m[1]
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestRunLifecycle follows the probes through a whole life: live at once,
+// ready only after Start returned, not ready as soon as the shutdown
+// begins (while Stop still runs), metrics served all along.
+func TestRunLifecycle(t *testing.T) {
+	cleanEnv(t)
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	f, _, _ := flags(t, "--nats", srv.ClientURL(), "--health-addr", "127.0.0.1:0", "--memory")
+	svc := newFake()
+	svc.startRelease, svc.stopRelease = make(chan struct{}), make(chan struct{})
+	r := start(t, f, svc)
+	base := r.healthURL(t)
+	if code, _ := httpGet(t, base+"/livez"); code != 200 {
+		t.Errorf("/livez = %d during start; want 200", code)
+	}
+	r.waitLog(t, "NATS connected")
+	// Provisioned, but Start has not returned: not ready.
+	for deadline := time.Now().Add(servicecmdtest.Timeout); ; time.Sleep(10 * time.Millisecond) {
+		code, body := httpGet(t, base+"/readyz")
+		if code == 503 && body == "started: not yet\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz = %d %q; want 503 started: not yet", code, body)
+		}
+	}
+	close(svc.startRelease)
+	r.waitLog(t, "msg=ready")
+	if code, body := httpGet(t, base+"/readyz"); code != 200 {
+		t.Errorf("/readyz after Start = %d %q; want 200", code, body)
+	}
+	code, body := httpGet(t, base+"/metrics")
+	for _, want := range []string{"skillbus_nats_connection_up{", "go_goroutine_count", `target_info{service_name="skillbus-demo"`} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics = %d, lacks %q", code, want)
+		}
+	}
+	r.cancel() // SIGTERM
+	<-svc.stopCalled
+	if code, body := httpGet(t, base+"/readyz"); code != 503 || !strings.Contains(body, "stopping") {
+		t.Errorf("/readyz while stopping = %d %q; want 503 stopping", code, body)
+	}
+	if code, _ := httpGet(t, base+"/livez"); code != 200 {
+		t.Errorf("/livez while stopping = %d; want 200", code)
+	}
+	close(svc.stopRelease)
+	if code := r.exit(t); code != 0 {
+		t.Fatalf("Run = %d; want 0:\n%s", code, r.log.String())
+	}
+	if svc.nc.Status() != nats.CLOSED {
+		t.Errorf("connection %v after Run; want closed (drained)", svc.nc.Status())
+	}
+	if _, err := http.Get(base + "/livez"); err == nil {
+		t.Errorf("health endpoint still up after Run returned")
+	}
+}
+
+// TestRunShutdownBudget: Stop gets the stop share of the budget as its
+// deadline, and a Stop that uses all of it still lets Run end within the
+// budget (plus slack for a loaded machine).
+func TestRunShutdownBudget(t *testing.T) {
+	cleanEnv(t)
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	const budget = 2 * time.Second
+	f, _, _ := flags(t, "--nats", srv.ClientURL(), "--memory", "--shutdown-budget", budget.String())
+	svc := newFake()
+	svc.stopRelease = make(chan struct{}) // never released: Stop runs to its deadline
+	r := start(t, f, svc)
+	r.waitLog(t, "msg=ready")
+	begin := time.Now()
+	r.cancel()
+	code := r.exit(t)
+	took := time.Since(begin)
+	if code != 0 {
+		t.Fatalf("Run = %d; want 0:\n%s", code, r.log.String())
+	}
+	svc.mu.Lock()
+	share := svc.stopDeadline.Sub(svc.stopAt)
+	svc.mu.Unlock()
+	want := time.Duration(float64(budget) * servicecmd.StopShare)
+	if share > want || share < want-300*time.Millisecond {
+		t.Errorf("Stop's deadline %v after it was called; want about %v (%.0f%% of %v)", share, want, servicecmd.StopShare*100, budget)
+	}
+	if took < want || took > budget+3*time.Second {
+		t.Errorf("shutdown took %v; want between the stop share %v and the budget %v (+3s slack)", took, want, budget)
+	}
+}
+
+// TestRunWaitsForNATS: a service started before NATS waits (not ready,
+// saying so) and comes up when the server appears.
+func TestRunWaitsForNATS(t *testing.T) {
+	cleanEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	f := parse(t, "--nats", srv.ClientURL())
-	var conn *nats.Conn
-	code := f.Run(context.Background(), "demo", slog.New(slog.DiscardHandler), func(_ context.Context, nc *nats.Conn) error {
-		conn = nc
-		// A slow handler: most requests are still queued when serve returns.
-		if _, err := nc.Subscribe("demo.in", func(m *nats.Msg) {
-			time.Sleep(5 * time.Millisecond)
-			_ = nc.Publish("demo.out", m.Data)
-		}); err != nil {
-			return err
-		}
-		for i := range n {
-			if err := nc.Publish("demo.in", []byte{byte(i)}); err != nil {
-				return err
-			}
-		}
-		return nc.Flush() // the server has sent the requests back by the PONG
-	})
-	if code != 0 {
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	f, _, _ := flags(t, "--nats", "nats://127.0.0.1:"+strconv.Itoa(port), "--health-addr", "127.0.0.1:0", "--memory")
+	r := start(t, f, newFake())
+	base := r.healthURL(t)
+	r.waitLog(t, `msg="waiting for NATS"`)
+	if code, body := httpGet(t, base+"/readyz"); code != 503 || !strings.Contains(body, "nats: ") {
+		t.Errorf("/readyz without NATS = %d %q; want 503 naming nats", code, body)
+	}
+	natsserver.StartTB(t, natsserver.Options{Port: port})
+	r.waitLog(t, "msg=ready")
+	if code, _ := httpGet(t, base+"/readyz"); code != 200 {
+		t.Errorf("/readyz once NATS is up = %d; want 200", code)
+	}
+	r.cancel()
+	if code := r.exit(t); code != 0 {
 		t.Fatalf("Run = %d; want 0", code)
 	}
-	if !conn.IsClosed() {
-		t.Errorf("connection status after Run = %v; want closed", conn.Status())
+}
+
+// TestRunStopWhileWaiting: SIGTERM while NATS is unreachable ends the
+// wait: exit 0, no hang.
+func TestRunStopWhileWaiting(t *testing.T) {
+	cleanEnv(t)
+	f, _, _ := flags(t, "--nats", "nats://127.0.0.1:1", "--shutdown-budget", "2s")
+	r := start(t, f, newFake())
+	r.waitLog(t, `msg="waiting for NATS"`)
+	r.cancel()
+	if code := r.exit(t); code != 0 {
+		t.Fatalf("Run = %d; want 0:\n%s", code, r.log.String())
+	}
+}
+
+// TestRunConnectionClosedForGood: the server comes back refusing the
+// service's password; nats.go gives up and the process must exit 1 (so
+// it is restarted), not live on serving nothing.
+func TestRunConnectionClosedForGood(t *testing.T) {
+	cleanEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	srv, err := natsserver.Start(natsserver.Options{Port: port, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, _ := flags(t, "--nats", "nats://127.0.0.1:"+strconv.Itoa(port), "--memory")
+	svc := newFake()
+	r := start(t, f, svc)
+	r.waitLog(t, "msg=ready")
+	srv.Shutdown()
+	// The same port, now with a user the service does not have.
+	locked := startWithUser(t, port, t.TempDir())
+	defer locked.Shutdown()
+	code := r.exit(t)
+	if code != 1 {
+		t.Fatalf("Run = %d after its credentials were refused; want 1:\n%s", code, r.log.String())
+	}
+	for _, want := range []string{`msg="NATS connection closed for good"`, "exiting so that it is restarted", "stopCalled"} {
+		if want == "stopCalled" {
+			select {
+			case <-svc.stopCalled:
+			default:
+				t.Errorf("the service was not stopped")
+			}
+			continue
+		}
+		if !strings.Contains(r.log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, r.log.String())
+		}
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	cleanEnv(t)
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		startErr error
+		code     int
+		want     string
+	}{
+		{"service fails to start", nil, []string{"--nats", srv.ClientURL()}, errors.New("bucket gone"), 1, `msg="demo failed" err="bucket gone"`},
+		{"missing creds file", nil, []string{"--nats", srv.ClientURL(), "--creds", "/nope.creds"}, nil, 2, "credentials file /nope.creds (--creds): no such file"},
+		{"health address in use", nil, []string{"--nats", srv.ClientURL(), "--health-addr", busy.Addr().String()}, nil, 1, "cannot serve the health endpoint"},
+		{"bad trace exporter", map[string]string{"OTEL_TRACES_EXPORTER": "jaegr"}, []string{"--nats", srv.ClientURL()}, nil, 2, "OTEL_TRACES_EXPORTER"},
+		{"bad metrics exporter", map[string]string{"OTEL_METRICS_EXPORTER": "prometheos"}, []string{"--nats", srv.ClientURL()}, nil, 2, "OTEL_METRICS_EXPORTER"},
+		{"bad provisioning options", nil, []string{"--nats", srv.ClientURL(), "--replicas", "7"}, nil, 2, "Replicas = 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			f, _, _ := flags(t, tt.args...)
+			svc := newFake()
+			svc.startErr = tt.startErr
+			r := start(t, f, svc)
+			if code := r.exit(t); code != tt.code {
+				t.Errorf("Run(%q) = %d; want %d:\n%s", tt.args, code, tt.code, r.log.String())
+			}
+			if !strings.Contains(r.log.String(), tt.want) {
+				t.Errorf("Run(%q) logged:\n%s\nwant it to contain %q", tt.args, r.log.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestRunDrains: what the service's subscriptions still hold when it has
+// stopped is handled (the drain lets handlers finish), and what those
+// handlers publish goes out.
+func TestRunDrains(t *testing.T) {
+	cleanEnv(t)
+	const n = 20
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	obs := natsserver.ConnectTB(t, srv)
+	got, err := obs.SubscribeSync("demo.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f, _, _ := flags(t, "--nats", srv.ClientURL())
+	svc := &drainService{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- f.Run(ctx, slog.New(slog.DiscardHandler), servicecmd.Spec{New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			svc.nc = rt.Conn
+			return svc, nil
+		}})
+	}()
+	for deadline := time.Now().Add(servicecmdtest.Timeout); !svc.started(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("service not started")
+		}
+	}
+	for i := range n {
+		if err := obs.Publish("demo.in", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := obs.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("Run = %d", code)
 	}
 	for i := range n {
 		m, err := got.NextMsg(5 * time.Second)
@@ -270,89 +585,95 @@ func TestRunDrains(t *testing.T) {
 	}
 }
 
-// TestRunDrainTimeout: a subscription that never finishes its message
-// keeps the drain from completing; Run closes the connection after
-// --drain-timeout and still exits 0.
-func TestRunDrainTimeout(t *testing.T) {
-	srv := natsserver.StartTB(t, natsserver.Options{})
-	f := parse(t, "--nats", srv.ClientURL(), "--drain-timeout", "200ms")
-	var out servicecmdtest.Buffer
-	release := make(chan struct{})
-	defer close(release)
-	start := time.Now()
-	code := f.Run(context.Background(), "demo", slog.New(slog.NewTextHandler(&out, nil)), func(_ context.Context, nc *nats.Conn) error {
-		entered := make(chan struct{})
-		if _, err := nc.Subscribe("demo.stuck", func(*nats.Msg) {
-			close(entered)
-			<-release
-		}); err != nil {
-			return err
-		}
-		if err := nc.Publish("demo.stuck", nil); err != nil {
-			return err
-		}
-		select {
-		case <-entered:
-			return nil
-		case <-time.After(5 * time.Second):
-			return errors.New("the handler never ran")
-		}
+// drainService echoes demo.in to demo.out slowly, so messages are still
+// queued when it is stopped.
+type drainService struct {
+	nc *nats.Conn
+	mu sync.Mutex
+	ok bool
+}
+
+func (s *drainService) Start(context.Context) error {
+	_, err := s.nc.Subscribe("demo.in", func(m *nats.Msg) {
+		time.Sleep(5 * time.Millisecond)
+		_ = s.nc.Publish("demo.out", m.Data)
 	})
-	if code != 0 {
-		t.Fatalf("Run = %d; want 0; log:\n%s", code, out.String())
+	if err == nil {
+		err = s.nc.Flush()
 	}
-	if !strings.Contains(out.String(), "connection not drained in time; closing") || !strings.Contains(out.String(), "timeout=200ms") {
-		t.Errorf("log lacks the drain timeout warning:\n%s", out.String())
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Run took %v with --drain-timeout 200ms", d)
-	}
+	s.mu.Lock()
+	s.ok = err == nil
+	s.mu.Unlock()
+	return err
 }
 
-func TestRunFailures(t *testing.T) {
+func (s *drainService) started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ok
+}
+
+func (s *drainService) Stop(context.Context) error { return nil }
+
+// TestProvisionRetryThreeNodes starts three provisioners at the same moment
+// with --replicas 3 against the three nodes of a fresh cluster, as three
+// services started together do: all must succeed.
+func TestProvisionRetryThreeNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	nodes, err := natsserver.StartCluster(3, "provision", t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer natsserver.ShutdownAll(nodes)
+	opts := []events.Options{
+		{Replicas: 3},                            // registry
+		{Replicas: 3, SessionsTTL: time.Hour},    // skillface
+		{Replicas: 3, AckWait: 30 * time.Second}, // seqworker
+	}
+	var log servicecmdtest.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make(chan error, len(opts))
+	gate := make(chan struct{})
+	for i, o := range opts {
+		nc := natsserver.ConnectTB(t, nodes[i])
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			<-gate
+			errs <- servicecmd.ProvisionRetry(ctx, logger, js, o)
+		}()
+	}
+	close(gate)
+	for range opts {
+		if err := <-errs; err != nil {
+			t.Fatalf("ProvisionRetry: %v\n%s", err, log.String())
+		}
+	}
+	js, _ := jetstream.New(natsserver.ConnectTB(t, nodes[0]))
+	for _, name := range []string{events.StreamSeqRuns, events.StreamEvents, "KV_" + events.BucketRuns} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := s.CachedInfo().Config.Replicas; r != 3 {
+			t.Errorf("stream %s has %d replicas; want 3", name, r)
+		}
+	}
+	t.Logf("provisioning log (retries, if any):\n%s", log.String())
+}
+
+func TestProvisionRetryBadOptions(t *testing.T) {
 	srv := natsserver.StartTB(t, natsserver.Options{})
-	tests := []struct {
-		name      string
-		args      []string
-		serveErr  error
-		wantServe bool
-		want      string
-	}{
-		{"service fails", []string{"--nats", srv.ClientURL()}, errors.New("bucket gone"), true, `msg="demo failed" err="bucket gone"`},
-		{"no server", []string{"--nats", "nats://127.0.0.1:1"}, nil, false, `msg="cannot connect to NATS" url=nats://127.0.0.1:1`},
-		{"bad embedded port", []string{"--embedded", "--embedded-port", "-1"}, nil, false, `msg="cannot start the embedded nats-server"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out servicecmdtest.Buffer
-			served := false
-			code := parse(t, tt.args...).Run(context.Background(), "demo", slog.New(slog.NewTextHandler(&out, nil)),
-				func(context.Context, *nats.Conn) error { served = true; return tt.serveErr })
-			if code != 1 {
-				t.Errorf("Run(%q) = %d; want 1; log:\n%s", tt.args, code, out.String())
-			}
-			if served != tt.wantServe {
-				t.Errorf("Run(%q) called serve = %v; want %v", tt.args, served, tt.wantServe)
-			}
-			if !strings.Contains(out.String(), tt.want) {
-				t.Errorf("Run(%q) logged %q; want it to contain %q", tt.args, out.String(), tt.want)
-			}
-		})
-	}
-}
-
-// TestRunBadTraceExport: a mistyped OTEL_TRACES_EXPORTER is a configuration
-// error (exit 2) reported before anything connects, never ignored.
-func TestRunBadTraceExport(t *testing.T) {
-	t.Setenv("OTEL_TRACES_EXPORTER", "jaegr")
-	var out servicecmdtest.Buffer
-	served := false
-	code := parse(t, "--nats", "nats://127.0.0.1:1").Run(context.Background(), "demo", slog.New(slog.NewTextHandler(&out, nil)),
-		func(context.Context, *nats.Conn) error { served = true; return nil })
-	if code != 2 || served {
-		t.Fatalf("Run with OTEL_TRACES_EXPORTER=jaegr = %d (served %v); want 2 without serving; log:\n%s", code, served, out.String())
-	}
-	if !strings.Contains(out.String(), "OTEL_TRACES_EXPORTER") {
-		t.Errorf("log %q; want it to name OTEL_TRACES_EXPORTER", out.String())
+	js, _ := jetstream.New(natsserver.ConnectTB(t, srv))
+	start := time.Now()
+	err := servicecmd.ProvisionRetry(context.Background(), slog.New(slog.DiscardHandler), js, events.Options{Replicas: 9})
+	if !errors.Is(err, events.ErrOptions) || time.Since(start) > 5*time.Second {
+		t.Errorf("ProvisionRetry(Replicas 9) = %v after %v; want ErrOptions at once", err, time.Since(start))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/sections"
 	"github.com/skillbus/skillbus/pkg/skillface"
@@ -82,7 +83,8 @@ type Config struct {
 
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Version is reported by `nats micro info`; "" means "0.1.0".
+	// Version is reported by `nats micro info`; "" means version.String()
+	// (internal/version: the one version of every skillbus binary).
 	Version string
 }
 
@@ -106,7 +108,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Version == "" {
-		c.Version = "0.1.0"
+		c.Version = version.String()
 	}
 	return c
 }

@@ -1,10 +1,13 @@
-// Package telemetry turns on OpenTelemetry trace export for a skillbus
-// process, configured the standard way: by the OTEL_* environment variables
-// of the OpenTelemetry specification, so a platform team points every
-// service at its collector without skillbus-specific settings.
+// Package telemetry turns on OpenTelemetry for a skillbus process — trace
+// export (Setup), metrics (SetupMetrics: Prometheus text on /metrics, or
+// OTLP) and trace-aware logs (LogHandler) — configured the standard way: by
+// the OTEL_* environment variables of the OpenTelemetry specification, so a
+// platform team points every service at its collector without
+// skillbus-specific settings. docs/operations.md lists the variables and
+// the metrics.
 //
 // pkg/events starts the spans and carries the W3C trace context in NATS
-// headers on every message skillbus sends (DESIGN.md §3); without Setup
+// headers on every message skillbus sends (docs/architecture.md); without Setup
 // those spans go nowhere (the OTel API's no-op provider). Setup installs an
 // SDK tracer provider with an OTLP/HTTP exporter when export is asked for:
 //
@@ -33,6 +36,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/skillbus/skillbus/internal/version"
 )
 
 // ErrConfig reports an OTEL_* variable with a value Setup does not support;
@@ -75,11 +80,7 @@ func Setup(ctx context.Context, component string) (bool, Shutdown, error) {
 	if err != nil {
 		return false, noop, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "skillbus-"+component)),
-		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
-		resource.WithTelemetrySDK(),
-	)
+	res, err := newResource(ctx, component)
 	if err != nil {
 		_ = exp.Shutdown(ctx)
 		return false, noop, fmt.Errorf("telemetry: resource: %w", err)
@@ -87,4 +88,18 @@ func Setup(ctx context.Context, component string) (bool, Shutdown, error) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	return true, tp.Shutdown, nil
+}
+
+// newResource describes the process: service.name "skillbus-<component>"
+// unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise, and
+// service.version from internal/version.
+func newResource(ctx context.Context, component string) (*resource.Resource, error) {
+	return resource.New(ctx,
+		resource.WithAttributes(
+			attribute.String("service.name", "skillbus-"+component),
+			attribute.String("service.version", version.String()),
+		),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
+		resource.WithTelemetrySDK(),
+	)
 }

@@ -48,7 +48,8 @@ type ServerConfig struct {
 	// Name is the micro service name shown by `nats micro ls` (letters,
 	// digits, '-' and '_'); default "skillbus-tools".
 	Name string
-	// Version is the provider's SemVer version; default "0.1.0".
+	// Version is the provider's SemVer version (the NATS micro protocol
+	// requires SemVer); default "0.0.0": set your provider's own version.
 	Version string
 	// Description of the provider; default empty.
 	Description string
@@ -79,7 +80,7 @@ func (c ServerConfig) withDefaults() ServerConfig {
 		c.Name = "skillbus-tools"
 	}
 	if c.Version == "" {
-		c.Version = "0.1.0"
+		c.Version = "0.0.0"
 	}
 	if c.QueueGroup == "" {
 		c.QueueGroup = "skillbus-tools"

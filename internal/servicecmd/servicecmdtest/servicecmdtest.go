@@ -72,16 +72,19 @@ func StartStop(tb testing.TB, run func(ctx context.Context, stderr io.Writer) in
 	}
 }
 
-// ExpectExit calls run with args, a background context and a fresh
-// Buffer, and fails tb unless run returns code and its output contains
-// want. run has the shape of a service command's run function.
-func ExpectExit(tb testing.TB, run func(ctx context.Context, args []string, stderr io.Writer) int, args []string, code int, want string) {
+// ExpectExit calls run with args, a background context and fresh Buffers
+// for stdout and stderr, and fails tb unless run returns code and its
+// output (stdout then stderr) contains want. run has the shape of a
+// service command's run function.
+func ExpectExit(tb testing.TB, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int, args []string, code int, want string) {
 	tb.Helper()
-	var out Buffer
-	if got := run(context.Background(), args, &out); got != code {
-		tb.Errorf("run(%q) = %d; want %d; output:\n%s", args, got, code, out.String())
+	var stdout, stderr Buffer
+	got := run(context.Background(), args, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	if got != code {
+		tb.Errorf("run(%q) = %d; want %d; output:\n%s", args, got, code, out)
 	}
-	if !strings.Contains(out.String(), want) {
-		tb.Errorf("run(%q) wrote %q; want it to contain %q", args, out.String(), want)
+	if !strings.Contains(out, want) {
+		tb.Errorf("run(%q) wrote %q; want it to contain %q", args, out, want)
 	}
 }

@@ -1,0 +1,231 @@
+// Package metrics defines skillbus's OpenTelemetry instruments by name, in
+// one place, so every service records the same names, units and attributes
+// and docs/operations.md can list them. The services create their
+// instruments here (NewSeqworker, NewRegistry, NewSkillface, NewToolServer)
+// on the meter provider internal/telemetry set up, and record on them; the
+// process-level observers (ObserveConn) are wired by internal/servicecmd.
+//
+// Names follow the OpenTelemetry semantic conventions where one applies —
+// the messaging conventions for NATS traffic (messaging.client.sent.messages,
+// messaging.client.consumed.messages, messaging.process.duration, with
+// messaging.system = "nats") — and are skillbus.* otherwise. Durations are
+// histograms in seconds ("s"). The Prometheus endpoint shows them with dots
+// as underscores, the unit as a suffix and counters with _total:
+// skillbus.runs.finished → skillbus_runs_finished_total,
+// skillbus.group.duration → skillbus_group_duration_seconds.
+//
+// Attribute values are bounded sets (sequence, group, tool and skill names
+// are those stored in the registry; statuses are the run and call statuses
+// of docs/sequences.md), never run ids or free text, so series stay few.
+package metrics
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Scope is the instrumentation scope of every skillbus instrument.
+const Scope = "github.com/skillbus/skillbus"
+
+// Instrument names.
+const (
+	// Seqworker (internal/seqworker).
+	RunsStarted      = "skillbus.runs.started"       // counter {run}; sequence, trigger
+	RunsFinished     = "skillbus.runs.finished"      // counter {run}; sequence, status
+	RunsInFlight     = "skillbus.runs.in_flight"     // up-down counter {run}
+	RunDuration      = "skillbus.run.duration"       // histogram s; sequence, status
+	GroupDuration    = "skillbus.group.duration"     // histogram s; sequence, group, status
+	ToolCallDuration = "skillbus.tool_call.duration" // histogram s; tool, status (caller side)
+	ToolCallRetries  = "skillbus.tool_call.retries"  // counter {retry}; tool
+	RunRedeliveries  = "skillbus.runs.redeliveries"  // counter {delivery}; sequence
+	SeqRunsPending   = "skillbus.seq_runs.pending"   // gauge {message}: SEQ_RUNS consumer's pending count
+
+	// Registry (internal/registry).
+	RegistryEntries      = "skillbus.registry.entries"       // gauge {entry}; kind
+	RegistryInvalidFiles = "skillbus.registry.invalid_files" // gauge {file}; kind
+
+	// Skillface (internal/skillfacesvc).
+	AssembleDuration   = "skillbus.skillface.assemble.duration"   // histogram s; status
+	Activations        = "skillbus.skillface.activations"         // counter {activation}; skill
+	ListingTruncations = "skillbus.skillface.listing.truncations" // counter {entry}
+
+	// Tool providers (tools serve, mcp, the built-in tools).
+	ToolCallsServed = "skillbus.tool.calls" // counter {call}; tool, status (provider side)
+
+	// NATS connection of every process (ObserveConn): OpenTelemetry
+	// messaging semantic conventions, plus the connection's state.
+	MessagingSent       = "messaging.client.sent.messages"     // counter {message}; messaging.system
+	MessagingConsumed   = "messaging.client.consumed.messages" // counter {message}; messaging.system
+	MessagingProcess    = "messaging.process.duration"         // histogram s; messaging.system, messaging.destination.name
+	NATSSentBytes       = "skillbus.nats.sent.bytes"           // counter By
+	NATSReceivedBytes   = "skillbus.nats.received.bytes"       // counter By
+	NATSReconnects      = "skillbus.nats.reconnects"           // counter {reconnect}
+	NATSConnectionState = "skillbus.nats.connection.up"        // gauge: 1 connected, 0 not
+)
+
+// Attribute keys.
+const (
+	AttrSequence = attribute.Key("skillbus.sequence")
+	AttrGroup    = attribute.Key("skillbus.group")
+	AttrTool     = attribute.Key("skillbus.tool")
+	AttrSkill    = attribute.Key("skillbus.skill")
+	AttrStatus   = attribute.Key("skillbus.status")  // succeeded, failed, cancelled, skipped, ... or an error code
+	AttrTrigger  = attribute.Key("skillbus.trigger") // manual, boot, schedule, seq_call
+	AttrKind     = attribute.Key("skillbus.kind")    // skill, sequence
+
+	AttrMessagingSystem      = attribute.Key("messaging.system")           // always "nats"
+	AttrMessagingDestination = attribute.Key("messaging.destination.name") // the subject
+)
+
+// NATSSystem returns the messaging.system attribute of every messaging
+// metric: "nats".
+func NATSSystem() attribute.KeyValue { return AttrMessagingSystem.String("nats") }
+
+// DurationBuckets are the histogram boundaries of every duration, in
+// seconds: from 5 ms (a local tool call) to 10 min (a long run).
+func DurationBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+}
+
+// builder creates instruments on one meter and keeps the first error, so a
+// constructor reads as a list.
+type builder struct {
+	m   metric.Meter
+	err error
+}
+
+func (b *builder) counter(name, unit, desc string) metric.Int64Counter {
+	c, err := b.m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.keep(err)
+	return c
+}
+
+func (b *builder) upDown(name, unit, desc string) metric.Int64UpDownCounter {
+	c, err := b.m.Int64UpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.keep(err)
+	return c
+}
+
+func (b *builder) seconds(name, desc string) metric.Float64Histogram {
+	h, err := b.m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+		metric.WithExplicitBucketBoundaries(DurationBuckets()...))
+	b.keep(err)
+	return h
+}
+
+func (b *builder) keep(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// Seqworker are the instruments of a sequence runner.
+type Seqworker struct {
+	RunsStarted      metric.Int64Counter
+	RunsFinished     metric.Int64Counter
+	RunsInFlight     metric.Int64UpDownCounter
+	RunDuration      metric.Float64Histogram
+	GroupDuration    metric.Float64Histogram
+	ToolCallDuration metric.Float64Histogram
+	ToolCallRetries  metric.Int64Counter
+	Redeliveries     metric.Int64Counter
+}
+
+// NewSeqworker creates the seqworker's instruments on mp. Errors: the SDK's
+// (an invalid name or unit), which would be a bug here.
+func NewSeqworker(mp metric.MeterProvider) (*Seqworker, error) {
+	b := builder{m: mp.Meter(Scope)}
+	s := &Seqworker{
+		RunsStarted:      b.counter(RunsStarted, "{run}", "Runs started (a resumed run counts once per start)"),
+		RunsFinished:     b.counter(RunsFinished, "{run}", "Runs finished, by final status"),
+		RunsInFlight:     b.upDown(RunsInFlight, "{run}", "Runs this replica is executing now"),
+		RunDuration:      b.seconds(RunDuration, "Duration of a run on this replica, from start to its final status"),
+		GroupDuration:    b.seconds(GroupDuration, "Duration of a group, retries included"),
+		ToolCallDuration: b.seconds(ToolCallDuration, "Duration of a tool call as the caller sees it, per attempt"),
+		ToolCallRetries:  b.counter(ToolCallRetries, "{retry}", "Tool call attempts after the first (on_error: retry)"),
+		Redeliveries:     b.counter(RunRedeliveries, "{delivery}", "Run requests delivered again (a worker died, or a passing failure)"),
+	}
+	return s, b.err
+}
+
+// Registry are the instruments of the registry; its gauges are observed by
+// the callbacks given to NewRegistry.
+type Registry struct {
+	reg metric.Registration
+}
+
+// RegistryCounts is what the registry reports at each collection: stored
+// entries and files that did not validate, by kind ("skill", "sequence").
+type RegistryCounts struct {
+	Entries, Invalid map[string]int64
+}
+
+// NewRegistry registers the registry's gauges on mp, read from counts at
+// each collection (counts must be cheap and safe to call concurrently).
+// Unregister stops them.
+func NewRegistry(mp metric.MeterProvider, counts func() RegistryCounts) (*Registry, error) {
+	m := mp.Meter(Scope)
+	entries, err := m.Int64ObservableGauge(RegistryEntries, metric.WithUnit("{entry}"), metric.WithDescription("Skills and sequences stored, by kind"))
+	if err != nil {
+		return nil, err
+	}
+	invalid, err := m.Int64ObservableGauge(RegistryInvalidFiles, metric.WithUnit("{file}"), metric.WithDescription("Definition files that do not validate (the last good version stays stored), by kind"))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		c := counts()
+		for kind, n := range c.Entries {
+			o.ObserveInt64(entries, n, metric.WithAttributes(AttrKind.String(kind)))
+		}
+		for kind, n := range c.Invalid {
+			o.ObserveInt64(invalid, n, metric.WithAttributes(AttrKind.String(kind)))
+		}
+		return nil
+	}, entries, invalid)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{reg: reg}, nil
+}
+
+// Unregister stops observing.
+func (r *Registry) Unregister() error { return r.reg.Unregister() }
+
+// Skillface are the instruments of prompt assembly.
+type Skillface struct {
+	AssembleDuration   metric.Float64Histogram
+	Activations        metric.Int64Counter
+	ListingTruncations metric.Int64Counter
+}
+
+// NewSkillface creates skillface's instruments on mp.
+func NewSkillface(mp metric.MeterProvider) (*Skillface, error) {
+	b := builder{m: mp.Meter(Scope)}
+	s := &Skillface{
+		AssembleDuration:   b.seconds(AssembleDuration, "Duration of an assemble request, by reply status"),
+		Activations:        b.counter(Activations, "{activation}", "Skills activated (or triggered again), by skill"),
+		ListingTruncations: b.counter(ListingTruncations, "{entry}", "Listing entries cut or left out by the listing budgets"),
+	}
+	return s, b.err
+}
+
+// ToolServer are the instruments of a tool provider.
+type ToolServer struct {
+	Calls    metric.Int64Counter
+	Duration metric.Float64Histogram // messaging.process.duration
+}
+
+// NewToolServer creates a tool provider's instruments on mp. Record Calls
+// with AttrTool and AttrStatus ("ok" or the error code), Duration with
+// NATSSystem() and AttrMessagingDestination (the tool's subject).
+func NewToolServer(mp metric.MeterProvider) (*ToolServer, error) {
+	b := builder{m: mp.Meter(Scope)}
+	s := &ToolServer{
+		Calls:    b.counter(ToolCallsServed, "{call}", "Tool calls served, by tool and status"),
+		Duration: b.seconds(MessagingProcess, "Duration of handling one NATS message (a tool call)"),
+	}
+	return s, b.err
+}

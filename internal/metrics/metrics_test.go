@@ -1,0 +1,156 @@
+package metrics_test
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/skillbus/skillbus/internal/metrics"
+	"github.com/skillbus/skillbus/internal/natsserver"
+)
+
+// scrape returns a provider exporting to a fresh Prometheus registry and a
+// function returning the registry's text exposition.
+func scrape(t *testing.T) (*sdkmetric.MeterProvider, func() string) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return mp, func() string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		b, _ := io.ReadAll(rec.Body)
+		return string(b)
+	}
+}
+
+func wantLines(t *testing.T, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("exposition lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("exposition:\n%s", text)
+	}
+}
+
+// TestInstrumentNames records on every instrument and checks the names a
+// Prometheus user sees (docs/operations.md lists these).
+func TestInstrumentNames(t *testing.T) {
+	mp, get := scrape(t)
+	ctx := context.Background()
+	sw, err := metrics.NewSeqworker(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqAttr := metric.WithAttributes(metrics.AttrSequence.String("survey"), metrics.AttrStatus.String("succeeded"))
+	sw.RunsStarted.Add(ctx, 1, metric.WithAttributes(metrics.AttrSequence.String("survey"), metrics.AttrTrigger.String("manual")))
+	sw.RunsFinished.Add(ctx, 1, seqAttr)
+	sw.RunsInFlight.Add(ctx, 2)
+	sw.RunDuration.Record(ctx, 1.5, seqAttr)
+	sw.GroupDuration.Record(ctx, 0.2, seqAttr)
+	sw.ToolCallDuration.Record(ctx, 0.01, metric.WithAttributes(metrics.AttrTool.String("fs.list")))
+	sw.ToolCallRetries.Add(ctx, 3)
+	sw.Redeliveries.Add(ctx, 1)
+	sf, err := metrics.NewSkillface(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf.AssembleDuration.Record(ctx, 0.003)
+	sf.Activations.Add(ctx, 1, metric.WithAttributes(metrics.AttrSkill.String("pdf")))
+	sf.ListingTruncations.Add(ctx, 4)
+	ts, err := metrics.NewToolServer(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Calls.Add(ctx, 1, metric.WithAttributes(metrics.AttrTool.String("fs.read"), metrics.AttrStatus.String("ok")))
+	ts.Duration.Record(ctx, 0.002, metric.WithAttributes(metrics.NATSSystem(), metrics.AttrMessagingDestination.String("tool.fs.read")))
+	reg, err := metrics.NewRegistry(mp, func() metrics.RegistryCounts {
+		return metrics.RegistryCounts{Entries: map[string]int64{"skill": 7, "sequence": 3}, Invalid: map[string]int64{"sequence": 1}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	pending, err := metrics.ObserveSeqRunsPending(mp, func(context.Context) (int64, error) { return 42, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pending.Unregister()
+
+	wantLines(t, get(),
+		`skillbus_runs_started_total{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version="",skillbus_sequence="survey",skillbus_trigger="manual"} 1`,
+		`skillbus_runs_finished_total{`,
+		`skillbus_runs_in_flight{`,
+		`skillbus_run_duration_seconds_bucket{`,
+		`skillbus_group_duration_seconds_count{`,
+		`skillbus_tool_call_duration_seconds_sum{`,
+		`skillbus_tool_call_retries_total{`,
+		`skillbus_runs_redeliveries_total{`,
+		`skillbus_skillface_assemble_duration_seconds_bucket{`,
+		`skillbus_skillface_activations_total{`,
+		`skillbus_skillface_listing_truncations_total{`,
+		`skillbus_tool_calls_total{`,
+		`messaging_process_duration_seconds_bucket{`,
+		`skillbus_registry_entries{`, `skillbus_kind="skill"} 7`,
+		`skillbus_registry_invalid_files{`,
+		`skillbus_seq_runs_pending{`, `} 42`,
+		`le="600"`,
+	)
+}
+
+// TestObserveConn reads a real connection's counters and state.
+func TestObserveConn(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, srv)
+	mp, get := scrape(t)
+	reg, err := metrics.ObserveConn(mp, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	sub, err := nc.SubscribeSync("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := nc.Publish("x", []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		if _, err := sub.NextMsg(5e9); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := get()
+	wantLines(t, text,
+		`messaging_client_sent_messages_total{messaging_system="nats",`,
+		`messaging_client_consumed_messages_total{messaging_system="nats",`,
+		`skillbus_nats_sent_bytes_total{`,
+		`skillbus_nats_reconnects_total{`,
+		`skillbus_nats_connection_up{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 1`,
+	)
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "messaging_client_sent_messages_total{") && strings.HasSuffix(l, " 0") {
+			t.Errorf("sent messages = 0 after 5 publishes: %s", l)
+		}
+	}
+	nc.Close()
+	wantLines(t, get(), `skillbus_nats_connection_up{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 0`)
+}

@@ -1,0 +1,308 @@
+package servicecmd
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/internal/telemetry"
+	"github.com/skillbus/skillbus/internal/version"
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// DefaultShutdownBudget is the default of --shutdown-budget: below
+// Kubernetes' default 30 s termination grace period, so the whole
+// sequence ends before the kubelet's SIGKILL.
+const DefaultShutdownBudget = 25 * time.Second
+
+// EnvPrefix starts the environment variable of every flag: --health-addr
+// is also SKILLBUS_HEALTH_ADDR.
+const EnvPrefix = "SKILLBUS_"
+
+// EnvName returns the environment variable of the flag named flag:
+// SKILLBUS_ plus the name in upper case with dashes as underscores.
+func EnvName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// Command describes a service binary for its help text.
+type Command struct {
+	// Name is the binary's name ("registry"); it prefixes its messages.
+	Name string
+	// Synopsis is the usage line without "Usage: " ("registry [flags] [DIR]").
+	Synopsis string
+	// About says what the service does, a paragraph.
+	About string
+	// Examples are command lines, one per line, shown under "Examples:".
+	Examples []string
+}
+
+// Flags holds the command-line settings every service command shares.
+// FlagSet binds them to a flag set with their defaults.
+type Flags struct {
+	// Conn are the NATS connection settings (--nats, --context, --creds,
+	// --nkey, --tls-cert, --tls-key, --tls-ca and the NATS_* variables):
+	// internal/natsconn.
+	Conn natsconn.Settings
+	// Replicas is --replicas: replicas of every stream and bucket
+	// (0 = keep what the resources have; 1 when creating them). The
+	// service's Config.Validate checks the range.
+	Replicas int
+	// Memory is --memory: keep streams and buckets in memory instead of
+	// files.
+	Memory bool
+	// LogLevel is --log-level: debug, info (default), warn or error.
+	LogLevel string
+	// LogJSON is --log-json: log JSON lines instead of text.
+	LogJSON bool
+	// HealthAddr is --health-addr: the address of /livez, /readyz and
+	// /metrics (internal/health); empty (default) serves none.
+	HealthAddr string
+	// ShutdownBudget is --shutdown-budget: how long the whole graceful
+	// shutdown may take (see Run); default DefaultShutdownBudget.
+	ShutdownBudget time.Duration
+
+	cmd        Command
+	stdout     io.Writer
+	stderr     io.Writer
+	version    bool
+	shared     []string  // names of the shared flags, for the help
+	unknownEnv []string  // SKILLBUS_* variables that name no flag
+	started    time.Time // when FlagSet was called: about the process start
+}
+
+// FlagSet returns a flag set for cmd with the shared flags registered on f
+// (reading the NATS_* variables now). The caller adds its own flags, then
+// calls Parse. Help goes to stdout, errors to stderr.
+func (f *Flags) FlagSet(cmd Command, stdout, stderr io.Writer) *flag.FlagSet {
+	f.cmd, f.stdout, f.stderr, f.started = cmd, stdout, stderr, time.Now()
+	fs := flag.NewFlagSet(cmd.Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { f.usage(fs, stdout) }
+	before := map[string]bool{}
+	fs.VisitAll(func(fl *flag.Flag) { before[fl.Name] = true })
+	fs.StringVar(&f.HealthAddr, "health-addr", "", "serve /livez, /readyz and /metrics on this `ADDR`, e.g. :8080 (empty = none)")
+	fs.DurationVar(&f.ShutdownBudget, "shutdown-budget", DefaultShutdownBudget, "the whole graceful shutdown at SIGTERM: stop intake and finish work, then drain NATS, then flush telemetry (keep it below the orchestrator's grace period)")
+	fs.IntVar(&f.Replicas, "replicas", 0, "replicas of every stream and bucket: 3 on a 3-node cluster (0 = keep what the resources have; 1 when creating them)")
+	fs.BoolVar(&f.Memory, "memory", false, "keep streams and buckets in memory instead of files")
+	fs.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&f.LogJSON, "log-json", false, "log JSON lines (with trace_id and span_id inside a trace) instead of text")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	f.Conn.Register(fs, true)
+	fs.VisitAll(func(fl *flag.Flag) {
+		if !before[fl.Name] {
+			f.shared = append(f.shared, fl.Name)
+		}
+	})
+	return fs
+}
+
+// Parse sets every flag of fs from its SKILLBUS_* variable (EnvName), then
+// parses args: a flag on the command line wins. It returns exit < 0 to go
+// on, or the exit code to return now: 0 after --help or --version (printed
+// on stdout), 2 for a bad flag, a malformed variable (the message names the
+// variable) or stray arguments when maxArgs (-1 = any) is exceeded.
+func (f *Flags) Parse(fs *flag.FlagSet, args []string, maxArgs int) (exit int) {
+	if err := f.applyEnv(fs, os.LookupEnv, os.Environ()); err != nil {
+		fmt.Fprintf(f.stderr, "%s: %v\n", f.cmd.Name, err)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if f.version {
+		fmt.Fprintf(f.stdout, "%s %s\n", f.cmd.Name, version.String())
+		return 0
+	}
+	if maxArgs >= 0 && fs.NArg() > maxArgs {
+		if maxArgs == 0 {
+			fmt.Fprintf(f.stderr, "%s: unexpected arguments %q; all settings are flags (see --help)\n", f.cmd.Name, fs.Args())
+		} else {
+			fmt.Fprintf(f.stderr, "%s: at most %d argument(s), got %q (see --help)\n", f.cmd.Name, maxArgs, fs.Args())
+		}
+		return 2
+	}
+	if f.ShutdownBudget < time.Second {
+		fmt.Fprintf(f.stderr, "%s: --shutdown-budget %v: want at least 1s\n", f.cmd.Name, f.ShutdownBudget)
+		return 2
+	}
+	return -1
+}
+
+// applyEnv sets the flags of fs from their variables (lookup) and records
+// the SKILLBUS_* variables of environ that name no flag.
+func (f *Flags) applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []string) error {
+	known := map[string]bool{}
+	var err error
+	fs.VisitAll(func(fl *flag.Flag) {
+		if fl.Name == "version" || fl.Name == "help" || fl.Name == "h" {
+			return
+		}
+		name := EnvName(fl.Name)
+		known[name] = true
+		v, ok := lookup(name)
+		if !ok || err != nil {
+			return
+		}
+		var e error
+		if s, ok := fl.Value.(interface{ SetFrom(v, source string) error }); ok {
+			e = s.SetFrom(v, name)
+		} else {
+			e = fs.Set(fl.Name, v)
+		}
+		if e != nil {
+			err = fmt.Errorf("%s=%q: %v (the environment form of --%s; unset it or fix the value)", name, v, friendlyParseError(fl, e), fl.Name)
+		}
+	})
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix) && !known[name] {
+			f.unknownEnv = append(f.unknownEnv, name)
+		}
+	}
+	sort.Strings(f.unknownEnv)
+	return err
+}
+
+// friendlyParseError says in words what value the flag fl takes, from the
+// type of its value (the flag package's errors say only "parse error").
+func friendlyParseError(fl *flag.Flag, err error) string {
+	if g, ok := fl.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case bool:
+			return "not a boolean; want true or false"
+		case int, int64, uint, uint64:
+			return "not a whole number"
+		case float64:
+			return "not a number"
+		case time.Duration:
+			return "not a duration; want a number with a unit, like 30s or 2m"
+		}
+	}
+	return err.Error()
+}
+
+// usage writes the help text: synopsis, about, the service's own flags,
+// the shared flags, the NATS connection flags, the environment rule,
+// examples and exit codes.
+func (f *Flags) usage(fs *flag.FlagSet, w io.Writer) {
+	conn := natsconn.FlagNames()
+	var own, shared, natsFlags []*flag.Flag
+	fs.VisitAll(func(fl *flag.Flag) {
+		switch {
+		case slices.Contains(conn, fl.Name):
+			natsFlags = append(natsFlags, fl)
+		case slices.Contains(f.shared, fl.Name):
+			shared = append(shared, fl)
+		default:
+			own = append(own, fl)
+		}
+	})
+	slices.SortFunc(natsFlags, func(a, b *flag.Flag) int { return slices.Index(conn, a.Name) - slices.Index(conn, b.Name) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n\n%s\n", f.cmd.Synopsis, strings.TrimRight(f.cmd.About, "\n"))
+	section := func(title string, flags []*flag.Flag, defaults bool) {
+		if len(flags) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n%s:\n", title)
+		for _, fl := range flags {
+			writeFlag(&b, fl, defaults)
+		}
+	}
+	section("Flags", own, true)
+	section("Service flags (every skillbus service)", shared, true)
+	section("NATS connection (as the nats CLI reads it)", natsFlags, false)
+	fmt.Fprintf(&b, "\nEvery flag can also be set in the environment as %s<FLAG>, upper case\n"+
+		"with dashes as underscores (--health-addr: %s); a flag on the\n"+
+		"command line wins. NATS_URL, NATS_CREDS, NATS_NKEY, NATS_CERT, NATS_KEY,\n"+
+		"NATS_CA and NATS_CONTEXT are read as the nats CLI reads them.\n"+
+		"docs/operations.md describes health, metrics, logs and the shutdown budget.\n", EnvPrefix, EnvName("health-addr"))
+	if len(f.cmd.Examples) > 0 {
+		b.WriteString("\nExamples:\n")
+		for _, e := range f.cmd.Examples {
+			fmt.Fprintf(&b, "  %s\n", e)
+		}
+	}
+	b.WriteString("\nExit codes: 0 stopped by SIGTERM or Ctrl-C (and --help, --version); 1 could not\n" +
+		"start or failed: the health address in use, the NATS connection closed for\n" +
+		"good (credentials refused), the service failed; 2 bad command line or\n" +
+		"configuration: a flag, a SKILLBUS_* or OTEL_* value, a connection setting.\n")
+	fmt.Fprint(w, b.String())
+}
+
+// writeFlag writes one flag's help line, in the double-dash style of the
+// skillbus command.
+func writeFlag(b *strings.Builder, fl *flag.Flag, defaults bool) {
+	typ, usage := flag.UnquoteUsage(fl)
+	switch typ {
+	case "value":
+		typ = "VALUE"
+	case "string":
+		typ = "STRING"
+	case "duration":
+		typ = "DURATION"
+	case "int":
+		typ = "N"
+	}
+	head := "  --" + fl.Name
+	if typ != "" {
+		head += " " + typ
+	}
+	if defaults && fl.DefValue != "" && fl.DefValue != "0" && fl.DefValue != "false" && fl.DefValue != "0s" {
+		usage += " (default " + fl.DefValue + ")"
+	}
+	if len(head) < 26 {
+		fmt.Fprintf(b, "%-26s%s\n", head, usage)
+		return
+	}
+	fmt.Fprintf(b, "%s\n%26s%s\n", head, "", usage)
+}
+
+// Logger returns the logger --log-level and --log-json describe, writing
+// to w (text lines by default, JSON lines with --log-json), with trace_id
+// and span_id on lines logged inside a span (telemetry.LogHandler). It
+// warns about SKILLBUS_* variables that name no flag of this command. The
+// error, for an unknown level, names the flag and the accepted values; the
+// caller prefixes its command name and exits 2 (usage).
+func (f *Flags) Logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.LogLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if f.LogJSON {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	log := slog.New(telemetry.LogHandler(h))
+	for _, name := range f.unknownEnv {
+		log.Warn("environment variable names no flag of this command; ignored", "var", name, "command", f.cmd.Name)
+	}
+	return log, nil
+}
+
+// Provision returns the provisioning options --replicas and --memory
+// describe (events.Options; file storage unless --memory). A service
+// sets its own fields (TTLs, ack wait) on the result.
+func (f *Flags) Provision() events.Options {
+	var o events.Options
+	o.Replicas = f.Replicas
+	if f.Memory {
+		o.Storage = jetstream.MemoryStorage
+	}
+	return o
+}
