@@ -12,6 +12,9 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/internal/version"
 )
 
 // Exit codes shared by every subcommand.
@@ -21,11 +24,14 @@ const (
 	ExitUsage   = 2 // the command line was wrong
 )
 
-// Env is what a subcommand may touch: its standard streams.
+// Env is what a subcommand may touch: its standard streams, and the NATS
+// connection settings its flags set (nil: the NATS_* variables alone).
 type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+
+	conn *natsconn.Settings
 }
 
 // command is one subcommand: its one-line summary, usage text and body.
@@ -57,12 +63,17 @@ func commands() map[string]command {
 // Main runs the command line args (without the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, conn: new(natsconn.Settings)}
+	*env.conn = natsconn.FromEnv()
 	cmds := commands()
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "version") {
+		fmt.Fprintf(stdout, "skillbus %s\n", version.String())
+		return ExitOK
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if c, ok := cmds[args[1]]; ok {
-				fmt.Fprint(stdout, c.usage)
+				fmt.Fprint(stdout, usageOf(args[1], c))
 				return ExitOK
 			}
 		}
@@ -78,7 +89,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ExitUsage
 	}
 	if wantsHelp(args[1:]) {
-		fmt.Fprint(stdout, c.usage)
+		fmt.Fprint(stdout, usageOf(args[0], c))
 		return ExitOK
 	}
 	return c.run(ctx, env, args[1:])
@@ -111,6 +122,7 @@ func printHelp(w io.Writer, cmds map[string]command) {
 	}
 	b.WriteString("\nRun `skillbus help COMMAND` or `skillbus COMMAND --help` for a command's usage and examples.\n")
 	b.WriteString("Exit codes: 0 success, 1 the command found a problem, 2 bad command line.\n")
+	b.WriteString("`skillbus --version` prints the version.\n")
 	b.WriteString("Commands other than validate, sections, run and dev talk to a running skillbus\nat NATS_URL; `skillbus dev` starts one on this machine and prints the URL.\n")
 	fmt.Fprint(w, b.String())
 }

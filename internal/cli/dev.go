@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,7 +40,9 @@ Flags:
   --data DIR          JetStream store, kept across restarts
                       (default $XDG_DATA_HOME/skillbus/dev or ~/.local/share/skillbus/dev)
   --port N            client port (default 4222; 0 picks a free one)
-  --host HOST         listen address (default 127.0.0.1)
+  --host HOST         listen address (default 127.0.0.1); only a loopback
+                      address (127.0.0.1, ::1, localhost): the dev server
+                      has no authentication
   --tools-root DIR    the built-in tools' root (default .)
   --allow-cmd NAMES   commands cmd.run may run, comma-separated (default none:
                       cmd.run is not served)
@@ -96,6 +99,10 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	}
 	if *port < 0 || *port > 65535 {
 		fmt.Fprintf(env.Stderr, "skillbus dev: --port %d is not a port (0-65535)\n", *port)
+		return ExitUsage
+	}
+	if err := loopbackOnly(*host); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
 		return ExitUsage
 	}
 	if *agent != "" && !validToken(*agent) {
@@ -179,6 +186,22 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 	<-ctx.Done()
 	return ExitOK
+}
+
+// loopbackOnly refuses a listen address other than loopback: the dev stack
+// runs its NATS server without authentication, so anyone who could reach it
+// could store sequences, run the built-in tools (cmd.run with --allow-cmd)
+// and read the assembled prompts. docs/operations.md ("skillbus dev is for
+// one machine").
+func loopbackOnly(host string) error {
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--host %q is not a loopback address: skillbus dev runs NATS without authentication, so anyone who can reach %q could store and run sequences, call the tools (cmd.run included) and read prompts; "+
+		"keep the default 127.0.0.1 (or ::1, localhost), and deploy the services against a secured NATS for remote use (docs/operations.md)", host, host)
 }
 
 // announce publishes agent_ready for agent with a new boot id.

@@ -182,12 +182,12 @@ func scheduleLine(ev *events.ScheduleEvent) string {
 // scheduleState reads what the NATS server last made of the schedule of
 // the stored sequence name (the last schedule event on EVENTS) and
 // describes it; "" when it cannot be read or there is none.
-func scheduleState(ctx context.Context, name string) string {
+func scheduleState(ctx context.Context, env Env, name string) string {
 	subj, err := events.ScheduleEventSubject(name)
 	if err != nil {
 		return ""
 	}
-	nc, err := connect("seqs")
+	nc, err := connect(env, "seqs")
 	if err != nil {
 		return ""
 	}

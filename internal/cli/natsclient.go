@@ -6,13 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/toolcall"
 )
@@ -24,33 +24,63 @@ const EnvNATSURL = "NATS_URL"
 // requestTimeout bounds one request to a skillbus service.
 const requestTimeout = 15 * time.Second
 
-// errNoURL explains what to do when a command needs NATS and NATS_URL is not
-// set.
+// errNoURL explains what to do when a command needs NATS and neither
+// NATS_URL nor a nats CLI context says where it is.
 var errNoURL = errors.New("NATS_URL is not set: this command talks to a running skillbus. " +
 	"Start one on this machine with `skillbus dev` (it prints the URL to export), " +
-	"or export NATS_URL=nats://HOST:4222 for your cluster")
+	"or export NATS_URL=nats://HOST:4222 for your cluster (or name a nats CLI context with --context NAME)")
 
-// connect opens a NATS connection to NATS_URL, named after the command;
-// opts are added to (and may override) the defaults.
-func connect(command string, opts ...nats.Option) (*nats.Conn, error) {
-	url := os.Getenv(EnvNATSURL)
-	if url == "" {
+// connSettings returns the command's NATS connection settings: the
+// connection flags (--context, --creds, --nkey, --tls-cert, --tls-key,
+// --tls-ca) over the NATS_* variables (internal/natsconn).
+func connSettings(env Env) natsconn.Settings {
+	if env.conn != nil {
+		return *env.conn
+	}
+	return natsconn.FromEnv()
+}
+
+// remote reports whether the command was told where a running skillbus is
+// (NATS_URL or a context): `run` then submits to it instead of starting its
+// own stack.
+func remote(env Env) bool { return connSettings(env).Given() }
+
+// connect opens a NATS connection as the connection settings say, named
+// after the command; opts are added to (and may override) the defaults.
+// Errors: errNoURL; natsconn.ErrConfig for unusable settings (exit 2);
+// a connect error saying where it tried.
+func connect(env Env, command string, opts ...nats.Option) (*nats.Conn, error) {
+	s := connSettings(env)
+	if !s.Given() {
 		return nil, errNoURL
 	}
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("skillbus " + command), nats.Timeout(5 * time.Second)}, opts...)...)
+	nc, _, err := natsconn.Connect(s, "skillbus "+command, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to NATS at %s (NATS_URL): %v; check the URL, or start a local stack with `skillbus dev`", url, err)
+		if errors.Is(err, natsconn.ErrConfig) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%v; check the URL, or start a local stack with `skillbus dev`", err)
 	}
 	return nc, nil
 }
 
-// withConn runs fn with a connection to NATS_URL, printing a connection
-// problem on stderr (exit 1). The connection is drained afterwards.
+// connectExit is the exit code of a connect error: 2 for settings that
+// cannot work (a missing creds file, a bad context), else 1.
+func connectExit(err error) int {
+	if errors.Is(err, natsconn.ErrConfig) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// withConn runs fn with a connection as the connection settings say,
+// printing a connection problem on stderr (exit 1; 2 for unusable
+// settings). The connection is drained afterwards.
 func withConn(env Env, command string, fn func(nc *nats.Conn) int) int {
-	nc, err := connect(command)
+	nc, err := connect(env, command)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", command, err)
-		return ExitFailure
+		return connectExit(err)
 	}
 	defer drainWait(nc, 10*time.Second)
 	return fn(nc)
@@ -189,13 +219,51 @@ func (s *stringList) Set(v string) error {
 }
 
 // newFlags returns a flag set that prints errors and the command's usage on
-// stderr.
+// stderr. For a command that talks to NATS (connects) it also defines the
+// connection flags (connUsage), bound to the command's settings.
 func newFlags(env Env, name string, c func() command) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprint(env.Stderr, c().usage) }
+	fs.Usage = func() { fmt.Fprint(env.Stderr, usageOf(name, c())) }
+	if env.conn != nil && connects(name) {
+		env.conn.Register(fs, false)
+	}
 	return fs
 }
+
+// connects reports whether the command (or subcommand, "tools serve")
+// named name talks to NATS and so takes the connection flags.
+func connects(name string) bool {
+	switch strings.Fields(name + " x")[0] {
+	case "validate", "sections", "dev", "help":
+		return false
+	}
+	return true
+}
+
+// usageOf returns a command's usage text, with the connection flags added
+// for a command that connects.
+func usageOf(name string, c command) string {
+	if !connects(name) {
+		return c.usage
+	}
+	return strings.TrimRight(c.usage, "\n") + "\n" + connUsage
+}
+
+// connUsage documents the connection flags every connecting command takes.
+const connUsage = `
+NATS connection (as the nats CLI reads it; docs/operations.md):
+  NATS_URL            server URL(s), comma separated; user:password@ may
+                      be part of a URL
+  --context NAME      a nats CLI context (~/.config/nats/context/NAME.json)
+                      or the path of a context file ($NATS_CONTEXT); its url,
+                      credentials and TLS files apply where nothing else is set
+  --creds FILE        credentials file: user JWT and seed ($NATS_CREDS)
+  --nkey FILE         nkey seed file ($NATS_NKEY)
+  --tls-cert FILE     TLS client certificate, PEM ($NATS_CERT; with --tls-key)
+  --tls-key FILE      its private key, PEM ($NATS_KEY)
+  --tls-ca FILE       CA certificates to trust for the server, PEM ($NATS_CA)
+`
 
 // flagExit maps a flag parse error onto an exit code: --help is success.
 func flagExit(err error) int {

@@ -102,7 +102,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	target := pos[0]
-	remote := os.Getenv(EnvNATSURL) != ""
+	remote := remote(env)
 	if *detach && !remote {
 		fmt.Fprintf(env.Stderr, "skillbus run: --detach needs NATS_URL: without it the run happens inside this process, which must wait for it\n")
 		return ExitUsage
@@ -145,9 +145,9 @@ func runRun(ctx context.Context, env Env, args []string) int {
 
 	var nc *nats.Conn
 	if remote {
-		if nc, err = connect("run"); err != nil {
+		if nc, err = connect(env, "run"); err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
-			return ExitFailure
+			return connectExit(err)
 		}
 		defer drainWait(nc, 10*time.Second)
 	} else {

@@ -125,7 +125,7 @@ func runSeqs(ctx context.Context, env Env, args []string) int {
 			default:
 				describeSequence(env.Stdout, s)
 				if s.Schedule != "" && !looksLikeFile(pos[0]) {
-					if line := scheduleState(ctx, s.Name); line != "" {
+					if line := scheduleState(ctx, env, s.Name); line != "" {
 						fmt.Fprintf(env.Stdout, "\n  schedule state: %s\n", line)
 					}
 				}

@@ -76,7 +76,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 		default: // main is behind; the next event tells the state
 		}
 	}
-	nc, err := connect("watch",
+	nc, err := connect(env, "watch",
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { send(connLost) }),
@@ -84,7 +84,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 		nats.ClosedHandler(func(*nats.Conn) { send(connClosed) }))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus watch: %v\n", err)
-		return ExitFailure
+		return connectExit(err)
 	}
 	// Nothing to flush: a short drain, so Ctrl-C ends watch at once even
 	// while the server is gone.

@@ -19,11 +19,17 @@ import (
 // A *Sequence returned by Parse is immutable by convention: the engine reads
 // it from many goroutines and caches compiled `when` programs inside it.
 type Sequence struct {
-	Name        string  `json:"name"`
-	Description string  `json:"description,omitempty"`
-	Boot        bool    `json:"boot,omitempty"`
-	Schedule    string  `json:"schedule,omitempty"`
-	Groups      []Group `json:"groups"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Boot        bool   `json:"boot,omitempty"`
+	Schedule    string `json:"schedule,omitempty"`
+	// TimeZone is the IANA time zone (for example "Europe/Berlin") in
+	// which a cron Schedule is read; "" means UTC. Only allowed with a
+	// cron schedule (not @every), checked with time.LoadLocation when the
+	// sequence is stored. Whoever publishes the schedule sends it as the
+	// Nats-Schedule-Time-Zone header (docs/sequences.md, "Schedules").
+	TimeZone string  `json:"timezone,omitempty"`
+	Groups   []Group `json:"groups"`
 	// Signature holds the run arguments: every `in` key that no earlier
 	// group's `out` provides, with its type. Derived; see Signature.
 	Signature Signature `json:"signature"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/skillbus/skillbus/internal/suggest"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 // Observer watches a run. The seqworker checkpoints the Result given to
@@ -56,9 +58,9 @@ func (o ObserverFuncs) GroupFinished(ctx context.Context, r *Result, group int) 
 	return nil
 }
 
-// Default retry backoff (cenkalti/backoff/v4 exponential with jitter): the
-// first wait is about DefaultRetryInitial (±50%), doubling up to
-// DefaultRetryMax.
+// Default retry backoff (docs/sequences.md, "Failure policies"): the
+// waits start at DefaultRetryInitial ±50% and double, and no wait is ever
+// longer than DefaultRetryMax (the cap applies after the jitter).
 const (
 	DefaultRetryInitial = 250 * time.Millisecond
 	DefaultRetryMax     = 10 * time.Second
@@ -89,8 +91,8 @@ func WithObserver(o Observer) RunOption { return func(c *runConfig) { c.observer
 // running when the checkpoint was taken may be called a second time.
 func WithResume(checkpoint *Result) RunOption { return func(c *runConfig) { c.resume = checkpoint } }
 
-// WithRetryBackoff sets the retry waits: the first about initial (±50%
-// jitter), doubling up to max. Zero values keep the defaults.
+// WithRetryBackoff sets the retry waits: the first initial ±50%, then
+// doubling; no wait is longer than max. Zero values keep the defaults.
 func WithRetryBackoff(initial, max time.Duration) RunOption {
 	return func(c *runConfig) {
 		if initial > 0 {
@@ -532,18 +534,10 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 	}
 	var bo backoff.BackOff
 	if g.OnError == OnErrorRetry {
-		exp := &backoff.ExponentialBackOff{
-			InitialInterval:     e.cfg.retryInit,
-			RandomizationFactor: 0.5,
-			Multiplier:          2,
-			MaxInterval:         e.cfg.retryMax,
-			Stop:                backoff.Stop,
-			Clock:               backoff.SystemClock,
-		}
-		exp.Reset()
-		bo = backoff.WithMaxRetries(exp, uint64(g.Retries))
+		bo = backoff.WithMaxRetries(newRetryBackoff(e.cfg.retryInit, e.cfg.retryMax, rand.Float64), uint64(g.Retries))
 	}
 	var lastErr error
+	permanent := ""
 	for {
 		out.res.Attempts++
 		res, err := e.caller.Call(cctx, c.Tool, args)
@@ -580,6 +574,10 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 		if bo == nil {
 			break
 		}
+		if code, ok := permanentCode(err); ok {
+			permanent = code // retrying would send the same arguments again and fail the same way
+			break
+		}
 		wait := bo.NextBackOff()
 		if wait == backoff.Stop {
 			break
@@ -606,6 +604,8 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 	var fe *Error
 	if cctx.Err() != nil { // the group's deadline
 		fe = where(ErrGroupTimeout, fmt.Sprintf("the group timeout of %s ended the attempts after %d attempt(s); last tool error: %v. Raise the group's timeout or make the tool faster", g.Timeout, out.res.Attempts, lastErr), lastErr)
+	} else if permanent != "" {
+		fe = where(ErrToolFailed, fmt.Sprintf("failed after %d attempt(s), not retried: permanent error %s (a 4xx code other than 408 and 429 fails the same way again); last tool error: %v", out.res.Attempts, permanent, lastErr), lastErr)
 	} else if g.OnError == OnErrorRetry {
 		fe = where(ErrToolFailed, fmt.Sprintf("failed after %d attempts (1 + retries: %d); last tool error: %v", out.res.Attempts, g.Retries, lastErr), lastErr)
 	} else {
@@ -617,6 +617,58 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 	}
 	return out
 }
+
+// permanentCode reports whether err is a tool's error whose code means
+// that calling again with the same arguments cannot succeed — a 4xx code
+// other than 408 and 429 (toolcall.Permanent; docs/sequences.md, "Failure
+// policies") — and returns the code.
+func permanentCode(err error) (string, bool) {
+	var te *toolcall.Error
+	if errors.As(err, &te) && te.Permanent() {
+		return te.CodeOrDefault(), true
+	}
+	return "", false
+}
+
+// retryBackoff is the wait before each retry: an interval that starts at
+// initial and doubles up to max, with ±50% jitter, and never more than
+// max — the cap applies after the jitter. Each wait is drawn uniformly
+// from [interval/2, min(interval×1.5, max)], so once the interval reaches
+// max the waits spread over [max/2, max] instead of piling up at max.
+type retryBackoff struct {
+	exp  *backoff.ExponentialBackOff // the interval, without jitter
+	max  time.Duration
+	rand func() float64 // uniform in [0, 1)
+}
+
+func newRetryBackoff(initial, max time.Duration, rnd func() float64) *retryBackoff {
+	exp := &backoff.ExponentialBackOff{
+		InitialInterval:     initial,
+		RandomizationFactor: 0,
+		Multiplier:          2,
+		MaxInterval:         max,
+		Stop:                backoff.Stop,
+		Clock:               backoff.SystemClock,
+	}
+	exp.Reset()
+	return &retryBackoff{exp: exp, max: max, rand: rnd}
+}
+
+// NextBackOff returns the next wait (backoff.BackOff).
+func (b *retryBackoff) NextBackOff() time.Duration {
+	i := b.exp.NextBackOff()
+	if i == backoff.Stop {
+		return backoff.Stop
+	}
+	lo, hi := i/2, min(i+i/2, b.max)
+	if hi < lo {
+		lo = hi
+	}
+	return lo + time.Duration(b.rand()*float64(hi-lo))
+}
+
+// Reset starts the intervals again (backoff.BackOff).
+func (b *retryBackoff) Reset() { b.exp.Reset() }
 
 // argScope is a group's `in` values, with their interpolation text
 // (strings unquoted, other values as compact JSON) computed once per key.

@@ -93,7 +93,7 @@ const (
 )
 
 var (
-	seqFields   = []string{"name", "description", "groups", "boot", "schedule", "signature"}
+	seqFields   = []string{"name", "description", "groups", "boot", "schedule", "timezone", "signature"}
 	groupFields = []string{"name", "description", "in", "out", "when", "parallel", "missing", "timeout", "on_error", "retries", "tools"}
 	callFields  = []string{"tool", "args", "as", "fallback"}
 )
@@ -192,6 +192,12 @@ func fromNode(root *node) (*Sequence, error) {
 			d.errf(ErrInvalidValue, at{}, "schedule", root.get("schedule"), "%s", msg)
 		}
 		s.Schedule = v
+	}
+	if v, ok := d.str(root.get("timezone"), at{}, "timezone", `"Europe/Berlin"`); ok {
+		if msg := checkTimeZone(v, s.Schedule, root.get("schedule") != nil); msg != "" {
+			d.errf(ErrInvalidValue, at{}, "timezone", root.get("timezone"), "%s", msg)
+		}
+		s.TimeZone = v
 	}
 	gs := root.get("groups")
 	switch {

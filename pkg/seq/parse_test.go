@@ -290,6 +290,7 @@ func TestExamplesUseEveryField(t *testing.T) {
 		mark("description", s.Description != "")
 		mark("boot", s.Boot)
 		mark("schedule", s.Schedule != "")
+		mark("timezone", s.TimeZone != "")
 		for _, g := range s.Groups {
 			mark("group.description", g.Description != "")
 			mark("in", len(g.In) > 0)
@@ -313,7 +314,7 @@ func TestExamplesUseEveryField(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"description", "boot", "schedule", "group.description", "in", "out", "when", "parallel:false", "timeout", "retries",
+	for _, k := range []string{"description", "boot", "schedule", "timezone", "group.description", "in", "out", "when", "parallel:false", "timeout", "retries",
 		"missing:fail", "missing:skip", "missing:degrade", "on_error:abort", "on_error:continue", "on_error:retry", "args", "as", "fallback"} {
 		if !used[k] {
 			t.Errorf("no example uses %s", k)

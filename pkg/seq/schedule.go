@@ -6,6 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The IANA time zone database, built into every binary that links this
+	// package, so that `timezone` is checked the same way on every machine
+	// (and an embedded NATS server finds the zone too) whether or not the
+	// host has /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 // checkSchedule validates a `schedule` as the NATS server's message
@@ -72,6 +77,35 @@ func checkSchedule(s string) string {
 				return fmt.Sprintf("got %q: the %s field %q is not valid (allowed: *, numbers %d–%d%s, ranges a-b, lists a,b, steps */n); %s", clip(s, 60), b.name, f, b.min, b.max, map[bool]string{true: " or names", false: ""}[b.names != nil], help)
 			}
 		}
+	}
+	return ""
+}
+
+// checkTimeZone validates a sequence's `timezone`: an IANA zone name that
+// time.LoadLocation knows (as the NATS server loads its
+// Nats-Schedule-Time-Zone header), other than "Local", and only with a cron
+// schedule — the server refuses a time zone with @every. hasSchedule says
+// whether a schedule field was given at all. It returns "" when valid.
+func checkTimeZone(tz, schedule string, hasSchedule bool) string {
+	const example = "an IANA time zone name such as \"Europe/Berlin\", \"America/New_York\", \"Asia/Shanghai\" or \"UTC\""
+	switch {
+	case tz == "":
+		return "the time zone is empty; write " + example + ", or remove timezone for UTC"
+	case tz == "Local":
+		return "\"Local\" is the zone of whichever machine runs the NATS server, which can differ from one server to the next; write " + example
+	}
+	if _, err := time.LoadLocation(tz); err != nil {
+		hint := ""
+		if i := strings.IndexFunc(tz, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+			hint = " (it contains a space or control character)"
+		}
+		return fmt.Sprintf("unknown time zone %q%s; write %s (names are case-sensitive: Region/City from the IANA time zone database)", clip(tz, 60), hint, example)
+	}
+	switch {
+	case !hasSchedule:
+		return "timezone says in which zone a cron schedule is read, but the sequence has no schedule; add a cron schedule (e.g. \"0 0 9 * * MON-FRI\") or remove timezone"
+	case strings.HasPrefix(schedule, "@every"):
+		return fmt.Sprintf("timezone applies only to cron schedules, and %q runs at a fixed interval in every zone (the NATS server refuses a time zone with @every); remove timezone, or write a cron schedule", clip(schedule, 40))
 	}
 	return ""
 }

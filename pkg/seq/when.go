@@ -418,8 +418,16 @@ func (e *tooCostly) Is(target error) bool {
 // cancellation stop a long evaluation, and so does WhenCostLimit. Numbers
 // keep their exact value (see celNumber).
 func (w *whenProgram) eval(ctx context.Context, scope map[string]json.RawMessage) (bool, error) {
+	ok, _, err := w.evalCost(ctx, scope)
+	return ok, err
+}
+
+// evalCost is eval that also returns the cost units the evaluation used.
+func (w *whenProgram) evalCost(ctx context.Context, scope map[string]json.RawMessage) (_ bool, used int64, _ error) {
+	budget := &whenBudget{left: WhenCostLimit}
+	defer func() { used = WhenCostLimit - budget.left }()
 	vars := make(map[string]any, len(w.keys)+1)
-	vars[whenBudgetVar] = &whenBudget{left: WhenCostLimit}
+	vars[whenBudgetVar] = budget
 	for _, k := range w.keys {
 		raw, ok := scope[k]
 		if !ok || JSONKind(raw) == "null" {
@@ -428,11 +436,11 @@ func (w *whenProgram) eval(ctx context.Context, scope map[string]json.RawMessage
 		}
 		v, err := decodeJSON(raw)
 		if err != nil {
-			return false, fmt.Errorf("$args.%s is not valid JSON: %v", k, err)
+			return false, 0, fmt.Errorf("$args.%s is not valid JSON: %v", k, err)
 		}
 		cv, err := celArg(w.in[k], v)
 		if err != nil {
-			return false, fmt.Errorf("$args.%s: %v", k, err)
+			return false, 0, fmt.Errorf("$args.%s: %v", k, err)
 		}
 		vars[argsVarPrefix+k] = cv
 	}
@@ -440,22 +448,22 @@ func (w *whenProgram) eval(ctx context.Context, scope map[string]json.RawMessage
 	if err != nil {
 		var ce interpreter.EvalCancelledError
 		if errors.As(err, &ce) && ce.Cause == interpreter.CostLimitExceeded {
-			return false, &tooCostly{msg: fmt.Sprintf("expression too costly: the evaluation went over its budget of %d cost units (about one per operation); read less data or nest fewer macros (all, exists, map, filter)", WhenCostLimit)}
+			return false, 0, &tooCostly{msg: fmt.Sprintf("expression too costly: the evaluation went over its budget of %d cost units (about one per operation); read less data or nest fewer macros (all, exists, map, filter)", WhenCostLimit)}
 		}
 		if ctx.Err() != nil {
 			why := "the run was cancelled"
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				why = "the group's timeout ended (context deadline exceeded)"
 			}
-			return false, &tooCostly{msg: "expression too costly: it did not finish before " + why + "; read less data or nest fewer macros (all, exists, map, filter)", deadline: errors.Is(ctx.Err(), context.DeadlineExceeded)}
+			return false, 0, &tooCostly{msg: "expression too costly: it did not finish before " + why + "; read less data or nest fewer macros (all, exists, map, filter)", deadline: errors.Is(ctx.Err(), context.DeadlineExceeded)}
 		}
-		return false, fmt.Errorf("%s", celMessage(err.Error()))
+		return false, 0, fmt.Errorf("%s", celMessage(err.Error()))
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, fmt.Errorf("the expression yielded %v, not true or false", out)
+		return false, 0, fmt.Errorf("the expression yielded %v, not true or false", out)
 	}
-	return b, nil
+	return b, 0, nil
 }
 
 // decodeJSON decodes one JSON value keeping numbers as json.Number, so
