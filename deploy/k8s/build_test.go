@@ -32,6 +32,8 @@ type target struct {
 var targets = []target{
 	{name: "overlays/dev", dir: "overlays/dev"},
 	{name: "overlays/prod", dir: "overlays/prod"},
+	{name: "overlays/prod-services", dir: "overlays/prod-services"},
+	{name: "overlays/prod-services+components/keda", dir: "overlays/prod-services", components: []string{"components/keda"}},
 	{name: "overlays/prod+components/keda", dir: "overlays/prod", components: []string{"components/keda"}},
 	{name: "overlays/prod+components/prometheus", dir: "overlays/prod", components: []string{"components/prometheus"}},
 	{name: "overlays/prod+components/nats-creds", dir: "overlays/prod", components: []string{"components/nats-creds"}},
@@ -210,6 +212,17 @@ type workload struct {
 	replicas *int32
 	selector map[string]string // matchLabels (these manifests use no expressions)
 	tmpl     *corev1.PodTemplateSpec
+}
+
+// hasNATS reports whether the build runs NATS itself (otherwise NATS is
+// external: the Helm chart of docs/deploy.md, with the same names).
+func (b *built) hasNATS() bool {
+	for _, w := range b.workloads() {
+		if w.tmpl.Labels["app.kubernetes.io/name"] == "nats" {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *built) workloads() []workload {

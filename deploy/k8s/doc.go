@@ -11,8 +11,10 @@
 //	nats/single            one NATS server with JetStream (for overlays/dev)
 //	nats/cluster           a 3-node JetStream cluster (for overlays/prod)
 //	overlays/dev           one replica of everything and nats/single
-//	overlays/prod          nats/cluster, 3 replicas of every stream and bucket,
+//	overlays/prod-services the services of production (NATS from the Helm chart):
+//	                       3 replicas of every stream and bucket,
 //	                       3 seqworkers, an autoscaler for skillface
+//	overlays/prod          overlays/prod-services and nats/cluster
 //	components/keda        seqworkers scaled on the SEQ_RUNS backlog (KEDA)
 //	components/prometheus  a PodMonitor for /metrics
 //	components/nats-creds  one NATS user per service, from Secrets
