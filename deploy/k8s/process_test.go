@@ -3,6 +3,7 @@ package k8s
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,10 +138,18 @@ func TestProdAsProcesses(t *testing.T) {
 	t.Logf("prod overlay as processes, %s in all:\n%s", time.Since(start).Round(time.Millisecond), b.String())
 }
 
-// buildBinaries builds the main module's commands and nats-server (the
-// version the main module requires) into a temporary directory. The source
-// is this repository, or the checkout SKILLBUS_DEPLOY_SRC names (to try
-// these manifests against another version of the services).
+// imageVersion is the VERSION build argument the test gives the
+// Dockerfile's go build; every binary must report it.
+const imageVersion = "9.8.7-deploytest"
+
+// buildBinaries builds the binaries of the image with the Dockerfile's own
+// go build command (its RUN line, run by sh with the build arguments
+// TARGETOS, TARGETARCH and VERSION set, writing to a temporary directory
+// instead of /out/), checks that each is statically linked and reports
+// VERSION with --version, and builds nats-server (the version the main
+// module requires). The source is this repository, or the checkout
+// SKILLBUS_DEPLOY_SRC names (to try these manifests against another
+// version of the services).
 func buildBinaries(t *testing.T) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
@@ -148,21 +158,44 @@ func buildBinaries(t *testing.T) map[string]string {
 		src = s
 		t.Logf("building the binaries from %s (SKILLBUS_DEPLOY_SRC)", src)
 	}
-	build := func(args ...string) {
-		cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, args...)...)
-		cmd.Dir = src
-		cmd.Env = os.Environ()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %v: %v\n%s", args, err, out)
-		}
+	run := dockerfileGoBuild(t)
+	if !strings.Contains(run, " /out/") {
+		t.Fatalf("the Dockerfile's go build does not write to /out/: %s", run)
 	}
+	script := strings.ReplaceAll(run, " /out/", " "+dir+string(os.PathSeparator))
 	t0 := time.Now()
-	build("./cmd/registry", "./cmd/seqworker", "./cmd/skillface", "./cmd/skillbus")
-	build("github.com/nats-io/nats-server/v2")
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "TARGETOS="+runtime.GOOS, "TARGETARCH="+runtime.GOARCH, "VERSION="+imageVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Dockerfile's go build (%s): %v\n%s", script, err, out)
+	}
+	cmd = exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/nats-io/nats-server/v2")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build nats-server: %v\n%s", err, out)
+	}
 	t.Logf("built the binaries in %s", time.Since(t0).Round(time.Millisecond))
 	bins := map[string]string{}
 	for _, n := range []string{"registry", "seqworker", "skillface", "skillbus", "nats-server"} {
 		bins[n] = filepath.Join(dir, n)
+		if n == "nats-server" {
+			continue
+		}
+		f, err := elf.Open(bins[n])
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s is dynamically linked (it has a program interpreter): it cannot run on distroless static", n)
+			}
+		}
+		f.Close()
+		out, _ := exec.Command(bins[n], "--version").CombinedOutput()
+		if !strings.Contains(string(out), imageVersion) {
+			t.Errorf("%s --version says %q; the Dockerfile's build was given VERSION=%s", n, strings.TrimSpace(string(out)), imageVersion)
+		}
 	}
 	return bins
 }
