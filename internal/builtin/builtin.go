@@ -29,7 +29,14 @@
 // output over DefaultMaxRenderBytes, "500" other failures, "504" a command
 // that ran past its timeout (and any tool stopped by the caller's deadline).
 // text.render also stops after MaxRenderSteps range iterations and template
-// calls (code "400"), so a template cannot spin without writing.
+// calls (code "400"), so a template cannot spin without writing, and its
+// string-building functions (printf, print, println, html, js, urlquery,
+// join, json, upper, lower, trunc, lines, keys) reserve their result's size
+// before building it: one result over the output limit, or more than
+// MaxRenderWorkBytes built in one render, is code "413" — a printf width of
+// a million cannot make the provider allocate it. JSON integers in
+// text.render's data keep their exact value (9007199254740993 renders as
+// such).
 package builtin
 
 import (

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -170,6 +171,62 @@ func fsError(p string, err error) error {
 	return tool.Errorf("500", "%s: %v", p, err)
 }
 
+// openFile opens a regular file under the root for reading. A FIFO, a
+// device or a socket is refused (code "400") after a stat through the root,
+// before any open, so that a named pipe cannot block the call; the open
+// itself is non-blocking and the opened file is checked again, so a file
+// swapped for a pipe in between is refused too.
+func (p *Provider) openFile(name string) (*os.File, fs.FileInfo, error) {
+	fi, err := p.root.Stat(name)
+	if err != nil {
+		return nil, nil, fsError(name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(name, fi.Mode())
+	}
+	f, err := p.root.OpenFile(name, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return nil, nil, fsError(name, err)
+	}
+	fi, err = f.Stat()
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, nil, fsError(name, err)
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, nil, notRegular(name, fi.Mode())
+	}
+	return f, fi, nil
+}
+
+// notRegular is the error for a path that is not a regular file.
+func notRegular(name string, m fs.FileMode) error {
+	if m.IsDir() {
+		return tool.Errorf("400", "%q is a directory, not a file: list it with fs.list", name)
+	}
+	return tool.Errorf("400", "%q is a %s, not a regular file: the file tools read regular files only", name, kindOf(m))
+}
+
+// kindOf names a file type for messages.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file"
+}
+
 func typeOf(m fs.FileMode) string {
 	switch {
 	case m.IsRegular():
@@ -268,18 +325,11 @@ func (p *Provider) read(ctx context.Context, args json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := p.root.Open(name)
+	f, fi, err := p.openFile(name)
 	if err != nil {
-		return nil, fsError(name, err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fsError(name, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, tool.Errorf("400", "%q is a %s, not a file: use fs.list for directories", name, typeOf(fi.Mode()))
-	}
 	buf, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, fsError(name, err)
@@ -379,10 +429,10 @@ func (p *Provider) walkFiles(ctx context.Context, dir string, withHidden bool, f
 
 var errStopWalk = errors.New("stop walk")
 
-// readText reads a file for grep and lines: nil when it is binary or larger
-// than 16× MaxReadBytes.
+// readText reads a file for grep and lines: nil when it is not a regular
+// file, binary or larger than 16× MaxReadBytes.
 func (p *Provider) readText(name string) []byte {
-	f, err := p.root.Open(name)
+	f, _, err := p.openFile(name)
 	if err != nil {
 		return nil
 	}

@@ -6,70 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"text/template"
 	"text/template/parse"
 
 	"github.com/skillbus/skillbus/pkg/tool"
 )
-
-// renderFuncs are the functions text.render's templates may call besides
-// text/template's built-ins (len, index, printf, and, or, not, eq, lt, ...).
-var renderFuncs = template.FuncMap{
-	// join joins a list of values with sep.
-	"join": func(sep string, xs []any) string {
-		ss := make([]string, len(xs))
-		for i, x := range xs {
-			ss[i] = fmt.Sprint(x)
-		}
-		return strings.Join(ss, sep)
-	},
-	// lines splits text into lines (no trailing empty line).
-	"lines": func(s string) []string {
-		s = strings.TrimRight(s, "\n")
-		if s == "" {
-			return nil
-		}
-		return strings.Split(s, "\n")
-	},
-	// first returns the first n items of a list (all when fewer).
-	"first": func(n int, xs any) any {
-		switch v := xs.(type) {
-		case []any:
-			return v[:min(n, len(v))]
-		case []string:
-			return v[:min(n, len(v))]
-		}
-		return xs
-	},
-	// trunc cuts text to n bytes, marking a cut with "…".
-	"trunc": func(n int, s string) string { return clipText(s, n) },
-	// json renders a value as compact JSON.
-	"json": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
-	// keys returns the sorted keys of an object.
-	"keys": func(m map[string]any) []string {
-		ks := make([]string, 0, len(m))
-		for k := range m {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		return ks
-	},
-	// default returns def when v is null or "".
-	"default": func(def, v any) any {
-		if v == nil || v == "" {
-			return def
-		}
-		return v
-	},
-	"upper": strings.ToUpper,
-	"lower": strings.ToLower,
-	"trim":  strings.TrimSpace,
-}
 
 // MaxRenderSteps bounds the work of one text.render call: every range
 // iteration and every template invocation ({{template}} and the template
@@ -156,37 +98,52 @@ func stepMarks(t *template.Template) {
 	}
 }
 
-// render is text.render: it executes a Go text/template (with renderFuncs)
-// on data and returns the text as a JSON string. Numbers in data arrive as
-// float64 (integers print without a fraction through printf "%v").
+// RenderArgs are text.render's arguments.
+type RenderArgs struct {
+	Template string `json:"template" jsonschema:"Go text/template; functions: join lines first trunc json keys default upper lower trim, and text/template's own (printf, len, index, eq, ...)"`
+	// Data is decoded by decodeData (exact integers), not by encoding/json.
+	Data json.RawMessage `json:"data,omitempty" jsonschema:"the value the template renders (. in the template)"`
+}
+
+// render is text.render: it executes a Go text/template (with the
+// functions of renderFuncs) on data and returns the text as a JSON string.
+// Numbers in data keep their exact value (decodeData): a JSON integer is
+// an integer (9007199254740993 prints as such), other numbers are float64.
 //
 // Limits: output over DefaultMaxRenderBytes is an error with code "413"
-// (nothing is returned: a cut report would pass for a whole one); more than
-// MaxRenderSteps range iterations and template calls is code "400"; the end
-// of ctx (the caller's deadline) stops the render with ctx's error (code
-// "504" on the wire for a deadline). A template error is code "400" with the
-// template's own line and column.
+// (nothing is returned: a cut report would pass for a whole one), and so is
+// a template function asked to build a string over that size, or functions
+// building more than MaxRenderWorkBytes in one render — checked before the
+// string is built, so a hostile printf width cannot make the provider
+// allocate it; more than MaxRenderSteps range iterations and template calls
+// is code "400"; the end of ctx (the caller's deadline) stops the render
+// with ctx's error (code "504" on the wire for a deadline). A template
+// error is code "400" with the template's own line and column.
 func render(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Template string `json:"template"`
-		Data     any    `json:"data"`
-	}
+	var in RenderArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
 	if in.Template == "" {
 		return nil, tool.Errorf("400", "bad arguments: template is required (Go text/template syntax, for example \"Hello {{.name}}\")")
 	}
-	t, err := template.New("template").Option("missingkey=zero").Funcs(renderFuncs).Parse(in.Template)
+	data, err := decodeData(in.Data)
+	if err != nil {
+		return nil, tool.Errorf("400", "bad arguments: data: %v", err)
+	}
+	w := &renderWriter{ctx: ctx, max: DefaultMaxRenderBytes}
+	b := &renderBudget{w: w}
+	t, err := template.New("template").Option("missingkey=zero").Funcs(b.funcs()).Parse(in.Template)
 	if err != nil {
 		return nil, tool.Errorf("400", "template: %v", strings.TrimPrefix(err.Error(), "template: "))
 	}
 	stepMarks(t)
-	w := &renderWriter{ctx: ctx, max: DefaultMaxRenderBytes}
-	switch err := t.Execute(w, in.Data); {
+	switch err := t.Execute(w, data); {
 	case err == nil:
 	case errors.Is(err, errRenderTooBig):
 		return nil, tool.Errorf("413", "template output over %d bytes (%d KiB), the limit of text.render: render less (for example with first N or trunc N) or split the report", DefaultMaxRenderBytes, DefaultMaxRenderBytes>>10)
+	case errors.Is(err, errBuildTooBig):
+		return nil, tool.Errorf("413", "template: %v", strings.TrimPrefix(err.Error(), "template: "))
 	case errors.Is(err, errRenderTooLong):
 		return nil, tool.Errorf("400", "template ran more than %d steps (range iterations and template calls), the limit of text.render: it loops too much (nested range over the same list?); range over less data", MaxRenderSteps)
 	case ctx.Err() != nil:

@@ -23,21 +23,27 @@ result: the structured content when the server gives one, else the text
 content (one string), else the content list. A tool's isError result is a
 tool error (code 500) with its text. Each endpoint carries the tool's input
 schema and description in its metadata (` + "`skillbus tools --json`" + `). When the
-server announces a changed tool list, the endpoints follow it. When COMMAND
-exits, the bridge stops with exit code 1. Needs NATS_URL.
+server announces a changed tool list, the endpoints follow it.
+
+Lines COMMAND prints on stdout that are not JSON (a banner, log lines) are
+skipped with a warning on stderr showing the line. When COMMAND exits it is
+started again with back-off (0.5 s doubling up to 30 s); meanwhile its tools
+answer code 503. With --no-restart the bridge stops instead, exit code 1.
+Needs NATS_URL.
 
 Flags:
   --prefix P      subject prefix of the tools (default mcp)
   --only NAMES    serve only these MCP tools (comma-separated MCP names)
   --name NAME     micro service name (default mcp-<prefix>)
-  --verbose       log the bridge's activity on stderr
+  --no-restart    stop when the MCP server exits instead of starting it again
+  --verbose       log the bridge's activity on stderr (warnings are always shown)
 
 Examples:
   skillbus mcp --prefix files -- npx -y @modelcontextprotocol/server-filesystem /srv/data
   skillbus mcp --prefix gh --only search_issues,get_issue -- github-mcp-server stdio
 
-Exit codes: 0 stopped by Ctrl-C, 1 the server could not start, failed or
-exited, 2 bad command line.
+Exit codes: 0 stopped by Ctrl-C, 1 the server could not start (or exited,
+with --no-restart), 2 bad command line.
 `,
 		run: runMCP,
 	}
@@ -51,6 +57,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	fs.Var(&only, "only", "serve only these MCP tools")
 	name := fs.String("name", "", "micro service name")
 	verbose := fs.Bool("verbose", false, "log on stderr")
+	noRestart := fs.Bool("no-restart", false, "stop when the MCP server exits")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -59,10 +66,12 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus mcp: give the MCP server's command after --, for example: skillbus mcp -- npx -y @modelcontextprotocol/server-filesystem .\n")
 		return ExitUsage
 	}
-	cfg := mcpbridge.Config{Prefix: *prefix, Only: only.values, ServiceName: *name, Command: pos[0], Args: pos[1:], Stderr: env.Stderr}
+	cfg := mcpbridge.Config{Prefix: *prefix, Only: only.values, ServiceName: *name, Command: pos[0], Args: pos[1:], Stderr: env.Stderr, NoRestart: *noRestart}
+	level := slog.LevelWarn
 	if *verbose {
-		cfg.Logger = slog.New(slog.NewTextHandler(env.Stderr, nil))
+		level = slog.LevelInfo
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
 		return ExitUsage

@@ -21,10 +21,24 @@
 //
 // When the server announces notifications/tools/list_changed, the bridge
 // lists the tools again and serves the new set (the new endpoints start
-// before the old ones stop). When the server exits, Done is closed.
+// before the old ones stop).
+//
+// # A server that misbehaves
+//
+//   - Lines of its standard output that are not JSON (a banner, a log line
+//     before a reply) are skipped, each reported as a warning with the
+//     line; the session goes on.
+//   - A server that exits is started again with exponential back-off
+//     (Config.RestartMin doubling up to Config.RestartMax; the back-off
+//     starts over once a server has run for a minute). Meanwhile its tools
+//     stay served and answer code "503", so a sequence's on_error policy
+//     (retry) applies rather than its missing policy. After a restart the
+//     tools are listed again. With Config.NoRestart the bridge ends instead
+//     and Done is closed.
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +52,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
@@ -75,9 +90,18 @@ type Config struct {
 	// StartTimeout bounds starting the server and listing its tools;
 	// default 30 s (npx may download the package first).
 	StartTimeout time.Duration
+	// NoRestart ends the bridge when the server exits (Done is closed)
+	// instead of starting it again.
+	NoRestart bool
+	// RestartMin is the first wait before restarting a server that
+	// exited; it doubles (with ±20% jitter) up to RestartMax. Defaults
+	// 500 ms and 30 s.
+	RestartMin, RestartMax time.Duration
 	// Stderr receives the server's standard error; nil discards it.
 	Stderr io.Writer
-	// Logger receives the bridge's logs; nil discards them.
+	// Logger receives the bridge's logs: warnings for skipped output
+	// lines, exits and restarts; information on the tools served. nil
+	// discards them.
 	Logger *slog.Logger
 }
 
@@ -95,8 +119,15 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: prefix %q: use letters, digits, '-' and '_', with dots between parts", ErrConfig, c.Prefix)
 		}
 	}
-	if c.StartTimeout < 0 {
+	switch {
+	case c.StartTimeout < 0:
 		return fmt.Errorf("%w: StartTimeout %v is negative", ErrConfig, c.StartTimeout)
+	case c.RestartMin < 0:
+		return fmt.Errorf("%w: RestartMin %v is negative", ErrConfig, c.RestartMin)
+	case c.RestartMax < 0:
+		return fmt.Errorf("%w: RestartMax %v is negative", ErrConfig, c.RestartMax)
+	case c.RestartMin > 0 && c.RestartMax > 0 && c.RestartMax < c.RestartMin:
+		return fmt.Errorf("%w: RestartMax %v is less than RestartMin %v", ErrConfig, c.RestartMax, c.RestartMin)
 	}
 	return nil
 }
@@ -110,6 +141,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 30 * time.Second
+	}
+	if c.RestartMin == 0 {
+		c.RestartMin = 500 * time.Millisecond
+	}
+	if c.RestartMax == 0 {
+		c.RestartMax = max(30*time.Second, c.RestartMin)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -136,16 +173,21 @@ func ToolName(prefix, name string) string { return prefix + "." + sanitize(name)
 
 // Bridge is a running MCP bridge.
 type Bridge struct {
-	cfg     Config
-	nc      *nats.Conn
-	session *mcp.ClientSession
-	done    chan struct{}
-	waitErr error // set before done is closed
+	cfg    Config
+	nc     *nats.Conn
+	client *mcp.Client
+	done   chan struct{} // closed when the bridge has ended for good
+	quit   chan struct{} // closed by Stop: ends the supervisor's waits
 
-	mu      sync.Mutex // mu guards srv, names and stopped
-	srv     *tool.Server
-	names   []string
-	stopped bool
+	mu       sync.Mutex         // mu guards the fields below
+	session  *mcp.ClientSession // nil while the server is down
+	srv      *tool.Server
+	names    []string
+	listed   string // the served tool list, to tell whether a new one differs
+	stopped  bool
+	err      error // why the bridge ended (after done is closed)
+	restarts int
+	exitErr  error // the last exit of the server
 
 	refresh chan struct{}
 	wg      sync.WaitGroup
@@ -154,14 +196,16 @@ type Bridge struct {
 // Start starts the MCP server, lists its tools and serves them on nc.
 // ctx bounds the start only. Errors: ErrConfig, ErrNameClash, the server's
 // failure to start or initialize (with what it printed, when Stderr is
-// set), a name in Only the server lacks, pkg/tool's Serve errors.
+// set), a name in Only the server lacks, pkg/tool's Serve errors. Once
+// started, the bridge restarts the server whenever it exits (see the
+// package documentation) until Stop.
 func Start(ctx context.Context, nc *nats.Conn, cfg Config) (_ *Bridge, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Bridge{cfg: cfg, nc: nc, done: make(chan struct{}), refresh: make(chan struct{}, 1)}
-	client := mcp.NewClient(&mcp.Implementation{Name: "skillbus-mcp-bridge", Version: version.String()}, &mcp.ClientOptions{
+	b := &Bridge{cfg: cfg, nc: nc, done: make(chan struct{}), quit: make(chan struct{}), refresh: make(chan struct{}, 1)}
+	b.client = mcp.NewClient(&mcp.Implementation{Name: "skillbus-mcp-bridge", Version: version.String()}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case b.refresh <- struct{}{}:
@@ -169,40 +213,155 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (_ *Bridge, err error
 			}
 		},
 	})
-	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Dir, cmd.Env = cfg.Dir, cfg.Env
-	if cfg.Stderr != nil {
-		cmd.Stderr = cfg.Stderr
-	}
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
-	b.session, err = client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	session, err := b.connect(sctx)
 	if err != nil {
-		return nil, fmt.Errorf("mcpbridge: start the MCP server %q: %w", cfg.Command, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = b.session.Close()
-		}
-	}()
-	if err := b.serveTools(sctx); err != nil {
 		return nil, err
 	}
+	if err := b.serveTools(sctx, session); err != nil {
+		_ = session.Close()
+		return nil, err
+	}
+	b.mu.Lock()
+	b.session = session
+	b.mu.Unlock()
 	b.wg.Add(2)
-	go func() {
-		defer b.wg.Done()
-		b.waitErr = b.session.Wait()
-		close(b.done)
-	}()
+	go b.supervise(session)
 	go b.refreshLoop()
 	return b, nil
 }
 
-// serveTools lists the server's tools and serves them, replacing the
-// previous set.
-func (b *Bridge) serveTools(ctx context.Context) error {
+// connect starts the server and initializes an MCP session with it.
+func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	cmd := exec.Command(b.cfg.Command, b.cfg.Args...)
+	cmd.Dir, cmd.Env = b.cfg.Dir, b.cfg.Env
+	if b.cfg.Stderr != nil {
+		cmd.Stderr = b.cfg.Stderr
+	}
+	t := &commandTransport{cmd: cmd, terminate: 2 * time.Second, warn: func(line string) {
+		b.cfg.Logger.Warn("the MCP server wrote a line that is not JSON-RPC to its standard output; skipped", "command", b.cfg.Command, "line", line)
+	}}
+	session, err := b.client.Connect(ctx, t, nil)
+	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		return nil, fmt.Errorf("mcpbridge: start the MCP server %q: %w", b.cfg.Command, err)
+	}
+	return session, nil
+}
+
+// supervise waits for the server to exit and starts it again with
+// back-off (or ends the bridge under NoRestart), until Stop.
+func (b *Bridge) supervise(session *mcp.ClientSession) {
+	defer b.wg.Done()
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = b.cfg.RestartMin, b.cfg.RestartMax, 0
+	bo.RandomizationFactor, bo.Multiplier = 0.2, 2
+	bo.Reset()
+	for {
+		started := time.Now()
+		err := session.Wait()
+		_ = session.Close()
+		b.mu.Lock()
+		b.session, b.exitErr = nil, exitError(err)
+		stopped := b.stopped
+		b.mu.Unlock()
+		if stopped {
+			return
+		}
+		if b.cfg.NoRestart {
+			b.end(fmt.Errorf("the MCP server exited: %v", exitError(err)))
+			return
+		}
+		if time.Since(started) > time.Minute {
+			bo.Reset()
+		}
+		b.cfg.Logger.Warn("the MCP server exited; its tools answer 503 until it has been started again", "command", b.cfg.Command, "err", exitError(err))
+		for attempt := 1; ; attempt++ {
+			wait := bo.NextBackOff()
+			select {
+			case <-b.quit:
+				return
+			case <-time.After(wait):
+			}
+			session, err = b.restart()
+			if err == nil {
+				break
+			}
+			b.cfg.Logger.Warn("the MCP server could not be started again; retrying", "command", b.cfg.Command, "attempt", attempt, "err", err)
+			if errors.Is(err, errStopped) {
+				return
+			}
+		}
+	}
+}
+
+// errStopped: the bridge was stopped during a restart.
+var errStopped = errors.New("mcpbridge: stopped")
+
+// restart starts the server again, serves its (possibly changed) tools
+// and makes the new session current.
+func (b *Bridge) restart() (*mcp.ClientSession, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.StartTimeout)
+	defer cancel()
+	session, err := b.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.serveTools(ctx, session); err != nil {
+		_ = session.Close()
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		_ = session.Close()
+		return nil, errStopped
+	}
+	b.session = session
+	b.restarts++
+	n := b.restarts
+	b.mu.Unlock()
+	b.cfg.Logger.Info("the MCP server was started again", "command", b.cfg.Command, "restarts", n)
+	return session, nil
+}
+
+// exitError describes how a session ended.
+func exitError(err error) error {
+	if err == nil {
+		return errors.New("it closed its standard output")
+	}
+	return err
+}
+
+// end ends the bridge for good with err (Done is closed).
+func (b *Bridge) end(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.done:
+	default:
+		b.err = err
+		close(b.done)
+	}
+}
+
+// current returns the session of the running server, or nil while it is
+// down.
+func (b *Bridge) current() *mcp.ClientSession {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.session
+}
+
+// serveTools lists the tools of session's server and serves them,
+// replacing the previous set unless it is the same (names, descriptions
+// and schemas).
+func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) error {
 	var list []*mcp.Tool
-	for t, err := range b.session.Tools(ctx, nil) {
+	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcpbridge: list the MCP server's tools: %w", err)
 		}
@@ -248,6 +407,21 @@ func (b *Bridge) serveTools(ctx context.Context) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	type described struct {
+		Name, Description string
+		Schema            json.RawMessage
+	}
+	desc := make([]described, len(tools))
+	for i, t := range tools {
+		desc[i] = described{t.Name, t.Description, t.Schema}
+	}
+	listed, _ := json.Marshal(desc)
+	b.mu.Lock()
+	same := b.srv != nil && string(listed) == b.listed
+	b.mu.Unlock()
+	if same {
+		return nil
+	}
 	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName}, tools...)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: serve the tools: %w", err)
@@ -260,7 +434,7 @@ func (b *Bridge) serveTools(ctx context.Context) error {
 		return srv.Stop(stopCtx)
 	}
 	old := b.srv
-	b.srv, b.names = srv, names
+	b.srv, b.names, b.listed = srv, names, string(listed)
 	b.mu.Unlock()
 	if old != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -275,11 +449,17 @@ func (b *Bridge) refreshLoop() {
 	defer b.wg.Done()
 	for {
 		select {
+		case <-b.quit:
+			return
 		case <-b.done:
 			return
 		case <-b.refresh:
+			session := b.current()
+			if session == nil {
+				continue // a restart lists the tools anyway
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.StartTimeout)
-			if err := b.serveTools(ctx); err != nil {
+			if err := b.serveTools(ctx, session); err != nil {
 				b.cfg.Logger.Warn("tool list changed but could not be served; keeping the previous tools", "err", err)
 			}
 			cancel()
@@ -290,13 +470,17 @@ func (b *Bridge) refreshLoop() {
 // caller returns the tool function forwarding to MCP tool name.
 func (b *Bridge) caller(name string) tool.Func {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
-		res, err := b.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		session := b.current()
+		if session == nil {
+			return nil, b.unavailable()
+		}
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
-			if errors.Is(err, mcp.ErrConnectionClosed) {
-				return nil, tool.Errorf("503", "the MCP server behind this tool has exited")
-			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if errors.Is(err, mcp.ErrConnectionClosed) || b.current() != session {
+				return nil, b.unavailable()
 			}
 			return nil, tool.Errorf("502", "MCP tool %q: %v", name, err)
 		}
@@ -304,9 +488,25 @@ func (b *Bridge) caller(name string) tool.Func {
 	}
 }
 
+// unavailable is the error of a call while the server is down.
+func (b *Bridge) unavailable() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cfg.NoRestart || b.stopped {
+		return tool.Errorf("503", "the MCP server behind this tool has exited (%v)", b.exitErr)
+	}
+	return tool.Errorf("503", "the MCP server behind this tool has exited (%v) and is being started again; call again in a moment", b.exitErr)
+}
+
 // Result maps an MCP tool result onto a skillbus tool result (see the
 // package documentation): isError → a tool error "500"; structured content;
 // all-text content as one string; else the content list.
+//
+// Structured content reaches the bridge decoded by the MCP SDK, with every
+// number a float64, so integers above 2^53 would come out rounded. Servers
+// usually send the same value as JSON text too (the MCP specification
+// recommends it): when a text item holds JSON equal to the structured
+// content, that text is returned as it is, digit for digit.
 func Result(res *mcp.CallToolResult) (any, error) {
 	text, allText := contentText(res.Content)
 	if res.IsError {
@@ -316,6 +516,9 @@ func Result(res *mcp.CallToolResult) (any, error) {
 		return nil, tool.Errorf("500", "%s", text)
 	}
 	if res.StructuredContent != nil {
+		if exact := exactStructured(res); exact != nil {
+			return exact, nil
+		}
 		return res.StructuredContent, nil
 	}
 	if allText {
@@ -326,6 +529,34 @@ func Result(res *mcp.CallToolResult) (any, error) {
 		return nil, tool.Errorf("500", "MCP result cannot be encoded: %v", err)
 	}
 	return json.RawMessage(b), nil
+}
+
+// exactStructured returns the text item of res that holds the structured
+// content as JSON (compacted), or nil.
+func exactStructured(res *mcp.CallToolResult) json.RawMessage {
+	want, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil
+	}
+	for _, c := range res.Content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok || !json.Valid([]byte(t.Text)) {
+			continue
+		}
+		var v any // decoded the way the SDK decodes: float64 numbers
+		if json.Unmarshal([]byte(t.Text), &v) != nil {
+			continue
+		}
+		if got, err := json.Marshal(v); err != nil || !bytes.Equal(got, want) {
+			continue
+		}
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(t.Text)) != nil {
+			continue
+		}
+		return buf.Bytes()
+	}
+	return nil
 }
 
 func contentText(cs []mcp.Content) (string, bool) {
@@ -359,27 +590,34 @@ func (b *Bridge) Tools() []string {
 	return slices.Clone(b.names)
 }
 
-// Done is closed when the MCP server's session ended (the process exited
-// or the bridge was stopped).
+// Restarts returns how many times the server has been started again.
+func (b *Bridge) Restarts() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.restarts
+}
+
+// Done is closed when the bridge has ended for good: Stop was called, or
+// the server exited under Config.NoRestart.
 func (b *Bridge) Done() <-chan struct{} { return b.done }
 
-// Err returns why the session ended, after Done is closed (nil for a
-// clean stop).
+// Err returns why the bridge ended, after Done is closed (nil for Stop);
+// nil before.
 func (b *Bridge) Err() error {
 	select {
 	case <-b.done:
-		if b.waitErr == nil {
-			return errors.New("the MCP server exited")
-		}
-		return b.waitErr
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.err
 	default:
 		return nil
 	}
 }
 
 // Stop stops serving (endpoints drained, calls in flight finished until
-// ctx is done), then closes the MCP session, which ends the server process.
-// Safe to call more than once. It does not close nc.
+// ctx is done), then closes the MCP session, which ends the server process,
+// and stops restarting it. Safe to call more than once. It does not close
+// nc.
 func (b *Bridge) Stop(ctx context.Context) error {
 	b.mu.Lock()
 	if b.stopped {
@@ -387,13 +625,17 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		return nil
 	}
 	b.stopped = true
-	srv := b.srv
+	srv, session := b.srv, b.session
 	b.mu.Unlock()
+	close(b.quit)
 	var err error
 	if srv != nil {
 		err = srv.Stop(ctx)
 	}
-	_ = b.session.Close()
+	if session != nil {
+		_ = session.Close()
+	}
 	b.wg.Wait()
+	b.end(nil)
 	return err
 }

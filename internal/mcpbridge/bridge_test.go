@@ -1,11 +1,17 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,13 +28,40 @@ import (
 // bridge starts it as its child process).
 const envServer = "MCPBRIDGE_TEST_SERVER"
 
+// envNoise makes the test server misbehave on stdout: "banner" prints a
+// line of text before serving, "chatty" a line of text before every message
+// it sends. envRefuse names a file whose presence makes the server exit at
+// once (a server that cannot start).
+const (
+	envNoise  = "MCPBRIDGE_TEST_NOISE"
+	envRefuse = "MCPBRIDGE_TEST_REFUSE"
+)
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envServer) == "1" {
+		if f := os.Getenv(envRefuse); f != "" {
+			if _, err := os.Stat(f); err == nil {
+				fmt.Fprintln(os.Stderr, "test server: refusing to start")
+				os.Exit(3)
+			}
+		}
 		serveTestMCP()
 		return
 	}
 	os.Exit(m.Run())
 }
+
+// chattyStdout writes a line of text before every message.
+type chattyStdout struct{ io.Writer }
+
+func (w chattyStdout) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(w.Writer, "log: sending a message, hold on\n"); err != nil {
+		return 0, err
+	}
+	return w.Writer.Write(p)
+}
+
+func (w chattyStdout) Close() error { return nil }
 
 type echoIn struct {
 	Text string `json:"text" jsonschema:"the text to echo"`
@@ -65,16 +98,30 @@ func serveTestMCP() {
 		os.Exit(0)
 		return nil, nil
 	})
-	_ = s.Run(context.Background(), &mcp.StdioTransport{})
+	// count returns an integer above 2^53 as structured content and, as
+	// the specification recommends, as JSON text too.
+	s.AddTool(&mcp.Tool{Name: "count", Description: "A big exact integer.", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		out := `{"n": 9007199254740993, "label": "2^53+1"}`
+		return &mcp.CallToolResult{StructuredContent: json.RawMessage(out), Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil
+	})
+	var t mcp.Transport = &mcp.StdioTransport{}
+	switch os.Getenv(envNoise) {
+	case "banner":
+		fmt.Println("kitchen-sink MCP server 1.0 starting (press Ctrl-C to quit)")
+	case "chatty":
+		fmt.Println("kitchen-sink MCP server 1.0 starting")
+		t = &mcp.IOTransport{Reader: os.Stdin, Writer: chattyStdout{os.Stdout}}
+	}
+	_ = s.Run(context.Background(), t)
 }
 
-func startBridge(t *testing.T, cfg Config) (*Bridge, *nats.Conn, *tool.Client) {
+func startBridge(t *testing.T, cfg Config, env ...string) (*Bridge, *nats.Conn, *tool.Client) {
 	t.Helper()
 	srv := natsserver.StartTB(t, natsserver.Options{})
 	nc := natsserver.ConnectTB(t, srv)
 	cfg.Command = os.Args[0]
 	cfg.Args = []string{"-test.run=^$"}
-	cfg.Env = append(os.Environ(), envServer+"=1")
+	cfg.Env = append(append(os.Environ(), envServer+"=1"), env...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := Start(ctx, nc, cfg)
@@ -95,7 +142,7 @@ func startBridge(t *testing.T, cfg Config) (*Bridge, *nats.Conn, *tool.Client) {
 
 func TestBridge(t *testing.T) {
 	b, nc, c := startBridge(t, Config{Prefix: "t"})
-	want := []string{"t.echo", "t.exit", "t.fail", "t.grow", "t.shout_loud"}
+	want := []string{"t.count", "t.echo", "t.exit", "t.fail", "t.grow", "t.shout_loud"}
 	if got := b.Tools(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("Tools() = %q; want %q", got, want)
 	}
@@ -165,16 +212,117 @@ func TestBridge(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// The server exiting ends the bridge.
-	_, _ = c.Call(ctx, "t.exit", nil)
+	// Structured content keeps integers exact.
+	if res, err := c.Call(ctx, "t.count", nil); err != nil || string(res) != `{"n":9007199254740993,"label":"2^53+1"}` {
+		t.Errorf("Call(t.count) = %s, %v; want the exact integer 9007199254740993", res, err)
+	}
+}
+
+// TestBridgeRestartsTheServer makes the server exit, then keeps it from
+// starting for a while: its tools answer 503 meanwhile (not "missing"),
+// the bridge keeps trying with back-off, and once the server starts again
+// the tools answer as before.
+func TestBridgeRestartsTheServer(t *testing.T) {
+	refuse := filepath.Join(t.TempDir(), "refuse")
+	var logs syncBuffer
+	b, _, c := startBridge(t, Config{Prefix: "r", RestartMin: 50 * time.Millisecond, RestartMax: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, envRefuse+"="+refuse)
+	ctx := context.Background()
+	if err := os.WriteFile(refuse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Call(ctx, "r.exit", nil) // the server exits; restarts fail while refuse exists
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "could not be started again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed restart logged 10 s after the server exited; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err := c.Call(ctx, "r.echo", json.RawMessage(`{"text":"hi"}`))
+	var te *toolcall.Error
+	if !errors.As(err, &te) || te.Code != "503" || !strings.Contains(te.Description, "started again") {
+		t.Fatalf("Call(r.echo) while the server is down = %v; want code 503 saying it is being started again", err)
+	}
+	select {
+	case <-b.Done():
+		t.Fatal("Done closed although the bridge restarts the server")
+	default:
+	}
+	os.Remove(refuse)
+	for {
+		res, err := c.Call(ctx, "r.echo", json.RawMessage(`{"text":"back"}`))
+		if err == nil {
+			if string(res) != `{"said":"back"}` {
+				t.Errorf("Call(r.echo) after the restart = %s", res)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Call(r.echo) 10 s after the server could start again: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b.Restarts() != 1 {
+		t.Errorf("Restarts() = %d; want 1", b.Restarts())
+	}
+}
+
+// TestBridgeNoRestart: with NoRestart the server exiting ends the bridge.
+func TestBridgeNoRestart(t *testing.T) {
+	b, _, c := startBridge(t, Config{Prefix: "n", NoRestart: true})
+	_, _ = c.Call(context.Background(), "n.exit", nil)
 	select {
 	case <-b.Done():
 	case <-time.After(10 * time.Second):
-		t.Fatal("Done not closed after the MCP server exited")
+		t.Fatal("Done not closed after the MCP server exited under NoRestart")
 	}
-	if b.Err() == nil {
-		t.Error("Err() = nil after the server exited")
+	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("Err() = %v; want the server's exit", err)
 	}
+}
+
+// TestBridgeSkipsStrayOutput runs servers that print text on stdout — a
+// banner before serving, and a line before every message — and checks the
+// bridge starts, serves every call, and warns with each line.
+func TestBridgeSkipsStrayOutput(t *testing.T) {
+	for _, noise := range []string{"banner", "chatty"} {
+		t.Run(noise, func(t *testing.T) {
+			var logs syncBuffer
+			_, _, c := startBridge(t, Config{Prefix: "s", Logger: slog.New(slog.NewTextHandler(&logs, nil))}, envNoise+"="+noise)
+			for i := range 20 {
+				res, err := c.Call(context.Background(), "s.echo", json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, i)))
+				if err != nil || string(res) != fmt.Sprintf(`{"said":"%d"}`, i) {
+					t.Fatalf("call %d: %s, %v", i, res, err)
+				}
+			}
+			want := "kitchen-sink MCP server 1.0 starting"
+			if !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), "not JSON-RPC") {
+				t.Errorf("logs = %q; want a warning showing %q", logs.String(), want)
+			}
+			if noise == "chatty" && strings.Count(logs.String(), "hold on") < 20 {
+				t.Errorf("logs hold %d chatty lines; want one per message", strings.Count(logs.String(), "hold on"))
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestBridgeOnly(t *testing.T) {

@@ -28,8 +28,13 @@ type Config struct {
 	// only regular files are read (see the package doc).
 	Dir string
 	// Debounce is the quiet time after the last file-system event before
-	// the tree is rescanned, so a burst of writes is handled once; default
-	// 100 ms. A steady stream of events still rescans every MaxDelay.
+	// the tree is rescanned, so a burst of writes (an editor's save: a
+	// temporary file, a rename, a few writes within milliseconds) is handled
+	// once; default 10 ms. The quiet window is never shorter than the last
+	// rescan took, so a large tree is not rescanned back to back. A steady
+	// stream of events still rescans every MaxDelay. A file found invalid
+	// less than 100 ms after its last change is checked again before it is
+	// reported, so a half-written save is not reported as invalid.
 	Debounce time.Duration
 	// MaxDelay bounds how long a steady stream of events can postpone a
 	// rescan; default 1 s.
@@ -53,7 +58,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Debounce == 0 {
-		c.Debounce = 100 * time.Millisecond
+		c.Debounce = 10 * time.Millisecond
 	}
 	if c.MaxDelay == 0 {
 		c.MaxDelay = time.Second
@@ -87,7 +92,7 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.Debounce < 0:
-		return fmt.Errorf("%w: Debounce %s is negative; want 0 (default 100ms) or more", ErrConfig, c.Debounce)
+		return fmt.Errorf("%w: Debounce %s is negative; want 0 (default 10ms) or more", ErrConfig, c.Debounce)
 	case c.MaxDelay < 0:
 		return fmt.Errorf("%w: MaxDelay %s is negative; want 0 (default 1s) or more", ErrConfig, c.MaxDelay)
 	case c.Timeout < 0:

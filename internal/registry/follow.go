@@ -2,20 +2,32 @@ package registry
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
-// followStored keeps this replica in step with writes to SEQUENCES made by
-// other registry replicas (which share requests through the queue group):
-// a sequence created or deleted over NATS on one replica becomes visible
-// to the endpoints of all. Entries from files are only recorded (every
-// replica loads the same tree), except that a file's entry deleted by
-// someone else is put back, since the file still defines it.
-func (r *Registry) followStored(ctx context.Context, w jetstream.KeyWatcher) {
-	defer close(r.kvDone)
+// followStored keeps the registry in step with what others write to the
+// bucket of kind (SKILLS or SEQUENCES), until ctx is done:
+//
+//   - a write by another registry replica over the same tree (a
+//     Skillbus-Source header of a registry) is recorded; a sequence created
+//     or deleted over NATS on that replica becomes visible to this one's
+//     endpoints; a file's entry makes this replica read its tree again
+//     before it compares, so replicas that saw a file change at different
+//     moments do not undo each other;
+//   - any other write — a plain `nats kv put` or `kv del` — is undone: the
+//     key is put back to the registry's version (its file's, or the
+//     created sequence's), or removed when nothing defines it, and an
+//     events.OpReverted event says what was written and what was restored.
+//
+// The registry's own writes come back through the watcher too; they are
+// recognised by revision (r.revs) and skipped.
+func (r *Registry) followStored(ctx context.Context, kind string, w jetstream.KeyWatcher) {
 	defer func() { _ = w.Stop() }()
 	for {
 		select {
@@ -25,61 +37,110 @@ func (r *Registry) followStored(ctx context.Context, w jetstream.KeyWatcher) {
 			if !ok {
 				return
 			}
-			if e != nil {
-				r.onStoredUpdate(ctx, e)
+			if e != nil && r.onStoredUpdate(ctx, kind, e) && r.cfg.Dir != "" {
+				// A replica wrote a file's entry: read the tree (which
+				// applies) before deciding it differs from ours.
+				if _, _, err := r.rescan(ctx, false); err != nil && ctx.Err() == nil {
+					r.log.Warn("rescan after another replica's write", "err", err)
+				}
 			}
 		}
 	}
 }
 
-func (r *Registry) onStoredUpdate(ctx context.Context, e jetstream.KeyValueEntry) {
+// onStoredUpdate records one bucket update made by somebody else and
+// brings the bucket back in line. It returns true when the update came
+// from another replica's file and the tree should be read again first
+// (the caller rescans, which applies); otherwise it applies itself.
+func (r *Registry) onStoredUpdate(ctx context.Context, kind string, e jetstream.KeyValueEntry) (rescan bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := e.Key()
-	cur, known := r.stored[kindSequence][key]
+	if e.Revision() <= r.revs[kind][key] {
+		return false // our own write, or known already
+	}
+	r.revs[kind][key] = e.Revision()
 	name, err := events.NameForKey(key)
 	if err != nil {
-		return
+		name = key
 	}
-	switch e.Operation() {
-	case jetstream.KeyValuePut:
-		if known && cur.sum == sum(e.Value()) {
-			return // our own write, or the same content
+	m, err := r.streams[kind].GetMsg(ctx, e.Revision())
+	if err != nil {
+		// Read the header again at the next update or rescan; record what
+		// the update says meanwhile.
+		r.log.Warn("cannot read a bucket write made elsewhere", "bucket", bucketOf(kind), "key", key, "err", err)
+		return false
+	}
+	src := m.Header.Get(SourceHeader)
+	cur, known := r.stored[kind][key]
+	if e.Operation() == jetstream.KeyValuePut {
+		r.stored[kind][key] = storedEntry{source: src, sum: sum(m.Data), value: m.Data}
+	} else {
+		delete(r.stored[kind], key)
+	}
+	switch {
+	case !fromRegistry(src):
+		what := "written"
+		if e.Operation() != jetstream.KeyValuePut {
+			what = "deleted"
 		}
-		stream, err := r.js.Stream(ctx, "KV_"+events.BucketSequences)
-		if err != nil {
-			r.log.Warn("cannot read a sequence written elsewhere", "key", key, "err", err)
-			return
-		}
-		m, err := stream.GetMsg(ctx, e.Revision())
-		if err != nil {
-			r.log.Warn("cannot read a sequence written elsewhere", "key", key, "err", err)
-			return
-		}
-		src := m.Header.Get(SourceHeader)
-		r.stored[kindSequence][key] = storedEntry{source: src, sum: sum(m.Data), value: m.Data}
-		if src != createdSource {
-			return
-		}
+		r.external[kind][key] = fmt.Sprintf("was %s at revision %d by a client that is not the registry (%s)", what, e.Revision(), describeSource(src))
+		r.log.Warn("bucket changed by a client that is not the registry; undoing it", "bucket", bucketOf(kind), "key", key, "op", what, "source", src)
+	case kind == kindSequence && src == createdSource && e.Operation() == jetstream.KeyValuePut:
+		// Another replica's seq.create.
 		d, err := definitionFromStored(kindSequence, "", m.Data)
 		if err != nil {
 			r.log.Warn("sequence created elsewhere cannot be read", "key", key, "err", err)
-			return
+			return false
 		}
 		r.created[d.name] = d
-	default: // delete or purge
-		if !known {
-			return // our own delete
+	case kind == kindSequence && src == createdSource:
+		// Another replica's seq.delete.
+		if known && cur.source == createdSource {
+			delete(r.created, name)
 		}
-		delete(r.stored[kindSequence], key)
-		if cur.source != createdSource {
-			// A file's entry deleted by someone else: the next apply puts it
-			// back if the file still defines it.
-			return
-		}
-		delete(r.created, name)
+	case strings.HasPrefix(src, filePrefix):
+		// Another replica wrote what it read from a file: compare after
+		// reading the tree. Should the tree still say otherwise, the apply
+		// puts our version back and says so.
+		r.external[kind][key] = fmt.Sprintf("was %s at revision %d by another registry (%s)", opWord(e.Operation()), e.Revision(), describeSource(src))
+		return true
 	}
 	if err := r.applyLocked(ctx); err != nil {
 		r.log.Warn("refresh after a change made elsewhere", "err", err)
 	}
+	return false
+}
+
+func opWord(op jetstream.KeyValueOp) string {
+	if op == jetstream.KeyValuePut {
+		return "written"
+	}
+	return "deleted"
+}
+
+// describeSource names a SourceHeader value for a message.
+func describeSource(src string) string {
+	if src == "" {
+		return "no " + SourceHeader + " header"
+	}
+	return fmt.Sprintf("%s: %q", SourceHeader, src)
+}
+
+// revertedEvent is the events.OpReverted event of an op that undid an
+// external write described by what.
+func (r *Registry) revertedEvent(o op, name, what string) *events.RegistryEvent {
+	entry := bucketOf(o.kind) + "/" + o.key
+	ev := &events.RegistryEvent{Kind: eventKind(o.kind), Op: events.OpReverted, Name: name, At: time.Now().UTC()}
+	switch {
+	case o.def == nil:
+		ev.Error = fmt.Sprintf("%s %s; no file or seq.create defines it, so the registry removed it", entry, what)
+	case o.def.source == "":
+		ev.Error = fmt.Sprintf("%s %s; the registry put back the sequence created with seq.create", entry, what)
+	default:
+		ev.File = o.def.source
+		ev.Error = fmt.Sprintf("%s %s; the registry put back the version from %s", entry, what, o.def.source)
+	}
+	r.log.Warn("undid a bucket write made elsewhere", "entry", entry, "what", ev.Error)
+	return ev
 }

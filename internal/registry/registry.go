@@ -42,8 +42,19 @@
 //     a sequence whose name or any group name is taken is not stored. Each
 //     clash is logged and published (events.OpClash) naming both sources.
 //   - Bucket entries are tagged with their source in the Skillbus-Source
-//     header ("file:<path>" or "seq.create"); only entries from files are
-//     deleted when their file goes.
+//     header ("file:<path>" or "seq.create"); entries from files are
+//     deleted when their file goes, sequences created with seq.create by
+//     seq.delete.
+//   - The registry owns the two buckets: a write to them that no registry
+//     made (a plain KV put, delete or purge) is undone — the key put back
+//     to the registry's version, or removed when nothing defines it — and
+//     reported as an events.OpReverted event; what was written while the
+//     registry was down is undone at its start. Replicas over the same tree
+//     recognise each other's writes by their source header and read the
+//     tree again before they compare, so they do not undo each other (a
+//     write that copies the header but not the file's content is undone
+//     after that read). Least-privilege NATS permissions keep other
+//     clients from writing at all; this is the second line of defence.
 //
 // One registry (or several replicas over the same tree) owns the two
 // buckets; two registries with different trees on one cluster would undo
@@ -56,6 +67,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,10 +83,20 @@ import (
 
 // SourceHeader tags every bucket entry the registry writes with where the
 // definition came from: "file:" + its path relative to the tree root, or
-// "seq.create".
+// "seq.create"; a removal of an entry no definition owns carries
+// "registry".
 const SourceHeader = "Skillbus-Source"
 
-const filePrefix = "file:"
+const (
+	filePrefix    = "file:"
+	removedSource = "registry" // the registry removed an entry nothing defines
+)
+
+// fromRegistry reports whether a SourceHeader value is one a registry
+// writes (this replica or another over the same tree).
+func fromRegistry(source string) bool {
+	return strings.HasPrefix(source, filePrefix) || source == createdSource || source == removedSource
+}
 
 // ErrStopped is returned by Start after Stop.
 var ErrStopped = errors.New("registry: stopped")
@@ -107,13 +129,20 @@ type Registry struct {
 
 	// scanMu serialises rescans (the only writers of files).
 	scanMu sync.Mutex
-	// mu guards files, created, stored and clashes, and serialises every
-	// write to the buckets.
+	// mu guards files, created, stored, revs, external and clashes, and
+	// serialises every write to the buckets.
 	mu      sync.Mutex
 	files   map[string]*fileState             // by path relative to Dir
 	created map[string]*definition            // sequences created over NATS, by name
 	stored  map[string]map[string]storedEntry // kind -> key -> entry
-	clashes map[string]bool                   // clashes already reported
+	// revs holds, per kind and key, the newest bucket revision the registry
+	// wrote or has seen (puts and deletes): an update at or below it is
+	// known already (this replica's own write coming back, mostly).
+	revs map[string]map[string]uint64
+	// external holds, per kind and key, a write by someone else that the
+	// next apply may undo: what was written, for the reverted event.
+	external map[string]map[string]string
+	clashes  map[string]bool // clashes already reported
 
 	// viewMu guards skills and seqs: the resolved definitions the
 	// endpoints read.
@@ -126,8 +155,9 @@ type Registry struct {
 	watcher  *fsnotify.Watcher
 	watched  map[string]bool // directories under watch; owned by the watch loop
 	cancel   context.CancelFunc
-	done     chan struct{} // closed when the watch loop ends
-	kvDone   chan struct{} // closed when followStored ends
+	done     chan struct{}               // closed when the watch loop ends
+	kvDone   chan struct{}               // closed when both followStored loops end
+	streams  map[string]jetstream.Stream // the KV streams, by kind
 
 	lifeMu  sync.Mutex // guards started, stopped
 	started bool
@@ -146,18 +176,21 @@ func New(nc *nats.Conn, cfg Config) (*Registry, error) {
 		return nil, fmt.Errorf("registry: jetstream: %w", err)
 	}
 	return &Registry{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "registry"),
-		nc:      nc,
-		js:      js,
-		kv:      map[string]jetstream.KeyValue{},
-		files:   map[string]*fileState{},
-		created: map[string]*definition{},
-		stored:  map[string]map[string]storedEntry{kindSkill: {}, kindSequence: {}},
-		clashes: map[string]bool{},
-		skills:  map[string]*definition{},
-		seqs:    map[string]*definition{},
-		watched: map[string]bool{},
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "registry"),
+		nc:       nc,
+		js:       js,
+		kv:       map[string]jetstream.KeyValue{},
+		files:    map[string]*fileState{},
+		created:  map[string]*definition{},
+		stored:   map[string]map[string]storedEntry{kindSkill: {}, kindSequence: {}},
+		revs:     map[string]map[string]uint64{kindSkill: {}, kindSequence: {}},
+		external: map[string]map[string]string{kindSkill: {}, kindSequence: {}},
+		streams:  map[string]jetstream.Stream{},
+		clashes:  map[string]bool{},
+		skills:   map[string]*definition{},
+		seqs:     map[string]*definition{},
+		watched:  map[string]bool{},
 	}, nil
 }
 
@@ -206,24 +239,45 @@ func (r *Registry) Start(ctx context.Context) error {
 			return fmt.Errorf("registry: bucket %s: %w", bucketOf(k), err)
 		}
 		r.kv[k] = kv
+		if r.streams[k], err = r.js.Stream(ctx, "KV_"+bucketOf(k)); err != nil {
+			return fmt.Errorf("registry: bucket %s: %w", bucketOf(k), err)
+		}
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
-	// Follow SEQUENCES from before the initial read, so a sequence another
-	// replica creates meanwhile is not missed.
-	kvw, err := r.kv[kindSequence].WatchAll(loopCtx, jetstream.UpdatesOnly())
-	if err != nil {
-		cancel()
-		return fmt.Errorf("registry: watch %s: %w", events.BucketSequences, err)
+	// Follow both buckets from before the initial read, so a sequence
+	// another replica creates meanwhile — or a write by anybody else — is
+	// not missed.
+	watchers := map[string]jetstream.KeyWatcher{}
+	for _, k := range []string{kindSkill, kindSequence} {
+		w, err := r.kv[k].WatchAll(loopCtx, jetstream.UpdatesOnly())
+		if err != nil {
+			cancel()
+			return fmt.Errorf("registry: watch %s: %w", bucketOf(k), err)
+		}
+		watchers[k] = w
 	}
 	if err := r.loadStored(ctx); err != nil {
 		cancel()
-		_ = kvw.Stop()
+		for _, w := range watchers {
+			_ = w.Stop()
+		}
 		return err
 	}
 	r.cancel = cancel
 	r.done = make(chan struct{})
 	r.kvDone = make(chan struct{})
-	go r.followStored(loopCtx, kvw)
+	var follow sync.WaitGroup
+	for k, w := range watchers {
+		follow.Add(1)
+		go func() {
+			defer follow.Done()
+			r.followStored(loopCtx, k, w)
+		}()
+	}
+	go func() {
+		follow.Wait()
+		close(r.kvDone)
+	}()
 	if r.cfg.Dir != "" {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
@@ -232,7 +286,7 @@ func (r *Registry) Start(ctx context.Context) error {
 			return fmt.Errorf("registry: file watcher: %w", err)
 		}
 		r.watcher = w
-		dirs, err := r.rescan(ctx)
+		dirs, _, err := r.rescan(ctx, false)
 		if err != nil {
 			cancel()
 			<-r.kvDone
@@ -328,21 +382,20 @@ func (r *Registry) Rescan(ctx context.Context) error {
 	if r.cfg.Dir == "" {
 		return nil
 	}
-	_, err := r.rescan(ctx)
+	_, _, err := r.rescan(ctx, false)
 	return err
 }
 
 // loadStored reads what the buckets hold (value and source header of each
-// key). Sequences created over NATS become r.created again.
+// key). Sequences created over NATS become r.created again; an entry
+// without a registry's source header is marked external, so the first
+// apply removes or replaces it.
 func (r *Registry) loadStored(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range []string{kindSkill, kindSequence} {
 		bucket := bucketOf(k)
-		stream, err := r.js.Stream(ctx, "KV_"+bucket)
-		if err != nil {
-			return fmt.Errorf("registry: bucket %s: %w", bucket, err)
-		}
+		stream := r.streams[k]
 		lister, err := r.kv[k].ListKeys(ctx)
 		if err != nil {
 			return fmt.Errorf("registry: list %s: %w", bucket, err)
@@ -357,6 +410,11 @@ func (r *Registry) loadStored(ctx context.Context) error {
 			}
 			e := storedEntry{source: m.Header.Get(SourceHeader), sum: sum(m.Data), value: m.Data}
 			r.stored[k][key] = e
+			r.revs[k][key] = m.Sequence
+			if !fromRegistry(e.source) {
+				r.external[k][key] = fmt.Sprintf("held an entry at revision %d that no registry wrote (%s)", m.Sequence, describeSource(e.source))
+				continue
+			}
 			if k == kindSequence && (e.source == createdSource) {
 				d, err := definitionFromStored(k, "", m.Data)
 				if err != nil {
@@ -370,11 +428,22 @@ func (r *Registry) loadStored(ctx context.Context) error {
 	return nil
 }
 
+// settleTime is how long a file must have been left alone before the
+// registry reports it invalid during a live edit: a file found invalid
+// less than settleTime after its last modification is checked again then,
+// so an editor's half-written save is not reported (valid files are
+// stored at once; an invalid one never replaces anything, so waiting costs
+// only the report's delay).
+const settleTime = 100 * time.Millisecond
+
 // rescan walks the tree, parses the files whose bytes changed (in
 // parallel, one worker per CPU) and applies the result. It returns the
-// directories to watch. Rescans are serialised by scanMu; only they change
-// r.files, so the parse runs without holding mu.
-func (r *Registry) rescan(ctx context.Context) ([]string, error) {
+// directories to watch and, when settle is true and some file was found
+// invalid within settleTime of its last change, how soon to rescan to
+// report it (0 otherwise; such a file is left as it was). Rescans are
+// serialised by scanMu; only they change r.files, so the parse runs
+// without holding mu.
+func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Duration, error) {
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
 	limit := r.limit()
@@ -420,8 +489,15 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var warned []*events.RegistryEvent
+	var recheck time.Duration
+	now := time.Now()
 	for _, j := range jobs { // in path order
 		rel := j.f.rel
+		if age := now.Sub(j.f.mtime); settle && j.def == nil && j.f.err == nil && age < settleTime {
+			recheck = max(recheck, settleTime-age)
+			r.log.Debug("invalid file changed just now; checking it again before reporting", "file", rel, "in", settleTime-age)
+			continue
+		}
 		st := r.files[rel]
 		if st == nil || st.kind != j.f.kind {
 			st = &fileState{kind: j.f.kind}
@@ -451,7 +527,7 @@ func (r *Registry) rescan(ctx context.Context) ([]string, error) {
 			delete(r.files, rel)
 		}
 	}
-	return res.dirs, r.applyLocked(ctx)
+	return res.dirs, recheck, r.applyLocked(ctx)
 }
 
 // storedVersionLocked returns the bucket's version of the definition that
@@ -567,13 +643,26 @@ func (r *Registry) applyLocked(ctx context.Context) error {
 			ops = append(ops, op{kind: kind, key: key, def: d, source: src})
 		}
 		for _, key := range sortedKeys(r.stored[kind]) {
-			if keys[key] || !strings.HasPrefix(r.stored[kind][key].source, filePrefix) {
+			e := r.stored[kind][key]
+			switch {
+			case keys[key]:
 				continue
+			case strings.HasPrefix(e.source, filePrefix):
+				ops = append(ops, op{kind: kind, key: key, source: e.source}) // its file is gone
+			case !fromRegistry(e.source):
+				ops = append(ops, op{kind: kind, key: key, source: removedSource}) // nothing defines it
 			}
-			ops = append(ops, op{kind: kind, key: key, source: r.stored[kind][key].source})
+			// Sequences created over NATS are deleted by seq.delete only.
 		}
 	}
 	err := r.writeLocked(ctx, ops)
+	for kind, m := range r.external {
+		for key := range m {
+			if !slices.ContainsFunc(ops, func(o op) bool { return o.kind == kind && o.key == key }) {
+				delete(m, key) // nothing to undo: it matched the registry's view
+			}
+		}
+	}
 
 	r.viewMu.Lock()
 	r.skills, r.seqs = skills, seqs
@@ -624,8 +713,9 @@ func (r *Registry) writeLocked(ctx context.Context, ops []op) error {
 			if f == nil {
 				continue
 			}
+			var ack *jetstream.PubAck
 			select {
-			case <-f.Ok():
+			case ack = <-f.Ok():
 			case err := <-f.Err():
 				errs = append(errs, fmt.Errorf("registry: write %s/%s: %w", bucketOf(o.kind), o.key, err))
 				continue
@@ -638,6 +728,9 @@ func (r *Registry) writeLocked(ctx context.Context, ops []op) error {
 			if o.source == createdSource {
 				ev.File = ""
 			}
+			if ack != nil {
+				r.revs[o.kind][o.key] = max(r.revs[o.kind][o.key], ack.Sequence)
+			}
 			if o.def == nil {
 				delete(r.stored[o.kind], o.key)
 				ev.Op = events.OpDelete
@@ -647,7 +740,14 @@ func (r *Registry) writeLocked(ctx context.Context, ops []op) error {
 				ev.Op, ev.Fingerprint = events.OpPut, "sha256:"+o.def.sum
 				r.log.Debug("stored", "kind", o.kind, "name", name, "source", o.source)
 			}
+			if o.source == removedSource {
+				ev.File = ""
+			}
 			evs = append(evs, ev)
+			if what, ok := r.external[o.kind][o.key]; ok {
+				delete(r.external[o.kind], o.key)
+				evs = append(evs, r.revertedEvent(o, name, what))
+			}
 		}
 		r.publishEventsAsync(ctx, evs)
 	}

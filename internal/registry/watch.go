@@ -35,10 +35,14 @@ func (r *Registry) watchDirs(dirs []string) (added int) {
 }
 
 // watchLoop turns file-system events into debounced rescans: a rescan runs
-// once the tree has been quiet for Debounce, or MaxDelay after the first
-// event of a steady stream, and every Resync regardless. New directories
-// get watched after the rescan that finds them, and one more rescan
-// follows so files written before the watch was in place are not missed.
+// once the tree has been quiet for the quiet window — Debounce, or the
+// time the last rescan took when that is longer, so a large tree is not
+// rescanned back to back — or MaxDelay after the first event of a steady
+// stream, and every Resync regardless. New directories get watched after
+// the rescan that finds them, and one more rescan follows so files written
+// before the watch was in place are not missed. A file found invalid just
+// after it changed is rescanned settleTime after that change before it is
+// reported (rescan).
 func (r *Registry) watchLoop(ctx context.Context) {
 	defer close(r.done)
 	timer := time.NewTimer(time.Hour)
@@ -51,11 +55,12 @@ func (r *Registry) watchLoop(ctx context.Context) {
 	}
 	pending := false
 	var first time.Time
+	var lastScan time.Duration // how long the last rescan took
 	schedule := func(now time.Time) {
 		if !pending {
 			pending, first = true, now
 		}
-		delay := r.cfg.Debounce
+		delay := max(r.cfg.Debounce, lastScan)
 		if limit := first.Add(r.cfg.MaxDelay); now.Add(delay).After(limit) {
 			delay = max(limit.Sub(now), 0)
 		}
@@ -65,10 +70,16 @@ func (r *Registry) watchLoop(ctx context.Context) {
 	// Debounce up to 30 s), not in a tight loop while NATS is away.
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
+	// settle fires when a file found invalid just after a change has been
+	// left alone long enough to be reported.
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
 	failures := 0
 	rescan := func() {
 		pending = false
-		dirs, err := r.rescan(ctx)
+		start := time.Now()
+		dirs, recheck, err := r.rescan(ctx, true)
+		lastScan = time.Since(start)
 		if err != nil && ctx.Err() == nil {
 			failures++
 			delay := min(max(r.cfg.Debounce, 10*time.Millisecond)<<min(failures, 12), 30*time.Second)
@@ -76,6 +87,9 @@ func (r *Registry) watchLoop(ctx context.Context) {
 			retry.Reset(delay)
 		} else {
 			failures = 0
+		}
+		if recheck > 0 {
+			settle.Reset(recheck)
 		}
 		if ctx.Err() == nil && r.watchDirs(dirs) > 0 {
 			schedule(time.Now())
@@ -107,6 +121,8 @@ func (r *Registry) watchLoop(ctx context.Context) {
 		case <-timer.C:
 			rescan()
 		case <-retry.C:
+			rescan()
+		case <-settle.C:
 			rescan()
 		case <-resync:
 			rescan()

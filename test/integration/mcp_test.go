@@ -1,16 +1,22 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/tool"
 )
 
 // mcpEnvFilesystem names the variable pointing at the reference MCP
@@ -139,6 +145,28 @@ func TestMCPFilesystemServer(t *testing.T) {
 		t.Errorf("run reading outside the MCP server's directory = %d, %q; want 1 and the server's refusal", code, errOut)
 	}
 
+	// The server dies (SIGKILL): the bridge starts it again and its tools
+	// answer as before.
+	if pid := mcpChild(t, script); pid > 0 {
+		t.Logf("killing the MCP server (pid %d)", pid)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		nc, err := nats.Connect(os.Getenv(cli.EnvNATSURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		c, _ := tool.NewClient(nc, tool.WithDefaultTimeout(10*time.Second))
+		cliEventually(t, "the bridge to restart the killed MCP server", func() bool {
+			res, err := c.Call(context.Background(), "files.list_allowed_directories", nil)
+			return err == nil && strings.Contains(string(res), proj) && mcpChild(t, script) != pid
+		})
+		if !strings.Contains(stderr.String(), "exited") {
+			t.Errorf("skillbus mcp stderr = %q; want a warning that the server exited", stderr.String())
+		}
+	}
+
 	if code := stop(); code != cli.ExitOK {
 		t.Errorf("skillbus mcp stopped with %d; want 0 (stderr %q)", code, stderr.String())
 	}
@@ -153,4 +181,35 @@ func TestMCPFilesystemServer(t *testing.T) {
 	if strings.Contains(out, "files.") {
 		t.Errorf("tools after the bridge stopped still lists MCP tools:\n%s", out)
 	}
+}
+
+// mcpChild returns the pid of this process's child running script (the
+// bridged MCP server), or 0 (and a log line) when /proc cannot tell.
+func mcpChild(t *testing.T, script string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Logf("no /proc: the restart of a killed MCP server is not checked")
+		return 0
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), script) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// stat: pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) && fields[0] != "Z" {
+			return pid
+		}
+	}
+	return 0
 }

@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 // TestRegistryProblemsInCLI: what the registry computes — an invalid
@@ -17,7 +21,7 @@ func TestRegistryProblemsInCLI(t *testing.T) {
 	typo := "---\nname: typo\ndescription: restricted skill\nallowed_tools: Read\n---\n# Use\nbody\n"
 	regWrite(t, filepath.Join(defs, "typo/SKILL.md"), typo)
 	regWrite(t, filepath.Join(defs, "keep/SKILL.md"), regSkillMD("keep", "good first", "body"))
-	_, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", t.TempDir(), "--dir", defs, "--tools-root", defs, "--agent", "")
+	stdout, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", t.TempDir(), "--dir", defs, "--tools-root", defs, "--agent", "")
 	warnLine := `skillbus dev: warning typo/SKILL.md:4: unknown field "allowed_tools" is ignored; did you mean "allowed-tools"?`
 	cliEventually(t, "dev to print the warning", func() bool { return strings.Contains(stderr.String(), warnLine) })
 
@@ -35,6 +39,32 @@ func TestRegistryProblemsInCLI(t *testing.T) {
 		t.Errorf("dev printed %d lines naming keep/SKILL.md; want 1:\n%s", n, stderr.String())
 	}
 
+	// A forged skill put straight into SKILLS: undone, and said so.
+	var url string
+	cliEventually(t, "dev's NATS URL", func() bool {
+		for _, l := range strings.Split(stdout.String(), "\n") {
+			if u, ok := strings.CutPrefix(strings.TrimSpace(l), "NATS_URL="); ok {
+				url = u
+				return true
+			}
+		}
+		return false
+	})
+	js, err := jetstream.New(cliConn(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(context.Background(), events.BucketSkills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), "typo", regForgedSkill("typo")); err != nil {
+		t.Fatal(err)
+	}
+	cliEventually(t, "dev to print the reverted write", func() bool {
+		return strings.Contains(stderr.String(), "skillbus dev: reverted: SKILLS/typo was written at revision") &&
+			strings.Contains(stderr.String(), "the registry put back the version from typo/SKILL.md")
+	})
 	if code := stop(); code != cli.ExitOK {
 		t.Errorf("dev stopped with %d; want 0", code)
 	}

@@ -1,13 +1,20 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/registry"
@@ -22,13 +29,15 @@ func regMkfifo(t *testing.T, path string) {
 	}
 }
 
-// regFindEvent returns the first registry event matching pred, among
-// those seen so far by regFindEvent or arriving within regFollowBound
-// (unlike regWaitEvent, it does not drop the events it passes over).
+// regFindEvent takes the first registry event matching pred, among those
+// passed over so far by regFindEvent or arriving within regFollowBound
+// (unlike regWaitEvent, it keeps the events it passes over for later
+// calls; the one it returns is taken).
 func regFindEvent(t testing.TB, e *regEnv, what string, pred func(*events.RegistryEvent) bool) *events.RegistryEvent {
 	t.Helper()
-	for _, ev := range e.seen {
+	for i, ev := range e.seen {
 		if pred(ev) {
+			e.seen = append(e.seen[:i:i], e.seen[i+1:]...)
 			return ev
 		}
 	}
@@ -36,10 +45,10 @@ func regFindEvent(t testing.TB, e *regEnv, what string, pred func(*events.Regist
 	for {
 		select {
 		case ev := <-e.events:
-			e.seen = append(e.seen, ev)
 			if pred(ev) {
 				return ev
 			}
+			e.seen = append(e.seen, ev)
 		case <-deadline:
 			t.Fatalf("no registry event %s within %s", what, regFollowBound)
 			return nil
@@ -219,4 +228,61 @@ func TestRegistrySkillInfoCap(t *testing.T) {
 func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")
 	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// TestRegistryHalfWrittenSaves: with the default settings, a file that is
+// invalid only for a moment while it is being saved (the first half of a
+// write, 15 ms before the rest) is not reported as invalid — each finished
+// version is stored — while a file left invalid is reported.
+func TestRegistryHalfWrittenSaves(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "half/SKILL.md")
+	regWrite(t, path, regSkillMD("half", "v0", "body"))
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, srv)
+	invalid := make(chan string, 100)
+	if _, err := nc.Subscribe("events.registry.skill.invalid", func(m *nats.Msg) { invalid <- string(m.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(natsserver.ConnectTB(t, srv), registry.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
+	js, _ := jetstream.New(nc)
+	kv, _ := js.KeyValue(context.Background(), events.BucketSkills)
+
+	const saves = 20
+	for i := 1; i <= saves; i++ {
+		regWrite(t, path, "---\nname: half\n") // the first half: no description, no closing line
+		time.Sleep(15 * time.Millisecond)      // longer than the 10 ms debounce: a rescan sees it
+		regWrite(t, path, regSkillMD("half", fmt.Sprintf("v%d", i), "body"))
+		time.Sleep(15 * time.Millisecond)
+	}
+	regEventually(t, "the last version stored", func() (bool, string) {
+		v := regValue(kv, "half")
+		return strings.Contains(v, fmt.Sprintf(`"description":"v%d"`, saves)), v
+	})
+	time.Sleep(300 * time.Millisecond) // past the settle time: a late report would be here
+	// A loaded machine may stall a rescan past the settle time now and
+	// then; without the settle rule every save would be reported.
+	if n := len(invalid); n > saves/5 {
+		t.Errorf("%d invalid events for %d saves that were invalid only while half-written; want at most %d", n, saves, saves/5)
+	}
+	for len(invalid) > 0 {
+		<-invalid
+	}
+	// Left invalid, it is reported.
+	regWrite(t, path, "---\nname: half\n")
+	select {
+	case ev := <-invalid:
+		if !strings.Contains(ev, "half/SKILL.md") {
+			t.Errorf("invalid event = %s", ev)
+		}
+	case <-time.After(regFollowBound):
+		t.Fatalf("a file left invalid was not reported within %s", regFollowBound)
+	}
 }
