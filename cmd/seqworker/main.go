@@ -12,11 +12,13 @@
 //
 //	seqworker [flags]
 //
-// Run `seqworker --help` for the flags; docs/operations.md for deployment.
-// SIGINT or SIGTERM stops it gracefully within --shutdown-budget: not
-// ready, no new runs are taken, running groups may finish until 70% of the
-// budget (then their runs are handed back and resume on another replica
-// from their last checkpoint), then the connection is drained.
+// Run `seqworker --help` for the flags; docs/operations.md for deployment,
+// docs/runs.md for failover, retention and sizes. SIGINT or SIGTERM stops
+// it gracefully within --shutdown-budget: not ready, no new runs are taken,
+// running groups may finish until 70% of the budget, then each unfinished
+// run is recorded as interrupted and handed back at once (another replica,
+// or this one restarted, resumes it after its last finished group), then
+// the connection is drained.
 package main
 
 import (
@@ -54,7 +56,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}, stdout, stderr)
 	var (
 		concurrency = fs.Int("concurrency", seqworker.DefaultConcurrency, "runs (and seq_call requests) this replica executes at once")
-		ackWait     = fs.Duration("ack-wait", 0, "how long a silent worker keeps a run before it is redelivered (0 = 2m)")
+		ackWait     = fs.Duration("ack-wait", 0, "how long a silent (dead) worker keeps a run before another takes it over (0 = keep the consumer's; 10s when created)")
+		heartbeat   = fs.Duration("heartbeat", 0, "how often a worker says a run it holds is alive, long tool calls included (0 = a third of the ack wait)")
+		workerID    = fs.String("worker-id", "", "this replica's name in run states and events (default host-pid-random)")
+		runsTTL     = fs.Duration("runs-ttl", 0, "how long RUNS keeps a run (and RUN_SLOTS its large slots) (0 = keep; 168h when created)")
+		runsBytes   = fs.Int64("runs-max-bytes", 0, "size limit of the RUNS bucket in bytes (0 = keep; unlimited when created)")
+		slotsBytes  = fs.Int64("run-slots-max-bytes", 0, "size limit of the RUN_SLOTS object store in bytes (0 = keep; unlimited when created)")
+		eventsAge   = fs.Duration("events-max-age", 0, "how long EVENTS keeps an event (0 = keep; 24h when created)")
+		eventsBytes = fs.Int64("events-max-bytes", 0, "size limit of the EVENTS stream in bytes, oldest dropped first (0 = keep; unlimited when created)")
+		queueBytes  = fs.Int64("seq-runs-max-bytes", 0, "size limit of the SEQ_RUNS stream in bytes (0 = keep; unlimited when created)")
+		slotMax     = fs.Int64("slot-max-bytes", 0, "largest slot value a run may write (0 = 64 MiB)")
+		runSlotsMax = fs.Int64("run-slots-limit-bytes", 0, "largest total of slot values of one run (0 = 256 MiB)")
 		maxDeliver  = fs.Int("max-deliver", 0, "deliveries of one run request before it is recorded as failed (0 = 10, -1 = unlimited)")
 		redelivery  = fs.Duration("redelivery-delay", seqworker.DefaultRedeliveryDelay, "first delay before redelivering a run after a passing failure (doubles per delivery)")
 		redelivMax  = fs.Duration("redelivery-max-delay", seqworker.DefaultRedeliveryMaxDelay, "largest redelivery delay")
@@ -71,11 +83,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Concurrency:        *concurrency,
 		RedeliveryDelay:    *redelivery,
 		RedeliveryMaxDelay: *redelivMax,
+		Heartbeat:          *heartbeat,
+		WorkerID:           *workerID,
+		SlotMaxBytes:       *slotMax,
+		RunSlotsMaxBytes:   *runSlotsMax,
 		Logger:             log,
 		Provision:          common.Provision(),
 	}
 	cfg.Provision.AckWait = *ackWait
 	cfg.Provision.MaxDeliver = *maxDeliver
+	cfg.Provision.RunsTTL, cfg.Provision.RunsMaxBytes, cfg.Provision.RunSlotsMaxBytes = *runsTTL, *runsBytes, *slotsBytes
+	cfg.Provision.EventsMaxAge, cfg.Provision.EventsMaxBytes, cfg.Provision.SeqRunsMaxBytes = *eventsAge, *eventsBytes, *queueBytes
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "%v\n", err) // already says "seqworker: …"
 		return 2

@@ -46,6 +46,10 @@ func runAgentReady(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus agent-ready: give exactly one AGENT name\n\n%s", agentReadyCommand().usage)
 		return ExitUsage
 	}
+	if len(pos[0]) > events.MaxNameLength {
+		fmt.Fprintf(env.Stderr, "skillbus agent-ready: agent name is %d bytes long; the limit is %d\n", len(pos[0]), events.MaxNameLength)
+		return ExitUsage
+	}
 	if !validToken(pos[0]) {
 		fmt.Fprintf(env.Stderr, "skillbus agent-ready: agent %q: use only letters, digits, '-' and '_'\n", pos[0])
 		return ExitUsage
@@ -72,6 +76,9 @@ func runAgentReady(ctx context.Context, env Env, args []string) int {
 // (events.KeyFor), written only with letters, digits, '-' and '_' — the
 // boot id names the boot runs and the agent_ready message id.
 func checkBootID(id string) error {
+	if len(id) > events.MaxIDLength {
+		return fmt.Errorf("--boot-id is %d bytes long; the limit is %d", len(id), events.MaxIDLength)
+	}
 	if _, err := events.AgentReadySubject(id); err != nil || events.KeyFor(id) != id || !validToken(id) {
 		return fmt.Errorf("--boot-id %q: use only letters, digits, '-' and '_' (for example 2026-11-30-a)", id)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/registry"
-	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/seq"
 )
 
@@ -61,9 +61,14 @@ func runCall(ctx context.Context, env Env, args []string) int {
 			return ExitUsage
 		}
 		raw, _ := json.Marshal(callArgs)
-		var reply events.SeqCallReply
-		if err := request(ctx, nc, events.SeqCallSubject, &events.SeqCallRequest{Group: group, Args: raw}, &reply); err != nil {
+		c, err := client.New(nc, client.WithTimeout(requestTimeout))
+		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus call: %v\n", err)
+			return ExitFailure
+		}
+		reply, err := c.Call(ctx, group, raw)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus call: %v\n", describeClient(err, ""))
 			return ExitFailure
 		}
 		if *asJSON {

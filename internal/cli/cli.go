@@ -48,6 +48,7 @@ func commands() map[string]command {
 		"validate":    validateCommand(),
 		"sections":    sectionsCommand(),
 		"run":         runCommand(),
+		"runs":        runsCommand(),
 		"dev":         devCommand(),
 		"skills":      skillsCommand(),
 		"seqs":        seqsCommand(),

@@ -24,6 +24,7 @@ var registryProblemSubjects = []string{
 	"events.registry.*." + events.OpClash,
 	"events.registry.*." + events.OpWarning,
 	"events.registry.*." + events.OpReverted,
+	events.SubjectScheduleEventsAll, // a schedule the NATS server refused
 }
 
 // reportRegistryProblems prints on w, one readable line each, the
@@ -64,6 +65,10 @@ func reportRegistryProblems(ctx context.Context, w io.Writer, url string, since 
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		mu.Lock()
 		defer mu.Unlock()
+		if strings.HasPrefix(m.Subject(), "events.schedule.") {
+			fmt.Fprint(w, scheduleProblemText(m.Data()))
+			return
+		}
 		fmt.Fprint(w, registryProblemText(m.Data()))
 	})
 	if err != nil {
@@ -149,4 +154,61 @@ func registryEventDetail(subject string, data []byte) string {
 	var b strings.Builder
 	writeWarnings(&b, "    warning: ", ev)
 	return b.String()
+}
+
+// scheduleProblemText renders a refused schedule (a schedule event) as
+// "skillbus dev: schedule refused: ..."; a schedule that was set prints
+// nothing.
+func scheduleProblemText(data []byte) string {
+	var ev events.ScheduleEvent
+	if err := json.Unmarshal(data, &ev); err != nil || ev.Status != events.ScheduleRefused {
+		return ""
+	}
+	return "skillbus dev: schedule refused: " + scheduleLine(&ev) + "\n"
+}
+
+// scheduleLine describes a schedule event on one line.
+func scheduleLine(ev *events.ScheduleEvent) string {
+	zone := ""
+	if ev.TimeZone != "" {
+		zone = " in " + ev.TimeZone
+	}
+	if ev.Status == events.ScheduleRefused {
+		return fmt.Sprintf("sequence %s: the NATS server refused its schedule %q%s (%s); it does not run on its own until the schedule is fixed", ev.Sequence, ev.Schedule, zone, oneLine(ev.Error, 200))
+	}
+	return fmt.Sprintf("sequence %s: schedule %q%s set", ev.Sequence, ev.Schedule, zone)
+}
+
+// scheduleState reads what the NATS server last made of the schedule of
+// the stored sequence name (the last schedule event on EVENTS) and
+// describes it; "" when it cannot be read or there is none.
+func scheduleState(ctx context.Context, env Env, name string) string {
+	subj, err := events.ScheduleEventSubject(name)
+	if err != nil {
+		return ""
+	}
+	nc, err := connect(env, "seqs")
+	if err != nil {
+		return ""
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return ""
+	}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	s, err := js.Stream(cctx, events.StreamEvents)
+	if err != nil {
+		return ""
+	}
+	m, err := s.GetLastMsgForSubject(cctx, subj)
+	if err != nil {
+		return ""
+	}
+	var ev events.ScheduleEvent
+	if json.Unmarshal(m.Data, &ev) != nil {
+		return ""
+	}
+	return scheduleLine(&ev)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,10 @@ type progress struct {
 	next    int        // 0-based index of the group running now
 	groupT0 time.Time
 	printed map[int]bool // 1-based numbers of the groups whose lines are out
+	// held are group results that arrived before an earlier group's (a
+	// resumed run whose earlier events were missed): printed once the
+	// gap is filled, so the lines come out in group order.
+	held    map[int]*seq.GroupResult
 	done    chan struct{}
 	stopped bool
 	wg      sync.WaitGroup
@@ -74,7 +79,8 @@ func (p *progress) start() {
 	}()
 }
 
-// group prints a finished group's block from its run event.
+// group prints a finished group's block from its run event, once every
+// earlier group's block is out (else it is held until then).
 func (p *progress) group(ev *events.RunEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -89,7 +95,66 @@ func (p *progress) group(ev *events.RunEvent) {
 	if gr.Name == "" {
 		gr.Name = ev.GroupName
 	}
-	p.printGroup(ev.Group, &gr)
+	p.holdLocked(ev.Group, &gr)
+	p.flushLocked(false)
+}
+
+// fill takes the finished groups of a run's checkpoint (after a resume:
+// groups whose events this process missed) and prints what is now in
+// order.
+func (p *progress) fill(st *events.RunState) {
+	var res seq.Result
+	if len(st.Result) == 0 || json.Unmarshal(st.Result, &res) != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range res.Groups {
+		if gr := &res.Groups[i]; gr.Status.Finished() {
+			p.holdLocked(i+1, gr)
+		}
+	}
+	p.flushLocked(false)
+}
+
+// note prints one line of its own (an interruption, a resume, what run
+// waits for), clearing the live line first.
+func (p *progress) note(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintln(p.w, strings.TrimRight(text, "\n"))
+}
+
+func (p *progress) holdLocked(n int, gr *seq.GroupResult) {
+	if p.printed[n] {
+		return
+	}
+	if p.held == nil {
+		p.held = map[int]*seq.GroupResult{}
+	}
+	p.held[n] = gr
+}
+
+// flushLocked prints the held groups that follow the printed ones without
+// a gap; all of them, in order, when all is set.
+func (p *progress) flushLocked(all bool) {
+	for n := 1; n <= len(p.s.Groups); n++ {
+		if p.printed[n] {
+			continue
+		}
+		gr, ok := p.held[n]
+		if !ok {
+			if all {
+				continue
+			}
+			return
+		}
+		delete(p.held, n)
+		p.printGroup(n, gr)
+	}
 }
 
 // printGroup prints group n's (1-based) block once: a group whose line was
@@ -148,15 +213,16 @@ func (p *progress) printGroup(n int, gr *seq.GroupResult) {
 func (p *progress) finish(st *events.RunState) {
 	p.stop()
 	var res seq.Result
+	p.mu.Lock()
 	if len(st.Result) > 0 && json.Unmarshal(st.Result, &res) == nil {
-		p.mu.Lock()
 		for i := range res.Groups {
 			if gr := &res.Groups[i]; gr.Status != seq.GroupPending && gr.Status != seq.GroupRunning && gr.Status != "" && i < len(p.s.Groups) {
-				p.printGroup(i+1, gr)
+				p.holdLocked(i+1, gr)
 			}
 		}
-		p.mu.Unlock()
 	}
+	p.flushLocked(true)
+	p.mu.Unlock()
 	fmt.Fprintf(p.w, "run %s %s in %s\n", st.RunID, st.Status, roundDur(time.Since(p.t0)))
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/toolcall"
@@ -39,13 +40,18 @@ an embedded NATS server with a temporary store (or --data DIR), the registry,
 the seqworker and the built-in tools (fs.*, text.render; cmd.run with
 --allow-cmd) rooted at --tools-root — so it works on a fresh machine. With
 NATS_URL it submits the run to that cluster; Ctrl-C then stops waiting but
-not the run (follow it with ` + "`skillbus watch RUN_ID`" + `).
+not the run (follow it with ` + "`skillbus watch RUN_ID`" + `). While the seqworkers
+restart, run keeps waiting (up to 2 minutes without any) and says so; an
+interrupted run shows where it stopped and where it resumed.
 
 Flags:
   --arg KEY=VALUE     a run argument (repeatable)
   --args-file FILE    a JSON object of run arguments
   --json              print the run state as JSON instead of the table
   --quiet             no progress lines
+  --detach            print the run id on stdout and exit at once (needs
+                      NATS_URL); follow it with skillbus watch RUN_ID or
+                      skillbus runs show RUN_ID
   --run-id ID         the run id (letters, digits, - and _); default a new one;
                       an idempotency key: the same request again gives the
                       same run; another sequence or other arguments under an
@@ -77,6 +83,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the run state as JSON")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	runID := fs.String("run-id", "", "run id")
+	detach := fs.Bool("detach", false, "print the run id and exit without waiting (needs NATS_URL)")
 	toolsRoot := fs.String("tools-root", ".", "built-in tools' root (in-process only)")
 	fs.Var(&allow, "allow-cmd", "commands cmd.run may run (in-process only)")
 	dataDir := fs.String("data", "", "JetStream store directory (in-process only)")
@@ -88,12 +95,18 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus run: give exactly one SEQUENCE (a file or a stored name), got %d\n\n%s", len(pos), runCommand().usage)
 		return ExitUsage
 	}
-	if *runID != "" && !validToken(*runID) {
-		fmt.Fprintf(env.Stderr, "skillbus run: --run-id %q: use only letters, digits, '-' and '_'\n", *runID)
-		return ExitUsage
+	if *runID != "" {
+		if err := events.CheckRunID(*runID); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus run: --run-id: %v\n", err)
+			return ExitUsage
+		}
 	}
 	target := pos[0]
 	remote := remote(env)
+	if *detach && !remote {
+		fmt.Fprintf(env.Stderr, "skillbus run: --detach needs NATS_URL: without it the run happens inside this process, which must wait for it\n")
+		return ExitUsage
+	}
 
 	// The sequence: a file is parsed here, so its problems are reported
 	// before anything starts.
@@ -184,7 +197,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if id == "" {
 		id = "run-" + nuid.Next()
 	}
-	st, code := submitAndWait(ctx, env, nc, s, inline, runArgs, id, !*quiet, remote)
+	st, code := submitAndWait(ctx, env, nc, s, inline, runArgs, id, !*quiet, remote, *detach)
 	if st == nil {
 		return code
 	}
@@ -195,7 +208,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	}
 	if st.Status != events.StatusSucceeded {
 		if !*asJSON {
-			fmt.Fprintf(env.Stderr, "skillbus run: run %s failed: %s\n", st.RunID, st.Error)
+			fmt.Fprintf(env.Stderr, "skillbus run: run %s %s: %s\n", st.RunID, st.Status, st.Error)
 		}
 		return ExitFailure
 	}
@@ -204,84 +217,104 @@ func runRun(ctx context.Context, env Env, args []string) int {
 
 // submitAndWait submits the run, shows its progress and returns its final
 // state (nil with an exit code when it could not be followed to the end).
-func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence, inline json.RawMessage, args map[string]json.RawMessage, id string, showProgress, remote bool) (*events.RunState, int) {
-	subj, err := events.RunEventSubject(id, events.RunStarted)
+// It keeps waiting across seqworker restarts (client.Wait), saying on
+// stderr what it waits for; detach returns right after the submission.
+func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence, inline json.RawMessage, args map[string]json.RawMessage, id string, showProgress, remote, detach bool) (*events.RunState, int) {
+	c, err := client.New(nc, client.WithTimeout(requestTimeout))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
-		return nil, ExitUsage
-	}
-	evCh := make(chan *nats.Msg, 64)
-	sub, err := nc.ChanSubscribe(strings.TrimSuffix(subj, events.RunStarted)+">", evCh)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "skillbus run: subscribe to the run's events: %v\n", err)
 		return nil, ExitFailure
 	}
-	defer sub.Unsubscribe()
 	rawArgs, _ := json.Marshal(args)
-	req := &events.SeqRunRequest{RunID: id, Args: rawArgs}
+	req := events.SeqRunRequest{RunID: id, Args: rawArgs}
 	if inline != nil {
 		req.Inline = inline
 	} else {
 		req.Sequence = s.Name
 	}
-	var reply events.SeqRunReply
-	if err := request(ctx, nc, events.SeqRunSubject, req, &reply); err != nil {
-		fmt.Fprintf(env.Stderr, "skillbus run: the run was not accepted: %v\n", describe(err, ""))
+	var pr *progress
+	if showProgress && !detach {
+		pr = newProgress(env.Stderr, s, id)
+	}
+	if _, err := c.Start(ctx, req); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus run: the run was not accepted: %v\n", describeClient(err, ""))
 		return nil, ExitFailure
 	}
-	var pr *progress
-	if showProgress {
-		pr = newProgress(env.Stderr, s, id)
+	if detach {
+		fmt.Fprintln(env.Stdout, id)
+		return nil, ExitOK
+	}
+	if pr != nil {
 		pr.start()
 		defer pr.stop()
 	}
-	poll := time.NewTicker(2 * time.Second)
-	defer poll.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if pr != nil {
-				pr.stop()
+	st, err := c.Wait(ctx, id, client.WaitOptions{
+		OnEvent: func(ev *events.RunEvent) {
+			if pr == nil {
+				return
 			}
-			if remote {
-				fmt.Fprintf(env.Stderr, "skillbus run: stopped waiting; run %s goes on in the cluster: follow it with `skillbus watch %s`\n", id, id)
-			} else {
-				fmt.Fprintf(env.Stderr, "skillbus run: interrupted; run %s was stopped with the in-process stack\n", id)
+			switch ev.Kind {
+			case events.RunGroup:
+				pr.group(ev)
+			case events.RunInterrupted, events.RunResumed, events.RunCancelling:
+				if ev.Kind == events.RunResumed {
+					// Groups finished before the interruption whose events
+					// were missed are printed from the checkpoint first.
+					if cur, err := c.Status(ctx, id); err == nil {
+						pr.fill(cur)
+					}
+				}
+				pr.note(eventLine(ev))
 			}
-			return nil, ExitFailure
-		case m := <-evCh:
-			var ev events.RunEvent
-			if events.Decode(m.Data, &ev) != nil {
-				continue
+		},
+		OnWaiting: func(text string) {
+			if text != "" {
+				if pr != nil {
+					pr.note("skillbus run: " + text)
+				} else {
+					fmt.Fprintf(env.Stderr, "skillbus run: %s\n", text)
+				}
 			}
-			if pr != nil && ev.Kind == events.RunGroup {
-				pr.group(&ev)
-			}
-			if ev.Kind != events.RunFinished {
-				continue
-			}
-		case <-poll.C:
+		},
+	})
+	if err != nil {
+		if pr != nil {
+			pr.stop()
 		}
-		var st events.RunState
-		err := request(ctx, nc, events.SeqStatusSubject, &events.SeqStatusRequest{RunID: id}, &st)
-		var se *toolcall.Error
-		if errors.As(err, &se) && se.Code == "404" {
-			continue // not stored yet
+		switch {
+		case ctx.Err() != nil && remote:
+			fmt.Fprintf(env.Stderr, "skillbus run: stopped waiting; run %s goes on in the cluster: follow it with `skillbus watch %s`\n", id, id)
+		case ctx.Err() != nil:
+			fmt.Fprintf(env.Stderr, "skillbus run: interrupted; run %s was stopped with the in-process stack\n", id)
+		default:
+			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				continue
-			}
-			fmt.Fprintf(env.Stderr, "skillbus run: read the state of run %s: %v\n", id, err)
-			return nil, ExitFailure
-		}
-		if st.Status == events.StatusSucceeded || st.Status == events.StatusFailed {
-			if pr != nil {
-				pr.finish(&st)
-			}
-			return &st, ExitOK
+		return nil, ExitFailure
+	}
+	if pr != nil {
+		pr.finish(st)
+	}
+	if len(st.SlotRefs) > 0 {
+		// Large outputs live in the object store: read them back to show.
+		if slots, err := c.Slots(ctx, st); err == nil {
+			st.Slots = slots
+		} else {
+			fmt.Fprintf(env.Stderr, "skillbus run: large outputs not read: %v\n", err)
 		}
 	}
+	return st, ExitOK
+}
+
+// describeClient turns a pkg/client error into text, adding a hint for
+// not-found and naming what to start when no seqworker answers.
+func describeClient(err error, hint404 string) string {
+	switch {
+	case errors.Is(err, client.ErrNotFound) && hint404 != "" && !strings.Contains(err.Error(), "skillbus "):
+		return err.Error() + "; " + hint404
+	case errors.Is(err, client.ErrUnavailable) && !errors.As(err, new(*toolcall.Error)):
+		return err.Error() + ": " + whoServes(events.SeqPrefix)
+	}
+	return err.Error()
 }
 
 // looksLikeFile reports whether a SEQUENCE argument is meant as a path

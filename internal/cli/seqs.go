@@ -124,6 +124,11 @@ func runSeqs(ctx context.Context, env Env, args []string) int {
 				writeJSON(env.Stdout, v)
 			default:
 				describeSequence(env.Stdout, s)
+				if s.Schedule != "" && !looksLikeFile(pos[0]) {
+					if line := scheduleState(ctx, env, s.Name); line != "" {
+						fmt.Fprintf(env.Stdout, "\n  schedule state: %s\n", line)
+					}
+				}
 			}
 			return ExitOK
 		})

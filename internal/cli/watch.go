@@ -58,8 +58,11 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 	if len(pos) == 1 {
 		runID = pos[0]
 		subj, err := events.RunEventSubject(runID, events.RunStarted)
+		if err == nil {
+			err = events.CheckRunID(runID)
+		}
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus watch: %q is not a run id (letters, digits, '-' and '_')\n", runID)
+			fmt.Fprintf(env.Stderr, "skillbus watch: %.80q is not a run id: %v\n", runID, err)
 			return ExitUsage
 		}
 		filter, policy = strings.TrimSuffix(subj, events.RunStarted)+">", jetstream.DeliverAllPolicy
@@ -154,7 +157,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 			return ExitFailure
 		case it := <-items:
 			if it.msg == nil {
-				if !seen && known != nil && (known.Status == events.StatusSucceeded || known.Status == events.StatusFailed) {
+				if !seen && known != nil && events.Finished(known.Status) {
 					// Finished, but its events have left the EVENTS stream.
 					fmt.Fprintf(env.Stderr, "skillbus watch: run %s of %s %s (its events are no longer in the %s stream)", runID, known.Sequence, known.Status, events.StreamEvents)
 					if known.Error != "" {
@@ -329,6 +332,9 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 	if strings.HasPrefix(subject, "events.run.") && ev.Kind == events.RunFinished {
 		finished = ev.Status
 	}
+	if strings.HasPrefix(subject, "events.run.") && ev.Kind == events.RunCancelling && ev.Status == events.StatusCancelled {
+		finished = ev.Status // cancelled while nobody held it
+	}
 	if asJSON {
 		var v map[string]any
 		if json.Unmarshal(data, &v) != nil {
@@ -345,22 +351,11 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 	}
 	switch {
 	case strings.HasPrefix(subject, "events.run."):
-		switch ev.Kind {
-		case events.RunStarted:
-			fmt.Fprintf(w, "%s run %s: %s started\n", at, ev.RunID, ev.Sequence)
-		case events.RunGroup:
-			fmt.Fprintf(w, "%s run %s: group %d %s %s", at, ev.RunID, ev.Group, ev.GroupName, ev.Status)
-			if ev.Error != "" {
-				fmt.Fprintf(w, ": %s", oneLine(ev.Error, 200))
-			}
-			fmt.Fprintln(w)
-		default:
-			fmt.Fprintf(w, "%s run %s: %s %s", at, ev.RunID, ev.Sequence, ev.Status)
-			if ev.Error != "" {
-				fmt.Fprintf(w, ": %s", oneLine(ev.Error, 200))
-			}
-			fmt.Fprintln(w)
-		}
+		fmt.Fprintf(w, "%s %s\n", at, eventLine(&ev.RunEvent))
+	case strings.HasPrefix(subject, "events.schedule."):
+		var se events.ScheduleEvent
+		_ = json.Unmarshal(data, &se)
+		fmt.Fprintf(w, "%s schedule %s\n", at, scheduleLine(&se))
 	case strings.HasPrefix(subject, "events.agent_ready."):
 		fmt.Fprintf(w, "%s agent_ready %s (boot %s)\n", at, ev.Agent, ev.BootID)
 	case strings.HasPrefix(subject, "events.registry."):
@@ -402,7 +397,12 @@ func announceWatch(ctx context.Context, env Env, js jetstream.JetStream, runID s
 			}
 		}
 	}
+	if st != nil {
+		st.Normalize()
+	}
 	switch {
+	case st != nil && st.Status == events.StatusInterrupted:
+		fmt.Fprintf(env.Stderr, "skillbus watch: run %s of %s is interrupted after group %d of %d (worker %s stopped); waiting for a seqworker to resume it (Ctrl-C to stop)\n", runID, st.Sequence, st.FinishedGroups, st.Groups, st.Worker)
 	case st != nil:
 		fmt.Fprintf(env.Stderr, "skillbus watch: run %s of %s is known (status %s); printing its events until it finishes (Ctrl-C to stop)\n", runID, st.Sequence, st.Status)
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -411,4 +411,60 @@ func announceWatch(ctx context.Context, env Env, js jetstream.JetStream, runID s
 		fmt.Fprintf(env.Stderr, "skillbus watch: waiting for run %s (its state in %s cannot be read: %v); waiting for its events (Ctrl-C to stop)\n", runID, events.BucketRuns, err)
 	}
 	return st
+}
+
+// eventLine describes a run event on one line: what happened, on which
+// worker, after which group.
+func eventLine(ev *events.RunEvent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s: ", ev.RunID)
+	switch ev.Kind {
+	case events.RunStarted:
+		fmt.Fprintf(&b, "%s started", ev.Sequence)
+		if ev.Worker != "" {
+			fmt.Fprintf(&b, " on worker %s", ev.Worker)
+		}
+		if ev.Trigger != "" && ev.Trigger != events.TriggerManual {
+			fmt.Fprintf(&b, " (%s)", ev.Trigger)
+		}
+	case events.RunGroup:
+		fmt.Fprintf(&b, "group %d %s %s", ev.Group, ev.GroupName, ev.Status)
+		if ev.Error != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(ev.Error, 200))
+		}
+	case events.RunInterrupted:
+		fmt.Fprintf(&b, "interrupted on worker %s after group %d", ev.Worker, ev.Group)
+		if ev.Groups > 0 {
+			fmt.Fprintf(&b, " of %d", ev.Groups)
+		}
+		fmt.Fprint(&b, "; waiting for a seqworker to resume it")
+		if ev.Error != "" {
+			fmt.Fprintf(&b, " (%s)", oneLine(ev.Error, 200))
+		}
+	case events.RunResumed:
+		fmt.Fprintf(&b, "resumed by worker %s after group %d", ev.Worker, ev.Group)
+		if ev.Groups > 0 {
+			fmt.Fprintf(&b, " of %d", ev.Groups)
+		}
+		fmt.Fprintf(&b, " (attempt %d)", ev.Attempt)
+	case events.RunCancelling:
+		fmt.Fprint(&b, "cancel requested")
+		if ev.By != "" {
+			fmt.Fprintf(&b, " by %s", ev.By)
+		}
+		if ev.Reason != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(ev.Reason, 200))
+		}
+		if ev.Status == events.StatusCancelled {
+			fmt.Fprint(&b, "; cancelled (no worker held it)")
+		} else if ev.Worker != "" {
+			fmt.Fprintf(&b, "; worker %s stops it", ev.Worker)
+		}
+	default:
+		fmt.Fprintf(&b, "%s %s", ev.Sequence, ev.Status)
+		if ev.Error != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(ev.Error, 200))
+		}
+	}
+	return b.String()
 }

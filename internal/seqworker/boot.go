@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
 )
 
 // startBoot creates (or updates) the shared durable consumer on the
@@ -100,15 +101,23 @@ func (w *Worker) bootArgs(ctx context.Context, name string, ev events.AgentReady
 	return json.Marshal(args)
 }
 
-// enqueue records a pending state for req (create-only) and publishes the
-// request, with the pending state's revision in headerPendingRevision so
-// that the worker claims the run with one compare-and-set. A pending state left by an earlier attempt that died before
-// publishing is published again (the stream drops a duplicate inside its
-// window; a worker skips a run whose state is finished).
+// enqueue records a queued state for req (create-only) and publishes the
+// request, with the queued state's revision in events.HeaderPendingRevision
+// (a claim hint: see run.claim). A queued state left by an earlier attempt
+// that died before publishing is published again (the stream drops a
+// duplicate inside its window; a worker skips a run whose state is
+// finished). Errors: a terminalError wrapping errRunIDReused when the run
+// id belongs to another request; NATS errors.
 func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	now := time.Now().UTC()
 	digest := events.RequestDigest(req)
-	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusPending, Request: digest, UpdatedAt: now}
+	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusQueued, Trigger: trigger(req), Request: digest,
+		Args: req.Args, Inline: req.Inline, Agent: req.Agent, BootID: req.BootID, CreatedAt: now, UpdatedAt: now}
+	if len(req.Inline) > 0 && st.Sequence == "" {
+		if s, err := seq.Decode(req.Inline); err == nil {
+			st.Sequence, st.Groups = s.Name, len(s.Groups)
+		}
+	}
 	rev, err := w.writeState(ctx, st, 0)
 	if err != nil {
 		if !errors.Is(err, errConflict) {
@@ -125,7 +134,7 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 			return &terminalError{fmt.Errorf("%w: run id %q was already used for sequence %q with other arguments or another definition; "+
 				"omit the run id to get a new one, or choose an unused one", errRunIDReused, req.RunID, cur.Sequence)}
 		}
-		if cur != nil && (cur.Status != events.StatusPending || cur.Attempt > 0) {
+		if cur != nil && (cur.Status != events.StatusQueued || cur.Attempt > 0) {
 			return nil // already started (or done)
 		}
 	}
@@ -143,9 +152,7 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	}
 	m := &nats.Msg{Subject: subj, Data: b, Header: nats.Header{}}
 	if rev > 0 {
-		// The worker claims the run with one compare-and-set on this
-		// revision instead of a create that fails, a read and a write.
-		m.Header.Set(headerPendingRevision, strconv.FormatUint(rev, 10))
+		m.Header.Set(events.HeaderPendingRevision, strconv.FormatUint(rev, 10))
 	}
 	_, err = events.Publish(ctx, w.js, m, jetstream.WithMsgID(req.RunID))
 	return err
@@ -154,11 +161,3 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 // errRunIDReused: a run request reuses the run id of a run that was
 // started with another request (RunState.Request differs).
 var errRunIDReused = errors.New("seqworker: run id already used")
-
-// headerPendingRevision carries, on a run request that enqueue published,
-// the RUNS revision of the run's pending state. It is a hint between this
-// package's enqueue and processRun: a request without it (published by any
-// other client) is claimed as before, and a revision that is not the key's
-// current one (the run was claimed or finished since) makes the claim fail
-// and fall back to reading the state.
-const headerPendingRevision = "Skillbus-Pending-Revision"

@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
+
+	"github.com/nats-io/nuid"
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -17,6 +21,17 @@ const (
 	DefaultRedeliveryMaxDelay = time.Minute
 	DefaultShutdownTimeout    = 30 * time.Second
 	DefaultFetchWait          = 2 * time.Second
+
+	// DefaultInlineSlotBytes: a slot value larger than this is kept in
+	// the RUN_SLOTS object store instead of the RUNS entry.
+	DefaultInlineSlotBytes = 64 << 10
+	// DefaultInlineStateBytes: when the slots kept in the RUNS entry add up
+	// to more than this, the largest go to the object store until they fit.
+	DefaultInlineStateBytes = 256 << 10
+	// DefaultSlotMaxBytes and DefaultRunSlotsMaxBytes are the limits of one
+	// slot value and of all slot values of a run (docs/runs.md).
+	DefaultSlotMaxBytes     = 64 << 20
+	DefaultRunSlotsMaxBytes = 256 << 20
 )
 
 // ErrConfig: a Config field is out of range; the message names the field.
@@ -55,6 +70,26 @@ type Config struct {
 	// FetchWait is how long one pull request waits for run requests, and
 	// so the longest a stop waits for the fetch loop; default 2 s.
 	FetchWait time.Duration
+	// WorkerID names this replica in run states and events (RunState.Worker);
+	// default "<host>-<pid>-<random>". At most 128 bytes.
+	WorkerID string
+	// Heartbeat is how often the worker tells the server (an in-progress
+	// ack) and the RUNS state (RunState.Heartbeat) that a run it holds is
+	// alive, long tool calls included; default a third of the consumer's
+	// ack wait. It must stay below half the ack wait: a larger value is
+	// lowered to a third of it, with a warning.
+	Heartbeat time.Duration
+	// InlineSlotBytes, InlineStateBytes: slot values kept in the RUNS entry
+	// (defaults DefaultInlineSlotBytes, DefaultInlineStateBytes); larger
+	// ones go to the RUN_SLOTS object store.
+	InlineSlotBytes  int
+	InlineStateBytes int
+	// SlotMaxBytes and RunSlotsMaxBytes limit one slot value and the slot
+	// values of one run; a group that writes more fails the run with an
+	// error naming the group, the call and the size. Defaults
+	// DefaultSlotMaxBytes (64 MiB) and DefaultRunSlotsMaxBytes (256 MiB).
+	SlotMaxBytes     int64
+	RunSlotsMaxBytes int64
 	// Caller calls the tools; nil (default) = pkg/tool's NATS client on
 	// the worker's connection.
 	Caller seq.Caller
@@ -81,7 +116,32 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.WorkerID == "" {
+		c.WorkerID = defaultWorkerID()
+	}
+	if c.InlineSlotBytes == 0 {
+		c.InlineSlotBytes = DefaultInlineSlotBytes
+	}
+	if c.InlineStateBytes == 0 {
+		c.InlineStateBytes = DefaultInlineStateBytes
+	}
+	if c.SlotMaxBytes == 0 {
+		c.SlotMaxBytes = DefaultSlotMaxBytes
+	}
+	if c.RunSlotsMaxBytes == 0 {
+		c.RunSlotsMaxBytes = DefaultRunSlotsMaxBytes
+	}
 	return c
+}
+
+// defaultWorkerID is "<host>-<pid>-<4 random characters>".
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s-%d-%s", host, os.Getpid(), strings.ToLower(nuid.Next()[18:]))
+	if len(id) > events.MaxNameLength/4 {
+		id = id[len(id)-events.MaxNameLength/4:]
+	}
+	return id
 }
 
 // Validate reports the first invalid field by name. Errors: ErrConfig (or
@@ -101,6 +161,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ShutdownTimeout = %s; want 0 (default) or more", ErrConfig, c.ShutdownTimeout)
 	case c.FetchWait < 100*time.Millisecond || c.FetchWait > time.Minute:
 		return fmt.Errorf("%w: FetchWait = %s; want 100ms to 1m", ErrConfig, c.FetchWait)
+	case len(c.WorkerID) > 128 || strings.ContainsAny(c.WorkerID, "\r\n"):
+		return fmt.Errorf("%w: WorkerID %.40q; want one line of at most 128 bytes", ErrConfig, c.WorkerID)
+	case c.Heartbeat < 0 || (c.Heartbeat > 0 && c.Heartbeat < 50*time.Millisecond):
+		return fmt.Errorf("%w: Heartbeat = %s; want 0 (a third of the ack wait) or at least 50ms", ErrConfig, c.Heartbeat)
+	case c.InlineSlotBytes < 0 || c.InlineStateBytes < 0:
+		return fmt.Errorf("%w: InlineSlotBytes = %d, InlineStateBytes = %d; want 0 (default) or more", ErrConfig, c.InlineSlotBytes, c.InlineStateBytes)
+	case c.SlotMaxBytes < 0 || c.RunSlotsMaxBytes < 0:
+		return fmt.Errorf("%w: SlotMaxBytes = %d, RunSlotsMaxBytes = %d; want 0 (default) or more", ErrConfig, c.SlotMaxBytes, c.RunSlotsMaxBytes)
+	case c.RunSlotsMaxBytes < c.SlotMaxBytes:
+		return fmt.Errorf("%w: RunSlotsMaxBytes = %d is below SlotMaxBytes = %d", ErrConfig, c.RunSlotsMaxBytes, c.SlotMaxBytes)
 	}
 	if err := c.Provision.Validate(); err != nil {
 		return fmt.Errorf("%w: Provision: %w", ErrConfig, err)

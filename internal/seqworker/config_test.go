@@ -54,13 +54,25 @@ func TestRunIDs(t *testing.T) {
 	for _, tc := range []struct {
 		name, got, want string
 	}{
-		{"tick", TickRunID("nightly", "2026-11-30T03:04:05.678901Z", nil), "tick-nightly-20261130T030405678Z"},
-		{"tick, offset time", TickRunID("nightly", "2026-11-30T04:04:05+01:00", nil), "tick-nightly-20261130T030405000Z"},
-		{"tick, one-shot", TickRunID("once", "purge", nil), "tick-once-seq0"},
-		{"tick, odd name", TickRunID("a.b c", "2026-11-30T03:04:05Z", nil), "tick-a_b_c-20261130T030405000Z"},
+		{"tick", TickRunID("nightly", time.Date(2026, 11, 30, 3, 4, 5, 678901000, time.UTC), nil), "tick-nightly-20261130T030405678Z"},
+		{"tick, offset time", TickRunID("nightly", time.Date(2026, 11, 30, 4, 4, 5, 0, time.FixedZone("", 3600)), nil), "tick-nightly-20261130T030405000Z"},
+		{"tick, every: this tick, not the next", TickRunID("e", TickTime("2026-11-30T03:05:05Z", "@every 1m0s", nil), nil), "tick-e-20261130T030405000Z"},
+		{"tick, cron without a stored time: next", TickRunID("c", TickTime("2026-11-30T03:05:05Z", "0 * * * * *", nil), nil), "tick-c-20261130T030505000Z"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %q; want %q", tc.name, tc.got, tc.want)
+		}
+	}
+	if id := TickRunID("once", time.Time{}, nil); !strings.HasPrefix(id, "tick-once-seq0-") {
+		t.Errorf("one-shot tick id = %q; want tick-once-seq0-<hash>", id)
+	}
+	if id := TickRunID("a.b c", time.Date(2026, 11, 30, 3, 4, 5, 0, time.UTC), nil); !strings.HasPrefix(id, "tick-a_b_c-20261130T030405000Z-") {
+		t.Errorf("odd-name tick id = %q; want tick-a_b_c-20261130T030405000Z-<hash>", id)
+	}
+	long := strings.Repeat("n", 5000)
+	for _, id := range []string{BootRunID(long, long, long), TickRunID(long, time.Now(), nil)} {
+		if err := events.CheckRunID(id); err != nil {
+			t.Errorf("id from 5,000-byte names: %v", err)
 		}
 	}
 	a := BootRunID("agent-1", "b1", "warm")

@@ -10,9 +10,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -22,22 +22,48 @@ import (
 // worker took the run over); this worker must stop and leave it alone.
 var errLost = errors.New("seqworker: run taken over by a later delivery")
 
-// errConflict: a compare-and-set write of a RUNS key found another
-// revision.
-var errConflict = errors.New("seqworker: RUNS revision conflict")
+// errCancelled is the cause of a run context cancelled by a cancel
+// request (seq.cancel).
+var errCancelled = errors.New("seqworker: run cancelled on request")
+
+// errHandBack is returned by the observer of a run whose worker is
+// stopping: the group just finished is checkpointed, no further group
+// starts, and the run is handed back to the queue.
+var errHandBack = errors.New("seqworker: worker stopping; run handed back after its last finished group")
+
+// run is one delivery of a run request that this worker holds: its
+// request, its state in RUNS and the revision of that state. Its
+// checkpoints, heartbeats and the cancel signal all write the state, under
+// mu, compare-and-set on rev.
+type run struct {
+	w       *Worker
+	msg     jetstream.Msg
+	req     *events.RunRequest
+	attempt int
+	log     *slog.Logger
+	cancel  context.CancelCauseFunc
+
+	// mu guards st, rev and refs.
+	mu   sync.Mutex
+	st   *events.RunState // nil until claimed
+	rev  uint64
+	refs map[string]events.SlotRef // slot values already in the object store
+}
 
 // handleRun processes one delivery of a run request. The outcome decides
 // the message's fate: Ack after the final state is stored, Term for a run
-// that cannot succeed, NakWithDelay for a passing failure, nothing at all
-// when another delivery owns the run.
+// that cannot succeed, Nak at once for a run handed back by a stopping
+// worker, NakWithDelay for a passing failure, nothing at all when another
+// delivery owns the run.
 func (w *Worker) handleRun(msg jetstream.Msg) {
 	ctx, span := events.StartReceiveSpan(w.runCtx, msg.Headers(), msg.Subject(), len(msg.Data()))
 	err := w.processRun(ctx, msg)
 	events.EndSpan(span, err)
 }
 
+// processRun: decode the request, claim the run (reading the sequence
+// meanwhile), run it from its checkpoint, and store the outcome.
 func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
-	received := time.Now()
 	attempt := 1
 	if md, err := msg.Metadata(); err == nil {
 		attempt = int(md.NumDelivered)
@@ -52,13 +78,15 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		_ = msg.TermWithReason(clip(err.Error(), 200))
 		return err
 	}
-	// The sequence is read while the run is claimed. On a first delivery
-	// the claim is a single write of the running state, which saves
-	// reading the state first: a compare-and-set on the revision of the
-	// pending state when the request says it (enqueue: seq.run, boot
-	// runs), else a create-only write. The state is read only when that
-	// write conflicts (a run claimed or finished since, a run id used
-	// before, a request published without the hint over a pending state).
+	// The heartbeat starts at once (in-progress acks; state writes once
+	// the run is claimed), so a slow claim never lets the server hand the
+	// request to another worker.
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log, cancel: cancel}
+	_ = msg.InProgress()
+	stopBeat := r.heartbeat(rctx)
+	defer stopBeat()
 	type resolved struct {
 		s   *seq.Sequence
 		err error
@@ -68,170 +96,435 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		s, err := w.resolve(ctx, req)
 		seqCh <- resolved{s, err}
 	}()
+	cur, done, err := r.claim(ctx)
+	res := <-seqCh
+	if err != nil {
+		if isTerminal(err) {
+			log.Warn("run request refused", "err", err)
+			_ = msg.TermWithReason(clip(err.Error(), 200))
+			return err
+		}
+		return w.retry(ctx, msg, req, attempt, err)
+	}
+	if done {
+		return nil
+	}
+	return r.execute(ctx, rctx, cur, res.s, res.err, stopBeat)
+}
+
+// claim makes this delivery the run's holder: it writes the running state
+// over the queued (or interrupted, or running-but-abandoned) one,
+// compare-and-set. It returns the state found (nil for a new run) and
+// done = true when there is nothing to run: the run finished or was
+// cancelled (the request is acknowledged), or a later delivery owns it.
+//
+// On a first delivery without a claim hint (a request published directly)
+// the claim is a create-only write. Otherwise the state is read first: a
+// hint (events.HeaderPendingRevision, set by enqueue) only says that a
+// queued state exists; it is honoured when the state at that revision is
+// queued and was made from this very request (the same digest), and a
+// state made from another request under the same run id is refused.
+func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err error) {
+	w, req := r.w, r.req
 	now := time.Now().UTC()
-	st := &events.RunState{RunID: runID, Sequence: req.Sequence, Status: events.StatusRunning, Request: events.RequestDigest(req), Attempt: attempt, StartedAt: now, UpdatedAt: now}
-	var (
-		cur     *events.RunState
-		rev     uint64
-		claimed bool
-	)
-	if attempt == 1 && req.Trigger != events.TriggerSchedule {
-		// A revision that does not parse is no hint (0: create-only).
-		pending, _ := strconv.ParseUint(msg.Headers().Get(headerPendingRevision), 10, 64)
-		rev, err = w.writeState(ctx, st, pending)
-		claimed = err == nil
-		if err != nil && !errors.Is(err, errConflict) {
-			<-seqCh
-			return w.retry(ctx, msg, req, attempt, fmt.Errorf("store run state: %w", err))
+	digest := events.RequestDigest(req)
+	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusRunning, Trigger: trigger(req), Worker: w.cfg.WorkerID,
+		Heartbeat: now, Args: req.Args, Inline: req.Inline, Agent: req.Agent, BootID: req.BootID, Request: digest, Attempt: r.attempt,
+		CreatedAt: now, StartedAt: now, UpdatedAt: now}
+	if req.Trigger == events.TriggerSchedule {
+		st.ScheduledAt = req.RequestedAt
+	}
+	hint, _ := strconv.ParseUint(r.msg.Headers().Get(events.HeaderPendingRevision), 10, 64)
+	if r.attempt == 1 && hint == 0 && req.Trigger != events.TriggerSchedule {
+		rev, err := w.writeState(ctx, st, 0)
+		if err == nil {
+			r.setState(st, rev)
+			return nil, false, nil
+		}
+		if !errors.Is(err, errConflict) {
+			return nil, false, fmt.Errorf("store run state: %w", err)
 		}
 	}
-	if !claimed {
-		cur, rev, err = w.readState(ctx, runID)
+	for range 3 {
+		cur, rev, err := w.readState(ctx, req.RunID)
 		if err != nil {
-			<-seqCh
-			return w.retry(ctx, msg, req, attempt, fmt.Errorf("read run state: %w", err))
+			return nil, false, fmt.Errorf("read run state: %w", err)
 		}
 		if cur != nil {
-			if finished(cur.Status) {
-				<-seqCh
-				_ = msg.Ack() // a duplicate or a redelivery after the ack was lost
-				return nil
+			switch {
+			case cur.Request != "" && cur.Request != digest:
+				return nil, false, &terminalError{fmt.Errorf("%w: run id %q belongs to another request (sequence %q with other arguments or definition); this request is dropped",
+					errRunIDReused, req.RunID, cur.Sequence)}
+			case events.Finished(cur.Status):
+				_ = r.msg.Ack() // a duplicate, or a redelivery after the ack was lost
+				return nil, true, nil
+			case cur.Attempt > r.attempt:
+				r.log.Info("stale delivery; a later delivery owns the run", "owner_attempt", cur.Attempt)
+				return nil, true, nil
+			case cur.Cancel != nil:
+				// Cancelled while queued, or while its holder was gone.
+				r.setState(cur, rev)
+				r.finishCancelled(ctx, nil, nil)
+				return nil, true, nil
 			}
-			if cur.Attempt > attempt {
-				<-seqCh
-				log.Info("stale delivery; a later delivery owns the run", "owner_attempt", cur.Attempt)
-				return nil
+			if hint != 0 && hint == rev && cur.Status == events.StatusQueued {
+				r.log.Debug("claim hint honoured", "revision", hint)
 			}
+			st.CreatedAt = cur.CreatedAt
+			if st.Sequence == "" {
+				st.Sequence = cur.Sequence
+			}
+			if !cur.StartedAt.IsZero() && cur.Status != events.StatusQueued {
+				st.StartedAt = cur.StartedAt
+			}
+			if !cur.ScheduledAt.IsZero() {
+				st.ScheduledAt = cur.ScheduledAt
+			}
+			if st.Trigger == events.TriggerManual && cur.Trigger != "" {
+				st.Trigger = cur.Trigger
+			}
+			st.FinishedGroups, st.Groups, st.Slots, st.SlotRefs, st.Result = cur.FinishedGroups, cur.Groups, cur.Slots, cur.SlotRefs, cur.Result
 		}
+		nrev, err := w.writeState(ctx, st, rev)
+		if errors.Is(err, errConflict) {
+			continue // changed meanwhile (a cancel, another delivery): look again
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("store run state: %w", err)
+		}
+		r.setState(st, nrev)
+		return cur, false, nil
 	}
-	r := <-seqCh
-	s, err := r.s, r.err
-	if err != nil {
-		if !isTerminal(err) {
-			return w.retry(ctx, msg, req, attempt, err)
+	r.log.Info("run claimed by another delivery")
+	return nil, true, nil
+}
+
+// setState sets the run's state and its revision.
+func (r *run) setState(st *events.RunState, rev uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st, r.rev = st, rev
+}
+
+func trigger(req *events.RunRequest) string {
+	if req.Trigger == "" || req.Trigger == events.TriggerCall {
+		return events.TriggerManual
+	}
+	return req.Trigger
+}
+
+// execute runs the claimed run from its checkpoint cur (nil: from the
+// start) and stores the outcome.
+func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Sequence, serr error, stopBeat func()) error {
+	w, msg, req := r.w, r.msg, r.req
+	if serr != nil {
+		if !isTerminal(serr) {
+			return w.retry(ctx, msg, req, r.attempt, serr)
 		}
-		log.Warn("run cannot succeed", "err", err)
-		w.failRun(ctx, runID, req.Sequence, attempt, err.Error())
-		_ = msg.TermWithReason(clip(err.Error(), 200))
-		return err
+		r.log.Warn("run cannot succeed", "err", serr)
+		w.failRun(ctx, req.RunID, req.Sequence, r.attempt, serr.Error())
+		_ = msg.TermWithReason(clip(serr.Error(), 200))
+		return serr
 	}
 	if req.Trigger == events.TriggerSchedule && s.Schedule == "" {
 		// A tick of a schedule whose sequence lost its schedule: drop the
 		// tick and fix the schedule.
-		log.Info("tick of an unscheduled sequence dropped", "sequence", s.Name)
+		r.log.Info("tick of an unscheduled sequence dropped", "sequence", s.Name)
 		w.requestReconcile(req.Sequence)
+		w.failRun(ctx, req.RunID, s.Name, r.attempt, "the sequence is no longer scheduled; this tick was dropped")
 		_ = msg.TermWithReason("sequence no longer scheduled")
 		return nil
 	}
 	args, err := decodeArgs(req.Args)
 	if err != nil {
-		w.failRun(ctx, runID, s.Name, attempt, err.Error())
+		w.failRun(ctx, req.RunID, s.Name, r.attempt, err.Error())
 		_ = msg.TermWithReason(clip(err.Error(), 200))
 		return err
 	}
 
-	st.Sequence = s.Name
 	var opts []seq.RunOption
-	if cur != nil {
-		if !cur.StartedAt.IsZero() {
-			st.StartedAt = cur.StartedAt
-		}
-		if cur.FinishedGroups > 0 && len(cur.Result) > 0 {
-			var cp seq.Result
-			if err := json.Unmarshal(cur.Result, &cp); err == nil {
-				opts = append(opts, seq.WithResume(&cp))
-				st.FinishedGroups, st.Slots, st.Result = cur.FinishedGroups, cur.Slots, cur.Result
-				log.Info("resuming run", "after_group", cur.FinishedGroups)
-			}
-		}
-	}
-	if !claimed {
-		rev, err = w.writeState(ctx, st, rev)
-		if errors.Is(err, errConflict) {
-			log.Info("run claimed by another delivery")
-			return nil
-		}
+	r.mu.Lock()
+	r.st.Sequence, r.st.Groups = s.Name, len(s.Groups)
+	r.mu.Unlock()
+	if cur != nil && cur.FinishedGroups > 0 && len(cur.Result) > 0 {
+		cp, err := r.checkpoint(ctx, cur)
 		if err != nil {
-			return w.retry(ctx, msg, req, attempt, fmt.Errorf("store run state: %w", err))
+			return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("read the checkpoint: %w", err))
 		}
+		opts = append(opts, seq.WithResume(cp))
+		r.log.Info("resuming run", "after_group", cur.FinishedGroups)
 	}
-	w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunStarted, Sequence: s.Name, Status: events.StatusRunning})
+	if cur != nil && cur.Attempt > 0 {
+		w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunResumed, Sequence: s.Name, Group: cur.FinishedGroups, Groups: len(s.Groups),
+			Status: events.StatusRunning, Worker: w.cfg.WorkerID, Attempt: r.attempt, Error: cur.Error})
+	} else {
+		w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunStarted, Sequence: s.Name, Groups: len(s.Groups), Status: events.StatusRunning,
+			Worker: w.cfg.WorkerID, Attempt: r.attempt, Trigger: trigger(req)})
+	}
 
 	coder := &resultCoder{}
-	var checkpoints time.Duration // spent encoding and writing checkpoints
-	obs := seq.ObserverFuncs{Finished: func(ctx context.Context, r *seq.Result, g int) error {
-		gr := r.Groups[g]
-		if g < len(r.Groups)-1 && gr.Status.Finished() {
-			// The last group and a failed one are stored with the final
-			// state right after Run returns.
-			t0 := time.Now()
-			cp := stateFrom(st, r, coder)
-			nrev, err := w.writeState(ctx, cp, rev)
-			checkpoints += time.Since(t0)
-			if errors.Is(err, errConflict) {
-				return errLost
-			}
-			if err != nil {
-				return fmt.Errorf("checkpoint group %d %q: %w", g+1, gr.Name, err)
-			}
-			rev = nrev
-		}
-		grJSON, _ := coder.group(r, g)
-		w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunGroup, Sequence: s.Name, Group: g + 1, GroupName: gr.Name, Status: string(gr.Status), Error: gr.Error, Result: grJSON})
-		return nil
-	}}
-	opts = append(opts, seq.WithObserver(obs))
+	opts = append(opts, seq.WithObserver(seq.ObserverFuncs{Finished: func(ctx context.Context, res *seq.Result, g int) error {
+		return r.groupFinished(ctx, s, res, g, coder)
+	}}))
 	if w.cfg.RetryInitial > 0 || w.cfg.RetryMax > 0 {
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
 
-	stopKeepalive := w.keepalive(msg)
-	runStart := time.Now()
-	res, runErr := seq.Run(ctx, s, w.caller, args, opts...)
-	stopKeepalive()
-	runEnd := time.Now()
+	w.hold(r)
+	res, runErr := seq.Run(rctx, s, w.caller, args, opts...)
+	stopBeat()
+	w.release1(r)
+	return r.conclude(ctx, s, res, runErr, context.Cause(rctx), coder)
+}
 
-	switch {
-	case errors.Is(runErr, errLost):
-		log.Warn("run taken over by a later delivery; stopping without writing")
-		return runErr
-	case res.Status == seq.StatusInterrupted && w.runCtx.Err() != nil:
-		// Shutdown deadline: the last checkpoint stays; another replica
-		// takes the run now.
-		_ = msg.Nak()
-		return runErr
-	case res.Status == seq.StatusInterrupted:
-		return w.retry(ctx, msg, req, attempt, runErr)
-	}
-	final := stateFrom(st, res, coder)
-	final.Status = events.StatusSucceeded
-	if res.Status != seq.StatusSucceeded {
-		final.Status = events.StatusFailed
-		final.Error = res.Error
-		if runErr != nil {
-			final.Error = runErr.Error()
+// groupFinished is the run's observer: it checkpoints every finished group
+// but the last (stored with the final state), publishes the group event,
+// and stops the run after the group when the worker is stopping.
+func (r *run) groupFinished(ctx context.Context, s *seq.Sequence, res *seq.Result, g int, coder *resultCoder) error {
+	gr := res.Groups[g]
+	last := g == len(res.Groups)-1
+	if gr.Status.Finished() {
+		if err := r.w.checkSlotLimits(s, res, g); err != nil {
+			return err
 		}
 	}
-	final.FinishedAt = final.UpdatedAt
-	if _, err := w.writeState(ctx, final, rev); err != nil {
-		if errors.Is(err, errConflict) {
-			log.Warn("run taken over by a later delivery before its result was stored")
-			return errLost
+	if !last && gr.Status.Finished() {
+		if err := r.store(ctx, func(st *events.RunState) error { return r.fill(ctx, st, res, coder) }); err != nil {
+			return err
 		}
-		return w.retry(ctx, msg, req, attempt, fmt.Errorf("store run result: %w", err))
 	}
-	w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunFinished, Sequence: s.Name, Status: final.Status, Error: final.Error})
-	if err := msg.Ack(); err != nil {
-		log.Warn("ack run request", "err", err)
-	}
-	if log.Enabled(ctx, slog.LevelDebug) {
-		var queued time.Duration
-		if md, err := msg.Metadata(); err == nil {
-			queued = received.Sub(md.Timestamp)
-		}
-		log.Debug("run finished", "status", final.Status, "queued", queued, "claim", runStart.Sub(received), "run", runEnd.Sub(runStart), "checkpoints", checkpoints, "store", time.Since(runEnd))
+	grJSON, _ := coder.group(res, g)
+	r.w.emit(ctx, &events.RunEvent{RunID: r.req.RunID, Kind: events.RunGroup, Sequence: s.Name, Group: g + 1, Groups: len(s.Groups), GroupName: gr.Name,
+		Status: string(gr.Status), Error: gr.Error, Result: grJSON, Worker: r.w.cfg.WorkerID, Attempt: r.attempt})
+	if !last && gr.Status.Finished() && r.w.stopping.Load() {
+		return errHandBack
 	}
 	return nil
+}
+
+// fill sets the state's checkpoint from a run result: finished groups,
+// slots (large ones moved to the object store) and the result JSON.
+func (r *run) fill(ctx context.Context, st *events.RunState, res *seq.Result, coder *resultCoder) error {
+	now := time.Now().UTC()
+	st.UpdatedAt, st.Heartbeat = now, now
+	st.FinishedGroups = 0
+	for _, g := range res.Groups {
+		if g.Status.Finished() {
+			st.FinishedGroups++
+		}
+	}
+	inline, refs, err := r.spill(ctx, res.Slots)
+	if err != nil {
+		return err
+	}
+	st.Slots, st.SlotRefs = inline, refs
+	view := *res
+	view.Slots = inline
+	st.Result, err = coder.result(&view)
+	return err
+}
+
+// store applies change to a copy of the run's state and writes it,
+// compare-and-set; on success the copy becomes the state. A conflict means
+// someone else wrote the state: a cancel request (the run is cancelled:
+// errCancelled), or a later delivery (errLost).
+func (r *run) store(ctx context.Context, change func(st *events.RunState) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for range 3 {
+		st := *r.st
+		if err := change(&st); err != nil {
+			return err
+		}
+		nrev, err := r.w.writeState(ctx, &st, r.rev)
+		if err == nil {
+			r.st, r.rev = &st, nrev
+			return nil
+		}
+		if !errors.Is(err, errConflict) {
+			return err
+		}
+		cur, rev, rerr := r.w.readState(ctx, r.req.RunID)
+		if rerr != nil {
+			return rerr
+		}
+		switch {
+		case cur == nil || cur.Attempt > r.attempt || events.Finished(cur.Status):
+			return errLost
+		case cur.Cancel != nil:
+			r.st.Cancel, r.rev = cur.Cancel, rev
+			if r.cancel != nil {
+				r.cancel(errCancelled)
+			}
+			return errCancelled
+		}
+		// Same delivery, no cancel (a heartbeat raced a checkpoint under
+		// another lock holder is impossible; a hand-edited state): retry
+		// over it.
+		r.rev = rev
+	}
+	return errLost
+}
+
+// conclude stores the run's outcome and settles its request.
+func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, runErr, cause error, coder *resultCoder) error {
+	w, msg, req := r.w, r.msg, r.req
+	var limit *slotLimitError
+	switch {
+	case errors.Is(runErr, errLost) || errors.Is(cause, errLost):
+		r.log.Warn("run taken over by a later delivery; stopping without writing")
+		return errLost
+	case errors.Is(cause, errCancelled) || errors.Is(runErr, errCancelled):
+		r.finishCancelled(ctx, res, coder)
+		return nil
+	case errors.As(runErr, &limit):
+		// A failed final state naming the limit; the values over it are
+		// not stored.
+		for _, k := range limit.slots {
+			delete(res.Slots, k)
+		}
+	case res.Status == seq.StatusInterrupted && (w.runCtx.Err() != nil || errors.Is(runErr, errHandBack)):
+		r.handBack(ctx, runErr)
+		return runErr
+	case res.Status == seq.StatusInterrupted:
+		return w.retry(ctx, msg, req, r.attempt, runErr)
+	}
+	err := r.store(ctx, func(st *events.RunState) error {
+		if ferr := r.fill(ctx, st, res, coder); ferr != nil {
+			return ferr
+		}
+		st.Status = events.StatusSucceeded
+		if res.Status != seq.StatusSucceeded || limit != nil {
+			st.Status, st.Error = events.StatusFailed, res.Error
+			if runErr != nil {
+				st.Error = runErr.Error()
+			}
+		}
+		st.FinishedAt = st.UpdatedAt
+		return nil
+	})
+	switch {
+	case errors.Is(err, errLost):
+		r.log.Warn("run taken over by a later delivery before its result was stored")
+		return errLost
+	case errors.Is(err, errCancelled):
+		r.finishCancelled(ctx, res, coder)
+		return nil
+	case errors.As(err, &limit) || errors.Is(err, errStateTooLarge):
+		w.failRun(ctx, req.RunID, s.Name, r.attempt, err.Error())
+		_ = msg.Ack()
+		return err
+	case err != nil:
+		return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("store run result: %w", err))
+	}
+	r.mu.Lock()
+	final := *r.st
+	r.mu.Unlock()
+	w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunFinished, Sequence: s.Name, Groups: len(s.Groups), Group: final.FinishedGroups,
+		Status: final.Status, Error: final.Error, Worker: w.cfg.WorkerID, Attempt: r.attempt})
+	if err := msg.Ack(); err != nil {
+		r.log.Warn("ack run request", "err", err)
+	}
+	r.log.Debug("run finished", "status", final.Status)
+	return nil
+}
+
+// handBack records the run as interrupted after its last finished group
+// and gives its request back to the queue at once, so another worker (or
+// this one restarted) resumes it without waiting for the ack wait.
+func (r *run) handBack(ctx context.Context, why error) {
+	// The run context may be over (shutdown deadline): write with a
+	// short context of its own.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	reason := "the worker stopped"
+	if why != nil {
+		reason += ": " + why.Error()
+	}
+	err := r.store(wctx, func(st *events.RunState) error {
+		now := time.Now().UTC()
+		st.Status, st.Error, st.UpdatedAt, st.Interrupted = events.StatusInterrupted, reason, now, now
+		return nil
+	})
+	if errors.Is(err, errLost) {
+		return
+	}
+	if err != nil {
+		r.log.Warn("record interrupted run", "err", err)
+	}
+	r.mu.Lock()
+	n, groups, name := r.st.FinishedGroups, r.st.Groups, r.st.Sequence
+	r.mu.Unlock()
+	r.w.emit(wctx, &events.RunEvent{RunID: r.req.RunID, Kind: events.RunInterrupted, Sequence: name, Group: n, Groups: groups,
+		Status: events.StatusInterrupted, Error: reason, Worker: r.w.cfg.WorkerID, Attempt: r.attempt})
+	if err := r.msg.Nak(); err != nil {
+		r.log.Warn("hand the run back", "err", err)
+	}
+	// The Nak is a plain publish: make sure the server has it before Stop
+	// returns and the connection is drained (or, in tests, left open).
+	if err := r.w.nc.FlushTimeout(2 * time.Second); err != nil {
+		r.log.Warn("hand the run back: flush", "err", err)
+	}
+	r.log.Info("run handed back", "after_group", n)
+}
+
+// finishCancelled stores the cancelled final state (with the result so
+// far when res is not nil) and acknowledges the request.
+func (r *run) finishCancelled(ctx context.Context, res *seq.Result, coder *resultCoder) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if coder == nil {
+		coder = &resultCoder{}
+	}
+	for range 3 {
+		err := r.store(wctx, func(st *events.RunState) error {
+			if res != nil {
+				if err := r.fill(wctx, st, res, coder); err != nil {
+					return err
+				}
+			}
+			now := time.Now().UTC()
+			st.Status, st.FinishedAt, st.UpdatedAt = events.StatusCancelled, now, now
+			st.Error = "cancelled"
+			if c := st.Cancel; c != nil {
+				st.Error = cancelText(c)
+			}
+			return nil
+		})
+		if errors.Is(err, errCancelled) {
+			continue // the cancel request's own write: store over it
+		}
+		if errors.Is(err, errLost) {
+			return
+		}
+		if err != nil {
+			r.log.Warn("record cancelled run", "err", err)
+		}
+		break
+	}
+	r.mu.Lock()
+	st := *r.st
+	r.mu.Unlock()
+	ev := &events.RunEvent{RunID: r.req.RunID, Kind: events.RunFinished, Sequence: st.Sequence, Group: st.FinishedGroups, Groups: st.Groups,
+		Status: events.StatusCancelled, Error: st.Error, Worker: r.w.cfg.WorkerID, Attempt: r.attempt}
+	if st.Cancel != nil {
+		ev.By, ev.Reason = st.Cancel.By, st.Cancel.Reason
+	}
+	r.w.emit(wctx, ev)
+	_ = r.msg.Ack()
+	r.log.Info("run cancelled", "after_group", st.FinishedGroups)
+}
+
+// cancelText says who cancelled a run and why.
+func cancelText(c *events.CancelInfo) string {
+	s := "cancelled"
+	if c.By != "" {
+		s += " by " + c.By
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
 }
 
 // retry hands a run back to the queue after a passing failure, with a
@@ -249,141 +542,6 @@ func (w *Worker) retry(ctx context.Context, msg jetstream.Msg, req *events.RunRe
 	w.log.Warn("run redelivered later", "run", req.RunID, "attempt", attempt, "delay", d, "err", err)
 	_ = msg.NakWithDelay(d)
 	return err
-}
-
-// keepalive sends in-progress acks every third of AckWait until stopped.
-func (w *Worker) keepalive(msg jetstream.Msg) func() {
-	every := max(w.ackWait/3, 100*time.Millisecond)
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
-}
-
-// failRun stores a failed final state for runID (unless it finished, or a
-// later delivery owns it) and announces it. Best effort: errors are logged.
-func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt int, reason string) {
-	for range 3 {
-		cur, rev, err := w.readState(ctx, runID)
-		if err != nil {
-			w.log.Error("record failed run", "run", runID, "err", err)
-			return
-		}
-		now := time.Now().UTC()
-		st := &events.RunState{RunID: runID, Sequence: sequence, Status: events.StatusFailed, Error: reason, Attempt: attempt, StartedAt: now, UpdatedAt: now, FinishedAt: now}
-		if cur != nil {
-			if finished(cur.Status) || cur.Attempt > attempt {
-				return
-			}
-			st.StartedAt, st.FinishedGroups, st.Slots, st.Result = cur.StartedAt, cur.FinishedGroups, cur.Slots, cur.Result
-			st.Request = cur.Request
-			if st.Sequence == "" {
-				st.Sequence = cur.Sequence
-			}
-		}
-		_, err = w.writeState(ctx, st, rev)
-		if errors.Is(err, errConflict) {
-			continue
-		}
-		if err != nil {
-			w.log.Error("record failed run", "run", runID, "err", err)
-			return
-		}
-		w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunFinished, Sequence: st.Sequence, Status: events.StatusFailed, Error: reason})
-		return
-	}
-}
-
-func finished(status string) bool {
-	return status == events.StatusSucceeded || status == events.StatusFailed
-}
-
-// readState returns the RUNS state of runID and its revision; nil, 0 when
-// there is none.
-func (w *Worker) readState(ctx context.Context, runID string) (*events.RunState, uint64, error) {
-	e, err := w.runs.Get(ctx, runID)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	var st events.RunState
-	if err := events.Decode(e.Value(), &st); err != nil {
-		// Unreadable: treat as absent but keep the revision so the next
-		// write replaces it.
-		w.log.Warn("unreadable run state replaced", "run", runID, "err", err)
-		return nil, e.Revision(), nil
-	}
-	return &st, e.Revision(), nil
-}
-
-// writeState stores st under its run id, compare-and-set: rev 0 creates
-// the key, any other rev must be the key's current revision. Errors:
-// errConflict, an encoding error, NATS errors.
-func (w *Worker) writeState(ctx context.Context, st *events.RunState, rev uint64) (uint64, error) {
-	b, err := encodeState(st)
-	if err != nil {
-		return 0, err
-	}
-	var nrev uint64
-	if rev == 0 {
-		nrev, err = w.runs.Create(ctx, st.RunID, b)
-	} else {
-		nrev, err = w.runs.Update(ctx, st.RunID, b, rev)
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return 0, fmt.Errorf("%w: %v", errConflict, err)
-	}
-	if errors.Is(err, nats.ErrMaxPayload) || (err != nil && strings.Contains(err.Error(), "maximum")) {
-		// The state is larger than the bucket allows: keep the outcome,
-		// drop the slots and per-call detail.
-		small := *st
-		small.Slots, small.Result = nil, nil
-		small.Error = strings.TrimSpace(st.Error + " (state too large for the RUNS bucket: slots and result dropped)")
-		b, _ = events.Encode(&small)
-		if rev == 0 {
-			nrev, err = w.runs.Create(ctx, st.RunID, b)
-		} else {
-			nrev, err = w.runs.Update(ctx, st.RunID, b, rev)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return 0, fmt.Errorf("%w: %v", errConflict, err)
-		}
-	}
-	return nrev, err
-}
-
-// emit publishes a run event without waiting for the stream's ack.
-func (w *Worker) emit(ctx context.Context, ev *events.RunEvent) {
-	ev.At = time.Now().UTC()
-	subj, err := events.RunEventSubject(ev.RunID, ev.Kind)
-	if err != nil {
-		w.log.Warn("run event not published", "run", ev.RunID, "err", err)
-		return
-	}
-	b, err := encodeEvent(ev)
-	if err != nil {
-		w.log.Warn("run event not published", "run", ev.RunID, "err", err)
-		return
-	}
-	m := &nats.Msg{Subject: subj, Data: b, Header: nats.Header{}}
-	events.Inject(ctx, m.Header)
-	if _, err := w.js.PublishMsgAsync(m); err != nil {
-		w.log.Warn("run event not published", "run", ev.RunID, "err", err)
-	}
 }
 
 // resolve returns the sequence a request runs.
@@ -405,29 +563,38 @@ func (w *Worker) resolve(ctx context.Context, req *events.RunRequest) (*seq.Sequ
 // decodeRunRequest reads a run request message. The run id is the
 // message's Nats-Msg-Id (the body's run_id when the header is absent); a
 // schedule tick's run id is TickRunID of its scheduler headers. On error
-// the request is unusable (terminal) and the run id is what could be read.
+// the request is unusable (terminal) and the run id is what could be read
+// — "" when it is not a valid run id (too long, or other characters), so
+// that no subject or key is derived from it.
 func decodeRunRequest(msg jetstream.Msg) (*events.RunRequest, string, error) {
 	req := &events.RunRequest{}
 	h := msg.Headers()
 	id := h.Get(jetstream.MsgIDHeader)
 	tick := h.Get(events.HeaderScheduler) != ""
+	if len(id) > events.MaxRunIDLength {
+		return req, "", &terminalError{fmt.Errorf("run request on %s: its %s header is %d bytes long; a run id has at most %d (events.MaxRunIDLength)", msg.Subject(), jetstream.MsgIDHeader, len(id), events.MaxRunIDLength)}
+	}
 	if err := events.Decode(msg.Data(), req); err != nil {
 		_ = json.Unmarshal(msg.Data(), req)
-		if id == "" && tick && req.Sequence != "" {
-			id = TickRunID(req.Sequence, h.Get(events.HeaderScheduleNext), msg)
+		if id == "" {
+			id = req.RunID
 		}
-		return req, tokenOrEmpty(id), &terminalError{fmt.Errorf("run request on %s: %w", msg.Subject(), err)}
+		if events.CheckRunID(id) != nil {
+			id = ""
+		}
+		return req, id, &terminalError{fmt.Errorf("run request on %s: %w", msg.Subject(), err)}
 	}
 	if tick {
-		id = TickRunID(req.Sequence, h.Get(events.HeaderScheduleNext), msg)
-		req.Trigger = events.TriggerSchedule
+		at := TickTime(h.Get(events.HeaderScheduleNext), h.Get(events.HeaderSchedule), msg)
+		id = TickRunID(req.Sequence, at, msg)
+		req.Trigger, req.RequestedAt = events.TriggerSchedule, at
 	}
 	if id == "" {
 		id = req.RunID
 	}
 	req.RunID = id
-	if tokenOrEmpty(id) == "" {
-		return req, "", &terminalError{fmt.Errorf("run request on %s: run id %q is not a single subject token (no '.', '*', '>' or spaces)", msg.Subject(), id)}
+	if err := events.CheckRunID(id); err != nil {
+		return req, "", &terminalError{fmt.Errorf("run request on %s: %w", msg.Subject(), err)}
 	}
 	return req, id, nil
 }
@@ -443,34 +610,68 @@ func decodeArgs(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	return args, nil
 }
 
+// TickTime returns the time of a schedule tick itself, not the next one:
+// for "@every D" the Nats-Schedule-Next time minus D (the server computes
+// the next tick as this tick's time, rounded to the second, plus D); for a
+// cron schedule the tick message's stored time truncated to the second
+// (cron ticks fire on whole seconds). schedule is the schedule pattern
+// ("" when unknown: the stored time is used). Every redelivery of one tick
+// gives the same time.
+func TickTime(next, schedule string, msg jetstream.Msg) time.Time {
+	if rest, ok := strings.CutPrefix(schedule, "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil {
+			if t, err := time.Parse(time.RFC3339Nano, next); err == nil {
+				return t.UTC().Add(-d)
+			}
+		}
+	}
+	if msg != nil {
+		if md, err := msg.Metadata(); err == nil && !md.Timestamp.IsZero() {
+			return md.Timestamp.UTC().Truncate(time.Second)
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, next); err == nil {
+		return t.UTC()
+	}
+	return time.Time{}
+}
+
 // TickRunID returns the run id of a schedule tick of sequence: "tick-",
-// the sequence name and the tick's Nats-Schedule-Next time (UTC,
-// millisecond precision: 20060102T150405123Z). Ticks of one schedule are at
-// least 1 s apart, so the id is unique per tick and the same on every
-// redelivery. A one-shot tick (Nats-Schedule-Next: purge) uses the
-// stream sequence of the tick instead.
-func TickRunID(sequence, next string, msg jetstream.Msg) string {
-	name := tokenize(sequence)
-	t, err := time.Parse(time.RFC3339Nano, next)
-	if err != nil {
+// the sequence name and the tick's own time (UTC, millisecond precision:
+// 20060102T150405123Z); a tick whose time is unknown uses the stream
+// sequence of the tick message instead. The id is unique per tick and the
+// same on every redelivery.
+func TickRunID(sequence string, at time.Time, msg jetstream.Msg) string {
+	if at.IsZero() {
 		var n uint64
 		if msg != nil {
 			if md, err := msg.Metadata(); err == nil {
 				n = md.Sequence.Stream
 			}
 		}
-		return fmt.Sprintf("tick-%s-seq%d", name, n)
+		return events.BoundedID("tick", sequence, fmt.Sprintf("seq%d", n))
 	}
-	t = t.UTC()
-	return fmt.Sprintf("tick-%s-%s%03dZ", name, t.Format("20060102T150405"), t.Nanosecond()/1e6)
+	at = at.UTC()
+	stamp := fmt.Sprintf("%s%03dZ", at.Format("20060102T150405"), at.Nanosecond()/1e6)
+	id := "tick-" + tokenize(sequence) + "-" + stamp
+	if len(id) > events.MaxRunIDLength || tokenize(sequence) != sequence {
+		return events.BoundedID("tick", sequence, stamp)
+	}
+	return id
 }
 
 // BootRunID returns the run id of the boot run of sequence for one boot of
 // agent: "boot-<agent>-<sequence>-<16 hex digits of a SHA-256 of the three
-// values>", the same on every replica and every redelivery.
+// values>", the same on every replica and every redelivery; the readable
+// part is cut so the id stays within events.MaxRunIDLength.
 func BootRunID(agent, bootID, sequence string) string {
 	h := sha256.Sum256([]byte(agent + "\x00" + bootID + "\x00" + sequence))
-	return "boot-" + tokenize(agent) + "-" + tokenize(sequence) + "-" + hex.EncodeToString(h[:8])
+	sum := hex.EncodeToString(h[:8])
+	id := "boot-" + tokenize(agent) + "-" + tokenize(sequence)
+	if room := events.MaxRunIDLength - len(sum) - 1; len(id) > room {
+		id = id[:room]
+	}
+	return id + "-" + sum
 }
 
 // tokenize makes s usable inside a subject token (and a KV key).
@@ -487,10 +688,10 @@ func tokenize(s string) string {
 	return b.String()
 }
 
-// tokenOrEmpty returns id when it is a usable run id (a subject token and
-// a KV key), else "".
+// tokenOrEmpty returns id when it is a usable run id (events.CheckRunID),
+// else "".
 func tokenOrEmpty(id string) string {
-	if id == "" || tokenize(id) != id {
+	if events.CheckRunID(id) != nil {
 		return ""
 	}
 	return id

@@ -138,23 +138,37 @@ func (w *Worker) reconcileSchedule(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		body, err := events.Encode(&events.RunRequest{RunID: "tick-" + tokenize(name), Sequence: name, Trigger: events.TriggerSchedule})
+		body, err := events.Encode(&events.RunRequest{RunID: events.BoundedID("tick", name), Sequence: name, Trigger: events.TriggerSchedule})
 		if err != nil {
 			return err
 		}
 		m := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{}}
 		m.Header.Set(events.HeaderSequenceRevision, strconv.FormatUint(rev, 10))
-		_, err = events.Publish(ctx, w.js, m, opt, jetstream.WithScheduleTarget(target),
+		m.Header.Set(events.HeaderSchedule, schedulePattern(s.Schedule))
+		popts := []jetstream.PublishOpt{opt}
+		if tz := scheduleTimeZone(s); tz != "" {
+			popts = append(popts, jetstream.WithScheduleTimeZone(tz))
+		}
+		_, err = events.Publish(ctx, w.js, m, append(popts, jetstream.WithScheduleTarget(target),
 			jetstream.WithMsgID(fmt.Sprintf("schedule-%s-%d", tokenize(name), rev)),
-			jetstream.WithExpectLastSequencePerSubject(lastSeq))
+			jetstream.WithExpectLastSequencePerSubject(lastSeq))...)
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			continue // another replica published meanwhile: look again
+		}
+		tz := scheduleTimeZone(s)
+		if errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Description), "schedule") {
+			// The server refused the schedule itself (pattern, time zone):
+			// the sequence would silently never run; say so.
+			w.log.Error("schedule refused by the NATS server; the sequence does not run on its own", "sequence", name, "schedule", s.Schedule, "time_zone", tz, "err", apiErr.Description)
+			w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Schedule: s.Schedule, TimeZone: tz, Status: events.ScheduleRefused, Error: apiErr.Description, Revision: rev})
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("publish schedule %q on %s: %w", s.Schedule, subj, err)
 		}
 		w.log.Info("schedule set", "sequence", name, "schedule", s.Schedule, "revision", rev)
+		w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Schedule: s.Schedule, TimeZone: tz, Status: events.ScheduleSet, Revision: rev})
 		return nil
 	}
 	return nil
@@ -172,6 +186,12 @@ func scheduleOpt(schedule string) (jetstream.PublishOpt, error) {
 	}
 	return jetstream.WithScheduleCron(schedule), nil
 }
+
+// scheduleTimeZone returns the IANA time zone the sequence names for its
+// cron schedule ("" = UTC), published as Nats-Schedule-Time-Zone.
+// pkg/seq's AST has no time-zone field yet (it is being added with the
+// schedule rules); until then every schedule runs in UTC.
+func scheduleTimeZone(s *seq.Sequence) string { return "" }
 
 // schedulePattern is the Nats-Schedule header value scheduleOpt produces.
 func schedulePattern(schedule string) string {
@@ -253,4 +273,16 @@ func (r *rawMsg) Data() []byte         { return r.raw.Data }
 func (r *rawMsg) Subject() string      { return r.raw.Subject }
 func (r *rawMsg) Metadata() (*jetstream.MsgMetadata, error) {
 	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: r.raw.Sequence}}, nil
+}
+
+// emitSchedule publishes a schedule event (best effort).
+func (w *Worker) emitSchedule(ctx context.Context, ev *events.ScheduleEvent) {
+	ev.At = time.Now().UTC()
+	subj, err := events.ScheduleEventSubject(ev.Sequence)
+	if err != nil {
+		return
+	}
+	if _, err := events.PublishMessage(ctx, w.js, subj, ev); err != nil {
+		w.log.Warn("schedule event not published", "sequence", ev.Sequence, "err", err)
+	}
 }

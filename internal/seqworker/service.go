@@ -20,14 +20,19 @@ import (
 //	seq_call  skillbus.seq.call    events.SeqCallRequest   → events.SeqCallReply
 //	run       skillbus.seq.run     events.SeqRunRequest    → events.SeqRunReply
 //	status    skillbus.seq.status  events.SeqStatusRequest → events.RunState
+//	cancel    skillbus.seq.cancel  events.SeqCancelRequest → events.RunState
+//	list      skillbus.seq.list    events.SeqListRequest   → events.SeqListReply
+//	rerun     skillbus.seq.rerun   events.SeqRerunRequest  → events.SeqRunReply
 //
-// Bad input gets a micro error with code "400", an unknown group, sequence
-// or run "404", a NATS failure "503", a worker that is stopping "503".
+// Bad input (including an identifier over its limit, events.MaxRunIDLength
+// and the like) gets a micro error with code "400", an unknown group,
+// sequence or run "404", a conflict (a run id reused, a finished run
+// cancelled) "409", a NATS failure "503", a worker that is stopping "503".
 func (w *Worker) startService() error {
 	svc, err := micro.AddService(w.nc, micro.Config{
 		Name:        events.ServiceSeq,
 		Version:     version.String(), // the one skillbus version (internal/version)
-		Description: "skillbus sequence runner: seq_call, run, status",
+		Description: "skillbus sequence runner: seq_call, run, status, cancel, list, rerun (docs/runs.md)",
 		QueueGroup:  events.ServiceSeq,
 	})
 	if err != nil {
@@ -42,6 +47,9 @@ func (w *Worker) startService() error {
 		{"seq_call", "call", w.serveCall},
 		{"run", "run", w.serveRun},
 		{"status", "status", w.serveStatus},
+		{"cancel", "cancel", w.serveCancel},
+		{"list", "list", w.serveList},
+		{"rerun", "rerun", w.serveRerun},
 	} {
 		if err := g.AddEndpoint(ep.name, w.async(ep.h), micro.WithEndpointSubject(ep.subj)); err != nil {
 			return fmt.Errorf("seqworker: endpoint %s: %w", ep.name, err)
@@ -130,22 +138,23 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 	}
 	if in.RunID == "" {
 		in.RunID = "run-" + nuid.Next()
-	} else if tokenOrEmpty(in.RunID) == "" {
-		_ = req.Error("400", fmt.Sprintf("run_id %q: use only letters, digits, '-' and '_'", in.RunID), nil)
-		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	r := &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerCall, RequestedAt: time.Now().UTC()}
+	w.startRun(ctx, req, &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerManual, RequestedAt: time.Now().UTC()})
+}
+
+// startRun checks a run request that seq.run or seq.rerun makes, queues it
+// and answers with its run id.
+func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunRequest) {
+	in := r
 	// Refuse at once what can never run, rather than queueing a run that
 	// fails.
 	if len(in.Inline) > 0 {
-		s, err := seq.Decode(in.Inline)
-		if err != nil {
+		if _, err := seq.Decode(in.Inline); err != nil {
 			_ = req.Error("400", "inline sequence: "+err.Error(), nil)
 			return
 		}
-		r.Sequence = s.Name
 	} else if _, _, err := w.cat.get(ctx, in.Sequence); err != nil {
 		code := "503"
 		if errors.Is(err, errNoSequence) {
@@ -159,9 +168,6 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 	if _, err := decodeArgs(in.Args); err != nil {
 		_ = req.Error("400", err.Error(), nil)
 		return
-	}
-	if len(in.Inline) > 0 {
-		r.Sequence = "" // RunRequest: exactly one of sequence and inline
 	}
 	if err := w.enqueue(ctx, r); err != nil {
 		code := "503"
@@ -181,10 +187,6 @@ func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
 	var in events.SeqStatusRequest
 	if err := events.Decode(req.Data(), &in); err != nil {
 		_ = req.Error("400", err.Error(), nil)
-		return
-	}
-	if tokenOrEmpty(in.RunID) == "" {
-		_ = req.Error("400", fmt.Sprintf("run_id %q is not a run id (letters, digits, '-' and '_')", in.RunID), nil)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -1,32 +1,44 @@
 // Package seqworker runs tool sequences as a durable, distributed service
-// (DESIGN.md §2–§4): any number of replicas share run requests from the
-// SEQ_RUNS work queue, checkpoint every finished group in the RUNS bucket,
-// start boot sequences on agent_ready, keep the server-side schedules of
-// scheduled sequences in line with the SEQUENCES bucket, and serve the
-// skillbus.seq.* micro endpoints (seq_call, run, status).
+// (docs/sequences.md, docs/runs.md): any number of replicas share run
+// requests from the SEQ_RUNS work queue, checkpoint every finished group in
+// the RUNS bucket, start boot sequences on agent_ready, keep the
+// server-side schedules of scheduled sequences in line with the SEQUENCES
+// bucket, and serve the skillbus.seq.* micro endpoints (seq_call, run,
+// status, cancel, list, rerun).
 //
 // # Guarantees
 //
+//   - Run lifecycle (docs/runs.md): queued → running → succeeded | failed |
+//     cancelled, with interrupted when the holder stopped. The state names
+//     the holder (Config.WorkerID), its last heartbeat and the trigger.
 //   - A run request is acknowledged only after the run's final state is in
-//     RUNS. A worker that dies mid-run leaves the request unacknowledged: the
-//     server redelivers it after AckWait and the next worker resumes after
-//     the last checkpointed group. A tool of the group that was running may
-//     thus be called twice (at-least-once, DESIGN.md §4); a finished group
-//     is never run again.
+//     RUNS. While it runs, the holder sends in-progress acks and renews the
+//     state's heartbeat every Config.Heartbeat (long tool calls included),
+//     so the consumer's short ack wait (10 s by default) only passes when the
+//     holder is dead: the server then redelivers the request and the next
+//     worker resumes after the last checkpointed group (a `resumed` event
+//     says so). A tool of the group that was running may thus be called
+//     twice (at-least-once); a finished group is never run again — also when
+//     its slots are large: they live in the RUN_SLOTS object store.
+//   - Stop stops intake, lets running groups finish within its deadline
+//     (a run whose group finishes stops before its next one), then stores
+//     each unfinished run as interrupted and hands its request back at once
+//     (Nak without delay).
 //   - Every state write is compare-and-set on the RUNS key's revision and
 //     carries the delivery count (RunState.Attempt): a worker that lost its
-//     delivery (paused past AckWait while another took over) gets a
-//     conflict and stops, so it cannot overwrite the new owner's state.
-//     The pending-revision hint that seq.run and boot runs put on their
-//     requests (see Cost) is only used as the revision of that
-//     compare-and-set: a stale, unreadable or missing hint makes the claim
-//     read the state as for any other request. The hint is trusted as far
-//     as this: a publisher of run requests that sets it, by hand, to the
-//     current revision of a finished run's state has that run run again;
-//     only this package sets it.
+//     delivery (paused past the ack wait while another took over) gets a
+//     conflict and stops, so it cannot overwrite the new owner's state. A
+//     conflict caused by a cancel request makes the holder cancel the run.
+//   - The claim hint (events.HeaderPendingRevision) that enqueue puts on
+//     requests only skips the create-only claim attempt: the state is read
+//     and the claim is made only over a queued (or interrupted, or
+//     abandoned running) state of the same request digest; a finished run is
+//     never run again whatever the hint says, and a request whose digest
+//     differs from the state's is terminated.
 //   - A run that cannot succeed (unknown sequence, undecodable request or
-//     sequence, a checkpoint of a changed sequence) is terminated at once
-//     (Term) with the reason in its RUNS state. Passing failures (NATS or KV
+//     sequence, an identifier over its limit, a checkpoint of a changed
+//     sequence) is terminated at once (Term) with the reason in its RUNS
+//     state when it has a usable run id. Passing failures (NATS or KV
 //     unavailable) are redelivered with a doubling delay; a run whose
 //     deliveries are exhausted ends failed in RUNS with the reason.
 //   - Boot runs have deterministic ids (BootRunID), are guarded by a
@@ -34,52 +46,23 @@
 //     sequence runs once per agent and boot id however many replicas see
 //     the agent_ready event and however often it is redelivered.
 //   - Scheduled sequences run on the NATS server's message schedules (one
-//     tick per schedule for the whole cluster); tick run ids derive from the
-//     tick's Nats-Scheduler and Nats-Schedule-Next headers (TickRunID).
-//     The `schedule` syntax is the server's own (pkg/seq validates it:
-//     "@every D" with D ≥ 1s, @hourly/@daily/…, or 6-field cron with seconds
-//     first; a 5-field cron is refused with a hint), so it is passed through
-//     unchanged. Every replica reconciles the schedule messages with the
-//     SEQUENCES bucket (a new or changed sequence publishes its schedule,
-//     which replaces the older one on the same subject; a deleted or
-//     unscheduled one purges it); a tick of a sequence that is no longer
-//     scheduled is dropped.
+//     tick per schedule for the whole cluster); tick run ids carry the
+//     tick's own time (TickTime, TickRunID). Every replica reconciles the
+//     schedule messages with the SEQUENCES bucket; a tick of a sequence that
+//     is no longer scheduled is dropped.
 //
 // # Cost
 //
-// Beside the tool calls, a run costs, on the worker's critical path:
-//
-//   - one claim write, in parallel with reading the sequence: on a first
-//     delivery of a run started by seq.run or a boot, a compare-and-set
-//     over the run's pending state, whose revision the request carries
-//     (header Skillbus-Pending-Revision, set by this package); on a first
-//     delivery of a request published directly, a create-only write. The
-//     state is read first only on a redelivery, a schedule tick, or when
-//     that write conflicts (a run claimed or finished since, a run id
-//     used before);
-//   - one RUNS write per finished group but the last: the final state is
-//     the last group's checkpoint;
-//   - three or more events published without waiting.
-//
-// Each finished group is encoded to JSON once per run and reused by the
-// later checkpoints, the final state and its group event.
-//
-// The claim is not folded into the first checkpoint, although that would
-// save one round trip: the claim is what makes a duplicate request for a
-// run that already finished (published again after the stream's duplicate
-// window, or a boot request published again while its pending state is
-// unclaimed) end without a tool call, and what keeps a boot run's pending
-// state short-lived. A write after the first group would call that
-// group's tools first.
-//
-// Measured with BenchmarkSeqworker in test/integration (3 groups × 8
-// calls of an echo tool, one embedded server, a shared 2-core machine; 10
-// interleaved rounds, median of the per-round ratios to the raw floor):
-// latency (median run) 2.03× the floor for a request published on the
-// queue and 2.20× through seq.run (2.32× and 2.63× before the changes
-// above); throughput with 16 runs in flight 1.29× and 1.62× (1.81× and
-// 2.10×). Of the latency overhead, the four RUNS writes (claim, two
-// checkpoints, final) take about 0.6 ms per run, the queue about 0.1 ms.
+// Beside the tool calls, a run costs, on the worker's critical path: one
+// claim (a create-only write for a request published directly; a read and
+// a compare-and-set for a run queued through seq.run or a boot), one RUNS
+// write per finished group but the last (the final state is the last
+// group's checkpoint), and three or more events published without
+// waiting. Every state write carries the run's summary in headers, which
+// is what `runs ls` reads. Each finished group is encoded to JSON once per
+// run and reused by the later checkpoints, the final state and its group
+// event. BenchmarkSeqworker in test/integration measures the overhead
+// against raw request/reply.
 package seqworker
 
 import (
@@ -87,7 +70,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -111,6 +96,8 @@ type Worker struct {
 	caller seq.Caller
 
 	runs       jetstream.KeyValue
+	slots      jetstream.ObjectStore // large slot values; nil if unavailable
+	maxValue   int                   // largest RUNS value that can be written
 	sequences  jetstream.KeyValue
 	stream     jetstream.Stream
 	consumer   jetstream.Consumer
@@ -132,8 +119,17 @@ type Worker struct {
 	inflight sync.WaitGroup // runs and calls
 	loops    sync.WaitGroup // fetch loop, watcher, reconciler
 
-	svc     micro.Service
-	advSub  *nats.Subscription
+	svc       micro.Service
+	advSub    *nats.Subscription
+	cancelSub *nats.Subscription
+
+	// stopping is set when Stop begins: a run whose group finishes then
+	// is handed back instead of starting its next group.
+	stopping atomic.Bool
+	// heldMu guards held: the runs this worker holds, by run id.
+	heldMu sync.Mutex
+	held   map[string]*run
+
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
 
@@ -183,6 +179,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		runSlots:  make(chan struct{}, cfg.Concurrency),
 		callSlots: make(chan struct{}, cfg.Concurrency),
 		recheck:   make(chan string, 1024),
+		held:      map[string]*run{},
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
 	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
@@ -242,8 +239,21 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	if w.consumer, err = w.js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err != nil {
 		return fmt.Errorf("seqworker: consumer %s: %w", events.ConsumerSeqworker, err)
 	}
+	if w.slots, err = w.js.ObjectStore(ctx, events.BucketRunSlots); err != nil {
+		w.log.Warn("object store for large slot values unavailable; large slots fail their run", "bucket", events.BucketRunSlots, "err", err)
+		w.slots = nil
+	}
+	w.maxValue = int(w.nc.MaxPayload()) - 16<<10 // room for the headers
+	if st, err := w.runs.Status(ctx); err == nil {
+		if mv := int(st.Config().MaxValueSize); mv > 0 && mv < w.maxValue {
+			w.maxValue = mv
+		}
+	}
 	ci := w.consumer.CachedInfo()
 	w.ackWait, w.maxDeliver = ci.Config.AckWait, ci.Config.MaxDeliver
+	if w.cfg.Heartbeat > w.ackWait/2 {
+		w.log.Warn("heartbeat too slow for the ack wait; using a third of the ack wait", "heartbeat", w.cfg.Heartbeat, "ack_wait", w.ackWait)
+	}
 	w.cat = newCatalog(w.sequences)
 
 	if err := w.startWatcher(ctx); err != nil {
@@ -251,6 +261,10 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	}
 	if w.advSub, err = w.nc.QueueSubscribe(events.AdvisoryMaxDeliveriesSeqworker, events.ConsumerSeqworker, w.onMaxDeliveries); err != nil {
 		return fmt.Errorf("seqworker: subscribe to max-deliveries advisories: %w", err)
+	}
+	cancelSubj, _ := events.RunEventSubject("x", events.RunCancelling)
+	if w.cancelSub, err = w.nc.Subscribe(strings.Replace(cancelSubj, ".x.", ".*.", 1), w.onCancelSignal); err != nil {
+		return fmt.Errorf("seqworker: subscribe to cancel requests: %w", err)
 	}
 	if err := w.startBoot(ctx); err != nil {
 		return err
@@ -265,15 +279,17 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	}
 	w.loops.Add(1)
 	go w.fetchLoop()
-	w.log.Info("seqworker started", "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWait, "max_deliver", w.maxDeliver)
+	w.log.Info("seqworker started", "worker", w.cfg.WorkerID, "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWait, "heartbeat", w.beatEvery(), "max_deliver", w.maxDeliver)
 	return nil
 }
 
 // Stop stops the worker in two phases: it stops intake at once (no more
-// fetches, agent_ready events or micro requests), then waits for the
-// running runs and calls until ctx is done; at that point it interrupts
-// them — their runs keep the last checkpoint and are handed back to the
-// queue for another replica — and waits for them to return. It does not
+// fetches, agent_ready events or micro requests) and lets the running
+// groups and calls go on until ctx is done — a run whose group finishes
+// meanwhile stops before its next group; at the deadline it interrupts the
+// rest. Every unfinished run is stored as interrupted (with its last
+// finished group) and handed back to the queue at once for another
+// replica; Stop waits for them to return. It does not
 // close the NATS connection (the caller drains it). Stop is safe to call
 // more than once; later calls return the first result. Errors: ctx's error
 // when runs had to be interrupted.
@@ -287,6 +303,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.state = 2
 	w.mu.Unlock()
 
+	w.stopping.Store(true)
 	w.intakeCancel()
 	var err error
 	if started {
@@ -302,6 +319,11 @@ func (w *Worker) Stop(ctx context.Context) error {
 		if w.advSub != nil {
 			_ = w.advSub.Unsubscribe()
 		}
+		defer func() {
+			if w.cancelSub != nil {
+				_ = w.cancelSub.Unsubscribe()
+			}
+		}()
 		w.mu.Lock()
 		w.draining = true
 		w.mu.Unlock()

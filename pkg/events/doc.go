@@ -1,5 +1,5 @@
 // Package events is skillbus's NATS vocabulary: the names of every subject,
-// stream, consumer and KV bucket (DESIGN.md §3), the messages that travel
+// stream, consumer and KV bucket (docs/runs.md, docs/sequences.md), the messages that travel
 // on them, the idempotent provisioning of the streams and buckets, and
 // OpenTelemetry trace-context propagation over NATS headers.
 //
@@ -9,9 +9,14 @@
 // service replicas on any number of nodes share the work:
 //
 //   - Four KV buckets: SKILLS and SEQUENCES (written by the registry, read by
-//     everyone), RUNS (one key per run: the checkpoint and the result, expiring
-//     after RunsTTL) and SKILLFACE_SESSIONS (per-session activation state,
-//     expiring after SessionsTTL).
+//     everyone), RUNS (one key per run: the checkpoint and the result, with
+//     the run's summary in headers, expiring after RunsTTL) and
+//     SKILLFACE_SESSIONS (per-session activation state, expiring after
+//     SessionsTTL); and the RUN_SLOTS object store (slot values too large
+//     for a RUNS entry, with the RUNS retention).
+//   - The run lifecycle (RunState, the Status constants, RunEvent kinds)
+//     and the request and reply types of every skillbus.seq.* endpoint
+//     (seqservice.go); docs/runs.md describes them. pkg/client calls them.
 //   - The SEQ_RUNS stream: a work queue of run requests on seq.run.<name>,
 //     deduplicated by run id (Nats-Msg-Id), consumed by the durable pull
 //     consumer "seqworker"; and server-side message schedules on

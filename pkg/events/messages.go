@@ -61,118 +61,6 @@ func Decode(data []byte, m Message) error {
 	return m.check()
 }
 
-// Run triggers: why a run was requested.
-const (
-	TriggerCall     = "call"     // on demand (seq_call, `skillbus run`)
-	TriggerSchedule = "schedule" // a schedule tick (DESIGN.md §4)
-	TriggerBoot     = "boot"     // an agent_ready event and boot: true
-)
-
-// RunRequest asks the seqworker to run a sequence. It is published on
-// RunSubject(sequence) in StreamSeqRuns with Nats-Msg-Id = RunID, so a
-// repeated request with the same id inside the duplicate window is dropped
-// by the server (DESIGN.md §3).
-type RunRequest struct {
-	V int `json:"v"`
-	// RunID identifies the run: the RUNS key and the dedupe id. Required; a
-	// single subject token (no '.', '*', '>' or spaces).
-	RunID string `json:"run_id"`
-	// Sequence names a stored sequence (SEQUENCES bucket). Exactly one of
-	// Sequence and Inline is set.
-	Sequence string `json:"sequence,omitempty"`
-	// Inline is a sequence AST (the JSON of pkg/seq's parsed sequence), for
-	// a run of a sequence that is not stored.
-	Inline json.RawMessage `json:"inline,omitempty"`
-	// Args are the run arguments: a JSON object, or absent for none.
-	Args json.RawMessage `json:"args,omitempty"`
-	// Trigger is TriggerCall, TriggerSchedule or TriggerBoot; empty means
-	// TriggerCall.
-	Trigger string `json:"trigger,omitempty"`
-	// Agent and BootID identify the agent_ready event of a boot run.
-	Agent  string `json:"agent,omitempty"`
-	BootID string `json:"boot_id,omitempty"`
-	// RequestedAt is when the request was made (UTC), informational.
-	RequestedAt time.Time `json:"requested_at,omitzero"`
-}
-
-func (m *RunRequest) version() int { return m.V }
-
-func (m *RunRequest) check() error {
-	if err := checkToken("run_id", m.RunID); err != nil {
-		return fmt.Errorf("%w: run request: %v", ErrBadMessage, err)
-	}
-	switch {
-	case m.Sequence == "" && len(m.Inline) == 0:
-		return fmt.Errorf("%w: run request %q names no sequence: set \"sequence\" (a stored sequence) or \"inline\" (a sequence definition)", ErrBadMessage, m.RunID)
-	case m.Sequence != "" && len(m.Inline) != 0:
-		return fmt.Errorf("%w: run request %q sets both \"sequence\" and \"inline\"; set exactly one", ErrBadMessage, m.RunID)
-	}
-	if len(m.Args) != 0 && !isJSONObject(m.Args) && string(m.Args) != "null" {
-		return fmt.Errorf("%w: run request %q: \"args\" must be a JSON object, got %.40s", ErrBadMessage, m.RunID, m.Args)
-	}
-	switch m.Trigger {
-	case "", TriggerCall, TriggerSchedule, TriggerBoot:
-	default:
-		return fmt.Errorf("%w: run request %q: trigger %q; want call, schedule or boot", ErrBadMessage, m.RunID, m.Trigger)
-	}
-	return nil
-}
-
-// Run statuses, in RunState.Status and RunEvent.Status.
-const (
-	StatusPending   = "pending"   // accepted, no group started
-	StatusRunning   = "running"   // some group started
-	StatusSucceeded = "succeeded" // every group finished without abort
-	StatusFailed    = "failed"    // aborted: see Error
-)
-
-// RunState is the value of a RUNS key: the run's checkpoint while it runs
-// and its result when done. The seqworker writes it after every finished
-// group; a worker that picks up a redelivered run resumes after
-// FinishedGroups (DESIGN.md §4).
-type RunState struct {
-	V     int    `json:"v"`
-	RunID string `json:"run_id"`
-	// Sequence is the sequence's name (for an inline run, its own name).
-	Sequence string `json:"sequence,omitempty"`
-	// Status: StatusPending, StatusRunning, StatusSucceeded or StatusFailed.
-	Status string `json:"status"`
-	// FinishedGroups counts the groups finished (or skipped) so far: the
-	// checkpoint.
-	FinishedGroups int `json:"finished_groups"`
-	// Slots holds the out slots written so far, by slot name.
-	Slots map[string]json.RawMessage `json:"slots,omitempty"`
-	// Result is pkg/seq's run result (every group and call: status,
-	// attempts, duration, error) as JSON.
-	Result json.RawMessage `json:"result,omitempty"`
-	// Error is the reason of a failed run.
-	Error string `json:"error,omitempty"`
-	// Request is the digest of the run request that created this run
-	// (RequestDigest: its sequence, inline AST and arguments). A run id is
-	// an idempotency key: starting it again with the same request returns
-	// this run, with another request is refused (a conflict).
-	Request string `json:"request,omitempty"`
-	// Attempt counts deliveries of the run request (1 = first).
-	Attempt    int       `json:"attempt,omitempty"`
-	StartedAt  time.Time `json:"started_at,omitzero"`
-	UpdatedAt  time.Time `json:"updated_at,omitzero"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-}
-
-func (m *RunState) version() int { return m.V }
-
-func (m *RunState) check() error {
-	if m.RunID == "" {
-		return fmt.Errorf("%w: run state without run_id", ErrBadMessage)
-	}
-	switch m.Status {
-	case StatusPending, StatusRunning, StatusSucceeded, StatusFailed:
-	default:
-		return fmt.Errorf("%w: run state %q: status %q; want pending, running, succeeded or failed", ErrBadMessage, m.RunID, m.Status)
-	}
-	return nil
-}
-
 // AgentReady announces that an agent (re)started, on
 // AgentReadySubject(agent). Each sequence with boot: true runs once per
 // (Agent, BootID) (DESIGN.md §4).
@@ -192,38 +80,14 @@ func (m *AgentReady) check() error {
 	if err := checkToken("agent", m.Agent); err != nil {
 		return fmt.Errorf("%w: agent_ready: %v", ErrBadMessage, err)
 	}
+	if err := checkLen("agent", m.Agent, MaxNameLength); err != nil {
+		return fmt.Errorf("%w: agent_ready: %v", ErrBadMessage, err)
+	}
 	if m.BootID == "" {
 		return fmt.Errorf("%w: agent_ready for %q without boot_id", ErrBadMessage, m.Agent)
 	}
-	return nil
-}
-
-// RunEvent reports run progress on RunEventSubject(run_id, kind).
-type RunEvent struct {
-	V     int    `json:"v"`
-	RunID string `json:"run_id"`
-	// Kind is RunStarted, RunGroup (a group finished) or RunFinished.
-	Kind     string `json:"kind"`
-	Sequence string `json:"sequence,omitempty"`
-	// Group is the 1-based number of the finished group and GroupName its
-	// name (Kind RunGroup only).
-	Group     int    `json:"group,omitempty"`
-	GroupName string `json:"group_name,omitempty"`
-	// Status: for RunGroup the group's status as pkg/seq reports it (for
-	// example "ok", "skipped", "failed"); for RunFinished the run's status
-	// (StatusSucceeded or StatusFailed).
-	Status string `json:"status,omitempty"`
-	Error  string `json:"error,omitempty"`
-	// Result is the group's or run's result JSON (optional).
-	Result json.RawMessage `json:"result,omitempty"`
-	At     time.Time       `json:"at,omitzero"`
-}
-
-func (m *RunEvent) version() int { return m.V }
-
-func (m *RunEvent) check() error {
-	if _, err := RunEventSubject(m.RunID, m.Kind); err != nil {
-		return fmt.Errorf("%w: run event: %v", ErrBadMessage, err)
+	if err := checkLen("boot_id", m.BootID, MaxIDLength); err != nil {
+		return fmt.Errorf("%w: agent_ready for %q: %v", ErrBadMessage, m.Agent, err)
 	}
 	return nil
 }

@@ -16,6 +16,10 @@ const (
 	// BucketRuns: key = run id; value = RunState. Keys expire after
 	// Options.RunsTTL (default 7 days).
 	BucketRuns = "RUNS"
+	// BucketRunSlots is an object store of the slot values too large for a
+	// RUNS entry: object RunSlotObject(run id, slot), with the RUNS
+	// retention (docs/runs.md, Large state).
+	BucketRunSlots = "RUN_SLOTS"
 	// BucketSessions: key = session id; value = skillface's per-session
 	// activation state, updated with compare-and-set. Keys expire after
 	// Options.SessionsTTL (default 24 h).
@@ -70,13 +74,6 @@ const (
 	ServiceSeq       = "skillbus-seq"
 )
 
-// Run event kinds: the last token of events.run.<run_id>.<kind>.
-const (
-	RunStarted  = "started"
-	RunGroup    = "group"
-	RunFinished = "finished"
-)
-
 // Registry event kinds and operations: events.registry.<kind>.<op>.
 const (
 	KindSkill    = "skill"
@@ -110,6 +107,15 @@ const (
 	KindTree = "tree"
 )
 
+// RunSlotObject returns the name of the BucketRunSlots object holding the
+// value of slot in run runID: "<run id>/<slot>".
+func RunSlotObject(runID, slot string) string { return runID + "/" + slot }
+
+// RunsKeySubject returns the subject of a RUNS key ($KV.RUNS.<key>), where
+// a writer that adds headers to a run's state (the run summary the
+// listing reads, RunHeader*) publishes it.
+func RunsKeySubject(key string) string { return "$KV." + BucketRuns + "." + key }
+
 // RunSubject returns seq.run.<sequence>, the subject of a run request for
 // a stored sequence. Inline runs use the sequence token "_inline".
 // Errors: ErrBadToken when sequence is not a single valid subject token.
@@ -142,16 +148,20 @@ func AgentReadySubject(agent string) (string, error) {
 	return "events.agent_ready." + agent, nil
 }
 
-// RunEventSubject returns events.run.<run_id>.<kind>, kind one of
-// RunStarted, RunGroup, RunFinished. Errors: ErrBadToken.
+// RunEventSubject returns events.run.<run_id>.<kind>, kind one of the
+// Run* event kinds. Errors: ErrBadToken (also for a run id longer than
+// MaxRunIDLength).
 func RunEventSubject(runID, kind string) (string, error) {
 	if err := checkToken("run id", runID); err != nil {
 		return "", err
 	}
+	if len(runID) > MaxRunIDLength {
+		return "", fmt.Errorf("%w: run id is %d bytes long; the limit is %d (MaxRunIDLength)", ErrBadToken, len(runID), MaxRunIDLength)
+	}
 	switch kind {
-	case RunStarted, RunGroup, RunFinished:
+	case RunStarted, RunGroup, RunFinished, RunInterrupted, RunResumed, RunCancelling:
 	default:
-		return "", fmt.Errorf("%w: run event kind %q; want %q, %q or %q", ErrBadToken, kind, RunStarted, RunGroup, RunFinished)
+		return "", fmt.Errorf("%w: run event kind %q; want started, group, finished, interrupted, resumed or cancelling", ErrBadToken, kind)
 	}
 	return "events.run." + runID + "." + kind, nil
 }

@@ -8,14 +8,24 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Defaults of Options (DESIGN.md §3).
+// Defaults of Options (docs/runs.md, Retention and sizing).
 const (
 	DefaultRunsTTL         = 7 * 24 * time.Hour
 	DefaultSessionsTTL     = 24 * time.Hour
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultDuplicateWindow = 10 * time.Minute
-	DefaultAckWait         = 2 * time.Minute
-	DefaultMaxDeliver      = 10
+	// DefaultAckWait is short so that a dead worker's runs are taken over
+	// within seconds; a live worker keeps its runs with in-progress
+	// heartbeats (internal/seqworker Config.Heartbeat).
+	DefaultAckWait    = 10 * time.Second
+	DefaultMaxDeliver = 10
+
+	// LegacyAckWait is the ack wait that releases before the run
+	// lifecycle created the seqworker consumer with by default. An
+	// existing consumer with exactly this value and no explicit
+	// Options.AckWait is moved to DefaultAckWait (a deliberate 2m is kept
+	// by setting AckWait).
+	LegacyAckWait = 2 * time.Minute
 )
 
 // Options sizes the provisioned resources. The zero value is right for one
@@ -46,6 +56,17 @@ type Options struct {
 	// EventsMaxBytes caps the EVENTS stream's size (oldest dropped first);
 	// 0 (default) = unlimited.
 	EventsMaxBytes int64
+	// RunsMaxBytes caps the RUNS bucket's size; 0 (default) = unlimited.
+	// A write that would exceed it is refused (the oldest runs are not
+	// dropped): size it from the bytes per run (docs/runs.md).
+	RunsMaxBytes int64
+	// RunSlotsMaxBytes caps the RUN_SLOTS object store (large slot
+	// values); 0 (default) = unlimited.
+	RunSlotsMaxBytes int64
+	// SeqRunsMaxBytes caps the SEQ_RUNS stream (queued requests and
+	// schedules); 0 (default) = unlimited. A request that would exceed it
+	// is refused (seq.run answers 503).
+	SeqRunsMaxBytes int64
 	// MaxValueSize caps one KV value in bytes in every bucket; 0 (default)
 	// = the server's max_payload.
 	MaxValueSize int32
@@ -53,8 +74,10 @@ type Options struct {
 	// DefaultDuplicateWindow (10 min).
 	DuplicateWindow time.Duration
 	// AckWait is how long the seqworker consumer waits for an ack before
-	// redelivering a run request; default DefaultAckWait (2 min). A worker
-	// extends it with in-progress acks while it runs.
+	// redelivering a run request; default DefaultAckWait (10 s). A worker
+	// extends it with in-progress heartbeats while it runs, so AckWait is
+	// how long a dead worker's runs wait before another worker takes them
+	// over.
 	AckWait time.Duration
 	// MaxDeliver caps deliveries of one run request; default
 	// DefaultMaxDeliver (10); -1 = unlimited.
@@ -104,6 +127,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: EventsMaxAge = %s; want at least 1s", ErrOptions, o.EventsMaxAge)
 	case o.EventsMaxBytes < 0:
 		return fmt.Errorf("%w: EventsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.EventsMaxBytes)
+	case o.RunsMaxBytes < 0:
+		return fmt.Errorf("%w: RunsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.RunsMaxBytes)
+	case o.RunSlotsMaxBytes < 0:
+		return fmt.Errorf("%w: RunSlotsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.RunSlotsMaxBytes)
+	case o.SeqRunsMaxBytes < 0:
+		return fmt.Errorf("%w: SeqRunsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.SeqRunsMaxBytes)
 	case o.MaxValueSize < 0:
 		return fmt.Errorf("%w: MaxValueSize = %d; want 0 (server limit) or more", ErrOptions, o.MaxValueSize)
 	case o.DuplicateWindow < time.Second:
@@ -122,6 +151,13 @@ type StreamManager interface {
 	CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error)
 	CreateOrUpdateConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error)
 	CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
+}
+
+// ObjectStoreManager is implemented by a StreamManager that can also
+// provision object stores (jetstream.JetStream does). Provision creates
+// BucketRunSlots only through it.
+type ObjectStoreManager interface {
+	CreateOrUpdateObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error)
 }
 
 // ResourceReader reads the current configuration of existing resources;
@@ -169,7 +205,27 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 	if _, err := js.CreateOrUpdateConsumer(ctx, StreamSeqRuns, SeqworkerConsumerConfig(o)); err != nil {
 		return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworker, StreamSeqRuns, err)
 	}
+	if om, ok := js.(ObjectStoreManager); ok {
+		if _, err := om.CreateOrUpdateObjectStore(ctx, RunSlotsConfig(o)); err != nil {
+			return fmt.Errorf("%w: object store %s: %v", ErrProvision, BucketRunSlots, err)
+		}
+	}
 	return nil
+}
+
+// RunSlotsConfig returns the configuration of the BucketRunSlots object
+// store: the same retention as RUNS, so a run's large slot values expire
+// with it.
+func RunSlotsConfig(o Options) jetstream.ObjectStoreConfig {
+	o = o.WithDefaults()
+	return jetstream.ObjectStoreConfig{
+		Bucket:      BucketRunSlots,
+		Description: "skillbus: run slot values too large for a RUNS entry",
+		TTL:         o.RunsTTL,
+		MaxBytes:    orUnlimited(o.RunSlotsMaxBytes),
+		Storage:     o.Storage,
+		Replicas:    o.Replicas,
+	}
 }
 
 // KeyValueConfigs returns the configurations of the four buckets for o
@@ -187,10 +243,12 @@ func KeyValueConfigs(o Options) []jetstream.KeyValueConfig {
 			Replicas:     o.Replicas,
 		}
 	}
+	runs := base(BucketRuns, "skillbus: run checkpoints and results by run id", o.RunsTTL)
+	runs.MaxBytes = orUnlimited(o.RunsMaxBytes)
 	return []jetstream.KeyValueConfig{
 		base(BucketSkills, "skillbus: validated skills by name", 0),
 		base(BucketSequences, "skillbus: validated sequence ASTs by name", 0),
-		base(BucketRuns, "skillbus: run checkpoints and results by run id", o.RunsTTL),
+		runs,
 		base(BucketSessions, "skillbus: skillface session activation state", o.SessionsTTL),
 	}
 }
@@ -209,7 +267,7 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 			Duplicates:        o.DuplicateWindow,
 			AllowMsgSchedules: true,
 			MaxMsgs:           -1,
-			MaxBytes:          -1,
+			MaxBytes:          orUnlimited(o.SeqRunsMaxBytes),
 			MaxAge:            0,
 			MaxMsgsPerSubject: -1,
 		},
@@ -271,6 +329,9 @@ func (o Options) inherit(ctx context.Context, rr ResourceReader) Options {
 			if o.MaxValueSize == 0 {
 				o.MaxValueSize = cfg.MaxValueSize
 			}
+			if o.RunsMaxBytes == 0 && cfg.MaxBytes > 0 {
+				o.RunsMaxBytes = cfg.MaxBytes
+			}
 		}
 	}
 	if kv, err := rr.KeyValue(ctx, BucketSessions); err == nil && o.SessionsTTL == 0 {
@@ -287,12 +348,21 @@ func (o Options) inherit(ctx context.Context, rr ResourceReader) Options {
 			o.EventsMaxBytes = cfg.MaxBytes
 		}
 	}
-	if s, err := rr.Stream(ctx, StreamSeqRuns); err == nil && o.DuplicateWindow == 0 {
-		o.DuplicateWindow = s.CachedInfo().Config.Duplicates
+	if s, err := rr.Stream(ctx, StreamSeqRuns); err == nil {
+		cfg := s.CachedInfo().Config
+		if o.DuplicateWindow == 0 {
+			o.DuplicateWindow = cfg.Duplicates
+		}
+		if o.SeqRunsMaxBytes == 0 && cfg.MaxBytes > 0 {
+			o.SeqRunsMaxBytes = cfg.MaxBytes
+		}
+	}
+	if s, err := rr.Stream(ctx, "OBJ_"+BucketRunSlots); err == nil && o.RunSlotsMaxBytes == 0 && s.CachedInfo().Config.MaxBytes > 0 {
+		o.RunSlotsMaxBytes = s.CachedInfo().Config.MaxBytes
 	}
 	if c, err := rr.Consumer(ctx, StreamSeqRuns, ConsumerSeqworker); err == nil {
 		cfg := c.CachedInfo().Config
-		if o.AckWait == 0 {
+		if o.AckWait == 0 && cfg.AckWait != LegacyAckWait {
 			o.AckWait = cfg.AckWait
 		}
 		if o.MaxDeliver == 0 && cfg.MaxDeliver != 0 {

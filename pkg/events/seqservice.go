@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Names used by the seqworker beyond those of DESIGN.md §3's table (an
@@ -31,11 +32,30 @@ const (
 	HeaderScheduler    = "Nats-Scheduler"
 	HeaderScheduleNext = "Nats-Schedule-Next"
 
-	// SeqCallSubject, SeqRunSubject and SeqStatusSubject are the endpoints
-	// of the ServiceSeq micro service.
-	SeqCallSubject   = SeqPrefix + ".call"
-	SeqRunSubject    = SeqPrefix + ".run"
-	SeqStatusSubject = SeqPrefix + ".status"
+	// HeaderSchedule carries, on a schedule message and so on each of its
+	// ticks (the server strips its own Nats-Schedule* headers from ticks),
+	// the sequence's schedule: the seqworker derives the tick's own time
+	// from it (internal/seqworker TickTime).
+	HeaderSchedule = "Skillbus-Schedule"
+	// HeaderScheduleTimeZone is the server's header naming the IANA time
+	// zone of a cron schedule (nats-server 2.15).
+	HeaderScheduleTimeZone = "Nats-Schedule-Time-Zone"
+
+	// The endpoints of the ServiceSeq micro service; the request and
+	// reply types are below (docs/runs.md).
+	SeqCallSubject   = SeqPrefix + ".call"   // SeqCallRequest → SeqCallReply
+	SeqRunSubject    = SeqPrefix + ".run"    // SeqRunRequest → SeqRunReply
+	SeqStatusSubject = SeqPrefix + ".status" // SeqStatusRequest → RunState
+	SeqCancelSubject = SeqPrefix + ".cancel" // SeqCancelRequest → RunState
+	SeqListSubject   = SeqPrefix + ".list"   // SeqListRequest → SeqListReply
+	SeqRerunSubject  = SeqPrefix + ".rerun"  // SeqRerunRequest → SeqRunReply
+
+	// HeaderPendingRevision, on a run request that the seqworker queued
+	// itself (seq.run, boot runs), holds the RUNS revision of the run's
+	// queued state: a claim hint. It is used only when the state at that
+	// revision is queued and was made from the same request (digest);
+	// otherwise the request is claimed as any other.
+	HeaderPendingRevision = "Skillbus-Pending-Revision"
 )
 
 // SeqCallRequest asks the seqworker to run one group, by its name (group
@@ -52,6 +72,9 @@ func (m *SeqCallRequest) version() int { return m.V }
 func (m *SeqCallRequest) check() error {
 	if m.Group == "" {
 		return fmt.Errorf("%w: seq_call request without \"group\": name the group to run", ErrBadMessage)
+	}
+	if err := checkLen("group name", m.Group, MaxNameLength); err != nil {
+		return fmt.Errorf("%w: seq_call request: %v", ErrBadMessage, err)
 	}
 	if len(m.Args) != 0 && !isJSONObject(m.Args) && string(m.Args) != "null" {
 		return fmt.Errorf("%w: seq_call request: \"args\" must be a JSON object, got %.40s", ErrBadMessage, m.Args)
@@ -81,8 +104,11 @@ func (m *SeqCallReply) check() error {
 }
 
 // SeqRunRequest starts a run through SeqRunSubject. RunID is optional (the
-// seqworker makes one); given, it must be a single subject token and makes
-// the request idempotent. Exactly one of Sequence and Inline is set.
+// seqworker makes one); given, it must pass CheckRunID and makes the
+// request idempotent. Exactly one of Sequence and Inline is set. Errors
+// (micro error codes): 400 a bad request (the message names the field and
+// limit), 404 no such stored sequence, 409 the run id was used for another
+// request, 503 the service cannot reach JetStream or is stopping.
 type SeqRunRequest struct {
 	V        int             `json:"v"`
 	RunID    string          `json:"run_id,omitempty"`
@@ -109,11 +135,12 @@ type SeqRunReply struct {
 
 func (m *SeqRunReply) version() int { return m.V }
 func (m *SeqRunReply) check() error {
-	return checkToken("run_id", m.RunID)
+	return CheckRunID(m.RunID)
 }
 
 // SeqStatusRequest reads a run's state through SeqStatusSubject; the reply
-// is the RunState.
+// is the RunState. Errors: 400 a run id that fails CheckRunID, 404 no such
+// run (unknown, or expired after the RUNS retention).
 type SeqStatusRequest struct {
 	V     int    `json:"v"`
 	RunID string `json:"run_id"`
@@ -123,6 +150,137 @@ func (m *SeqStatusRequest) version() int { return m.V }
 func (m *SeqStatusRequest) check() error {
 	if m.RunID == "" {
 		return fmt.Errorf("%w: status request without \"run_id\"", ErrBadMessage)
+	}
+	if err := CheckRunID(m.RunID); err != nil {
+		return fmt.Errorf("%w: status request: %v", ErrBadMessage, err)
+	}
+	return nil
+}
+
+// SeqCancelRequest asks to cancel a run through SeqCancelSubject. The
+// reply is the run's state after the request: a queued run is cancelled at
+// once (it never starts); a running one keeps its status until the worker
+// holding it has stopped it (its in-flight calls end canceled, no further
+// group starts), then ends cancelled. Cancelling a cancelled run again
+// returns its state (idempotent). Errors: 400 bad request, 404 no such run,
+// 409 the run already finished (succeeded or failed).
+type SeqCancelRequest struct {
+	V     int    `json:"v"`
+	RunID string `json:"run_id"`
+	// By names who asks (a user, a program); optional, recorded.
+	By string `json:"by,omitempty"`
+	// Reason is why; optional, recorded.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (m *SeqCancelRequest) version() int { return m.V }
+func (m *SeqCancelRequest) check() error {
+	if err := CheckRunID(m.RunID); err != nil {
+		return fmt.Errorf("%w: cancel request: %v", ErrBadMessage, err)
+	}
+	if err := checkLen("by", m.By, MaxReasonLength); err != nil {
+		return fmt.Errorf("%w: cancel request: %v", ErrBadMessage, err)
+	}
+	if err := checkLen("reason", m.Reason, MaxReasonLength); err != nil {
+		return fmt.Errorf("%w: cancel request: %v", ErrBadMessage, err)
+	}
+	return nil
+}
+
+// Limits of SeqListRequest.Limit.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+)
+
+// SeqListRequest lists runs through SeqListSubject, newest first (by
+// CreatedAt, then run id). Every filter is optional. Errors: 400 a bad
+// filter.
+type SeqListRequest struct {
+	V int `json:"v"`
+	// Status keeps runs with this status (a Status constant).
+	Status string `json:"status,omitempty"`
+	// Sequence keeps runs of this sequence.
+	Sequence string `json:"sequence,omitempty"`
+	// Since keeps runs created at or after this time.
+	Since time.Time `json:"since,omitzero"`
+	// Limit is the page size: default DefaultListLimit, at most
+	// MaxListLimit.
+	Limit int `json:"limit,omitempty"`
+	// Before is the cursor of the next page: SeqListReply.Next of the
+	// previous one ("" = the newest runs).
+	Before string `json:"before,omitempty"`
+}
+
+func (m *SeqListRequest) version() int { return m.V }
+func (m *SeqListRequest) check() error {
+	switch m.Status {
+	case "", StatusQueued, StatusRunning, StatusInterrupted, StatusSucceeded, StatusFailed, StatusCancelled:
+	default:
+		return fmt.Errorf("%w: list request: status %q; want queued, running, interrupted, succeeded, failed or cancelled", ErrBadMessage, m.Status)
+	}
+	if m.Limit < 0 || m.Limit > MaxListLimit {
+		return fmt.Errorf("%w: list request: limit %d; want 1 to %d (0 = %d)", ErrBadMessage, m.Limit, MaxListLimit, DefaultListLimit)
+	}
+	if err := checkLen("sequence", m.Sequence, MaxNameLength); err != nil {
+		return fmt.Errorf("%w: list request: %v", ErrBadMessage, err)
+	}
+	if err := checkLen("before", m.Before, 2*MaxRunIDLength); err != nil {
+		return fmt.Errorf("%w: list request: %v", ErrBadMessage, err)
+	}
+	return nil
+}
+
+// RunSummary is one run in a SeqListReply: what RUNS holds of it without
+// its slots and result.
+type RunSummary struct {
+	RunID          string    `json:"run_id"`
+	Sequence       string    `json:"sequence,omitempty"`
+	Status         string    `json:"status"`
+	Trigger        string    `json:"trigger,omitempty"`
+	Worker         string    `json:"worker,omitempty"`
+	FinishedGroups int       `json:"finished_groups"`
+	Groups         int       `json:"groups,omitempty"`
+	Attempt        int       `json:"attempt,omitempty"`
+	Error          string    `json:"error,omitempty"`
+	CreatedAt      time.Time `json:"created_at,omitzero"`
+	UpdatedAt      time.Time `json:"updated_at,omitzero"`
+	FinishedAt     time.Time `json:"finished_at,omitzero"`
+}
+
+// SeqListReply answers a SeqListRequest.
+type SeqListReply struct {
+	V    int          `json:"v"`
+	Runs []RunSummary `json:"runs"`
+	// Next is the cursor of the next page ("" when this is the last).
+	Next string `json:"next,omitempty"`
+	// Total counts the runs that match the filters (all pages).
+	Total int `json:"total"`
+}
+
+func (m *SeqListReply) version() int { return m.V }
+func (m *SeqListReply) check() error { return nil }
+
+// SeqRerunRequest starts a new run with the sequence (or inline AST) and
+// arguments of an earlier one, through SeqRerunSubject; the reply is a
+// SeqRunReply with the new run's id. NewRunID is optional (as
+// SeqRunRequest.RunID). Errors: 400, 404 no such run (or its sequence is
+// no longer stored), 409 NewRunID used for another request.
+type SeqRerunRequest struct {
+	V        int    `json:"v"`
+	RunID    string `json:"run_id"`
+	NewRunID string `json:"new_run_id,omitempty"`
+}
+
+func (m *SeqRerunRequest) version() int { return m.V }
+func (m *SeqRerunRequest) check() error {
+	if err := CheckRunID(m.RunID); err != nil {
+		return fmt.Errorf("%w: rerun request: %v", ErrBadMessage, err)
+	}
+	if m.NewRunID != "" {
+		if err := CheckRunID(m.NewRunID); err != nil {
+			return fmt.Errorf("%w: rerun request: new_run_id: %v", ErrBadMessage, err)
+		}
 	}
 	return nil
 }

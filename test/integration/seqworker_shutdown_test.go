@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/seqworker"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -69,17 +71,26 @@ groups:
 			t.Error("Stop = nil; want the deadline error (the run was interrupted)")
 		}
 		st, _ := swState(t, env, "r-stop-2")
-		if st.Status != events.StatusRunning || st.FinishedGroups != 1 {
-			t.Errorf("after Stop: %s with %d groups; want running with group 1 checkpointed", st.Status, st.FinishedGroups)
+		if st.Status != events.StatusInterrupted || st.FinishedGroups != 1 || st.Worker == "" || st.Interrupted.IsZero() {
+			t.Errorf("after Stop: %s with %d groups, worker %q, interrupted at %v; want interrupted with group 1 checkpointed, naming the worker", st.Status, st.FinishedGroups, st.Worker, st.Interrupted)
 		}
-		before := time.Now()
+		// Handed back at once: the request can be fetched right away (after
+		// a silent stop it would come back only after AckWait, 1 s here).
+		cons, err := env.js.Consumer(context.Background(), events.StreamSeqRuns, events.ConsumerSeqworker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		m, err := cons.Next(jetstream.FetchMaxWait(700 * time.Millisecond))
+		if err != nil {
+			t.Fatalf("the interrupted run's request is not available 700ms after Stop (%v): not handed back", err)
+		}
+		t.Logf("request available again %s after Stop", time.Since(t0).Round(time.Millisecond))
+		_ = m.Nak() // give it to the next worker (delivery 3)
 		swWorker(t, env, seqworker.Config{})
 		st = swWait(t, env, "r-stop-2", 10*time.Second)
-		if st.Status != events.StatusSucceeded || st.Attempt != 2 {
-			t.Errorf("resumed: %s attempt %d (%s); want succeeded on delivery 2", st.Status, st.Attempt, st.Error)
-		}
-		if d := time.Since(before); d > 900*time.Millisecond+600*time.Millisecond {
-			t.Errorf("resumed after %s; want it handed back at once, not after AckWait", d)
+		if st.Status != events.StatusSucceeded || st.Attempt != 3 {
+			t.Errorf("resumed: %s attempt %d (%s); want succeeded on delivery 3", st.Status, st.Attempt, st.Error)
 		}
 		if n := calls.get("stop.first"); n != 2 { // one per run
 			t.Errorf("stop.first called %d times; want 2 (group 1 of r-stop-2 not run again)", n)

@@ -1,0 +1,382 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+func runsCommand() command {
+	return command{
+		summary: "list, inspect, cancel and rerun runs (ls, show, cancel, rerun)",
+		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [-o json|wide]
+       skillbus runs show RUN_ID [-o json]
+       skillbus runs cancel RUN_ID [--reason TEXT] [--by NAME] [--no-wait]
+       skillbus runs rerun RUN_ID [--run-id NEW_ID]
+
+ls lists the runs kept in the RUNS bucket, newest first: id, sequence,
+status (queued, running, interrupted, succeeded, failed, cancelled), trigger
+(manual, boot, schedule, seq_call), groups finished, age. -o wide adds the
+worker, the attempt and the error; -o json prints the page as JSON. It shows
+--limit runs (default 50, at most 1000) and prints the flag that shows the
+next page.
+
+show prints one run: its arguments, each group and call with status,
+attempts, time and error, its outputs (large ones read from the object
+store), the worker that holds or held it, its trigger and its times.
+
+cancel stops a run: a queued or interrupted run is cancelled at once; a
+running one is stopped by the worker holding it (its tool calls are
+canceled, no further group starts) — cancel waits up to 30 s for that
+unless --no-wait. A finished run cannot be cancelled (exit 1).
+
+rerun starts a new run with the same sequence and arguments and prints its
+id. Needs NATS_URL. docs/runs.md describes run states and retention.
+
+Flags:
+  --status S        ls: only runs with this status
+  --sequence NAME   ls: only runs of this sequence
+  --since DURATION  ls: only runs created in the last DURATION (90m, 24h)
+  --limit N         ls: page size (default 50, at most 1000)
+  --before CURSOR   ls: the page after CURSOR (printed at the end of a page)
+  -o FORMAT         ls: json or wide; show: json
+  --reason TEXT     cancel: why (recorded in the run)
+  --by NAME         cancel: who asks (default $USER)
+  --no-wait         cancel: do not wait for the worker to stop the run
+  --run-id ID       rerun: the new run's id (default a new one)
+
+Examples:
+  skillbus runs
+  skillbus runs ls --status failed --since 24h -o wide
+  skillbus runs show run-Xq3... -o json
+  skillbus runs cancel run-Xq3... --reason "wrong arguments"
+  skillbus runs rerun run-Xq3...
+
+Exit codes: 0 done; 1 no such run, a finished run cancelled, NATS or the
+seqworker unreachable; 2 bad command line.
+`,
+		run: runRuns,
+	}
+}
+
+func runRuns(ctx context.Context, env Env, args []string) int {
+	sub := "ls"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := newFlags(env, "runs", runsCommand)
+	status := fs.String("status", "", "only runs with this status")
+	sequence := fs.String("sequence", "", "only runs of this sequence")
+	since := fs.Duration("since", 0, "only runs created in the last DURATION")
+	limit := fs.Int("limit", events.DefaultListLimit, "page size")
+	before := fs.String("before", "", "the page after this cursor")
+	format := fs.String("o", "", "output format: json or wide")
+	reason := fs.String("reason", "", "why (cancel)")
+	by := fs.String("by", os.Getenv("USER"), "who asks (cancel)")
+	noWait := fs.Bool("no-wait", false, "do not wait for the run to stop (cancel)")
+	newID := fs.String("run-id", "", "the new run's id (rerun)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(env.Stderr, "skillbus runs: "+format+"\n\n%s", append(a, runsCommand().usage)...)
+		return ExitUsage
+	}
+	switch *format {
+	case "", "json", "wide":
+	default:
+		return usage("-o %q: want json or wide", *format)
+	}
+	if *limit < 1 || *limit > events.MaxListLimit {
+		return usage("--limit %d: want 1 to %d", *limit, events.MaxListLimit)
+	}
+	needID := func() (string, bool) {
+		if len(pos) != 1 {
+			return "", false
+		}
+		return pos[0], events.CheckRunID(pos[0]) == nil
+	}
+	switch sub {
+	case "ls", "list":
+		if len(pos) != 0 {
+			return usage("ls takes no arguments, got %q", pos)
+		}
+		req := events.SeqListRequest{Status: *status, Sequence: *sequence, Limit: *limit, Before: *before}
+		if *since > 0 {
+			req.Since = time.Now().Add(-*since)
+		}
+		switch *status {
+		case "", events.StatusQueued, events.StatusRunning, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled:
+		default:
+			return usage("--status %q: want queued, running, interrupted, succeeded, failed or cancelled", *status)
+		}
+		return withClient(env, "runs", func(c *client.Client) int { return runsList(ctx, env, c, req, *format) })
+	case "show":
+		id, ok := needID()
+		if !ok {
+			return usage("show takes one RUN_ID (letters, digits, - and _, at most %d bytes)", events.MaxRunIDLength)
+		}
+		return withClient(env, "runs", func(c *client.Client) int { return runsShow(ctx, env, c, id, *format == "json") })
+	case "cancel":
+		id, ok := needID()
+		if !ok {
+			return usage("cancel takes one RUN_ID (letters, digits, - and _, at most %d bytes)", events.MaxRunIDLength)
+		}
+		return withClient(env, "runs", func(c *client.Client) int { return runsCancel(ctx, env, c, id, *by, *reason, !*noWait) })
+	case "rerun":
+		id, ok := needID()
+		if !ok {
+			return usage("rerun takes one RUN_ID (letters, digits, - and _, at most %d bytes)", events.MaxRunIDLength)
+		}
+		if *newID != "" {
+			if err := events.CheckRunID(*newID); err != nil {
+				return usage("--run-id: %v", err)
+			}
+		}
+		return withClient(env, "runs", func(c *client.Client) int {
+			nid, err := c.Rerun(ctx, id, *newID)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+				return ExitFailure
+			}
+			fmt.Fprintln(env.Stdout, nid)
+			fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
+			return ExitOK
+		})
+	}
+	return usage("unknown subcommand %q; want ls, show, cancel or rerun", sub)
+}
+
+// withClient runs fn with a pkg/client on a connection to NATS_URL.
+func withClient(env Env, command string, fn func(c *client.Client) int) int {
+	return withConn(env, command, func(nc *nats.Conn) int {
+		c, err := client.New(nc, client.WithTimeout(requestTimeout))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", command, err)
+			return ExitFailure
+		}
+		return fn(c)
+	})
+}
+
+func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqListRequest, format string) int {
+	reply, err := c.List(ctx, req)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus runs: %v\n", describeClient(err, ""))
+		return ExitFailure
+	}
+	if format == "json" {
+		writeJSON(env.Stdout, reply)
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	head := "RUN ID\tSEQUENCE\tSTATUS\tTRIGGER\tGROUPS\tCREATED"
+	if format == "wide" {
+		head += "\tWORKER\tATTEMPT\tUPDATED\tERROR"
+	}
+	fmt.Fprintln(tw, head)
+	now := time.Now()
+	for _, r := range reply.Runs {
+		groups := fmt.Sprintf("%d", r.FinishedGroups)
+		if r.Groups > 0 {
+			groups += fmt.Sprintf("/%d", r.Groups)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.RunID, r.Sequence, r.Status, r.Trigger, groups, ago(now, r.CreatedAt))
+		if format == "wide" {
+			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s", r.Worker, r.Attempt, ago(now, r.UpdatedAt), oneLine(r.Error, 80))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	if len(reply.Runs) == 0 {
+		fmt.Fprintln(env.Stderr, "skillbus runs: no runs match (runs are kept for the RUNS retention, 7 days by default)")
+	}
+	if reply.Next != "" {
+		fmt.Fprintf(env.Stderr, "%d of %d runs shown; the next page: skillbus runs ls --before '%s'%s\n", len(reply.Runs), reply.Total, reply.Next, sameFilters(req))
+	}
+	return ExitOK
+}
+
+// sameFilters repeats a list request's filters as flags.
+func sameFilters(req events.SeqListRequest) string {
+	var b strings.Builder
+	if req.Status != "" {
+		fmt.Fprintf(&b, " --status %s", req.Status)
+	}
+	if req.Sequence != "" {
+		fmt.Fprintf(&b, " --sequence %s", req.Sequence)
+	}
+	if !req.Since.IsZero() {
+		fmt.Fprintf(&b, " --since %s", time.Since(req.Since).Round(time.Minute))
+	}
+	if req.Limit != 0 && req.Limit != events.DefaultListLimit {
+		fmt.Fprintf(&b, " --limit %d", req.Limit)
+	}
+	return b.String()
+}
+
+// ago says how long before now t was ("-" for the zero time).
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func runsShow(ctx context.Context, env Env, c *client.Client, id string, asJSON bool) int {
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus runs show: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+		return ExitFailure
+	}
+	if asJSON {
+		writeJSON(env.Stdout, st)
+		return ExitOK
+	}
+	printRunDetails(env.Stdout, st)
+	if len(st.SlotRefs) > 0 {
+		if slots, err := c.Slots(ctx, st); err == nil {
+			st.Slots = slots
+		} else {
+			fmt.Fprintf(env.Stderr, "skillbus runs show: large outputs not read: %v\n", err)
+		}
+	}
+	var res seq.Result
+	_ = json.Unmarshal(st.Result, &res)
+	fmt.Fprintln(env.Stdout)
+	if len(res.Groups) > 0 {
+		printResultTable(env.Stdout, res.Groups)
+	} else {
+		fmt.Fprintln(env.Stdout, "No group has run yet.")
+	}
+	printSlots(env.Stdout, st.Slots, nil)
+	return ExitOK
+}
+
+// printRunDetails prints a run's header: status, sequence, trigger, worker,
+// attempt, times, cancel, error and arguments.
+func printRunDetails(w io.Writer, st *events.RunState) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	tm := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.Local().Format("2006-01-02 15:04:05.000")
+	}
+	row("Run", st.RunID)
+	row("Sequence", st.Sequence)
+	groups := fmt.Sprintf("%d finished", st.FinishedGroups)
+	if st.Groups > 0 {
+		groups = fmt.Sprintf("%d of %d finished", st.FinishedGroups, st.Groups)
+	}
+	row("Status", st.Status+" ("+groups+")")
+	trig := st.Trigger
+	if st.Agent != "" {
+		trig += fmt.Sprintf(" (agent %s, boot %s)", st.Agent, st.BootID)
+	}
+	if !st.ScheduledAt.IsZero() {
+		trig += " (tick of " + tm(st.ScheduledAt) + ")"
+	}
+	row("Trigger", trig)
+	worker := st.Worker
+	if worker != "" && st.Status == events.StatusRunning {
+		worker += " (holds it; last heartbeat " + ago(time.Now(), st.Heartbeat) + ")"
+	}
+	row("Worker", worker)
+	if st.Attempt > 0 {
+		row("Attempt", fmt.Sprintf("%d", st.Attempt))
+	}
+	row("Created", tm(st.CreatedAt))
+	row("Started", tm(st.StartedAt))
+	row("Interrupted", tm(st.Interrupted))
+	row("Updated", tm(st.UpdatedAt))
+	row("Finished", tm(st.FinishedAt))
+	if c := st.Cancel; c != nil {
+		row("Cancel", strings.TrimSpace(cancelLine(c)+" at "+tm(c.At)))
+	}
+	row("Error", st.Error)
+	_ = tw.Flush()
+	var args map[string]json.RawMessage
+	if json.Unmarshal(st.Args, &args) == nil && len(args) > 0 {
+		fmt.Fprintln(w, "\nArguments:")
+		keys := make([]string, 0, len(args))
+		for k := range args {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %s = %s\n", k, oneLine(string(args[k]), maxInlineValue))
+		}
+	}
+}
+
+func cancelLine(c *events.CancelInfo) string {
+	s := "asked"
+	if c.By != "" {
+		s += " by " + c.By
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
+}
+
+func runsCancel(ctx context.Context, env Env, c *client.Client, id, by, reason string, wait bool) int {
+	st, err := c.Cancel(ctx, id, by, reason)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+		return ExitFailure
+	}
+	if st.Status == events.StatusRunning {
+		if !wait {
+			fmt.Fprintf(env.Stdout, "run %s: cancel requested; worker %s stops it\n", id, st.Worker)
+			return ExitOK
+		}
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: cancel requested; waiting for worker %s to stop run %s…\n", st.Worker, id)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		final, err := c.Wait(wctx, id, client.WaitOptions{Poll: 500 * time.Millisecond})
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s has not stopped after 30s; the cancel is recorded and its worker stops it at its next heartbeat or group; check with `skillbus runs show %s`\n", id, id)
+				return ExitFailure
+			}
+			fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", err)
+			return ExitFailure
+		}
+		st = final
+	}
+	fmt.Fprintf(env.Stdout, "run %s %s after group %d: %s\n", id, st.Status, st.FinishedGroups, st.Error)
+	if st.Status != events.StatusCancelled {
+		return ExitFailure // it finished on its own before the cancel reached it
+	}
+	return ExitOK
+}

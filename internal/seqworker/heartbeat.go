@@ -1,0 +1,106 @@
+package seqworker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// beatEvery returns the heartbeat interval: Config.Heartbeat, or a third
+// of the consumer's ack wait; never more than half of it.
+func (w *Worker) beatEvery() time.Duration {
+	d := w.cfg.Heartbeat
+	if d == 0 || d > w.ackWait/2 {
+		d = w.ackWait / 3
+	}
+	return max(d, 50*time.Millisecond)
+}
+
+// heartbeat keeps the run alive until the returned stop is called (safe to
+// call twice): every beatEvery it sends an in-progress ack (the server then
+// does not redeliver the request to another worker, however long a tool
+// call takes) and, once the run is claimed, renews RunState.Heartbeat. A state write that finds a cancel request
+// or a later owner cancels the run's context (store does).
+func (r *run) heartbeat(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(r.w.beatEvery())
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_ = r.msg.InProgress()
+			r.mu.Lock()
+			claimed := r.st != nil && r.st.Status == events.StatusRunning
+			r.mu.Unlock()
+			if !claimed {
+				continue
+			}
+			wctx, cancel := context.WithTimeout(ctx, r.w.beatEvery())
+			err := r.store(wctx, func(st *events.RunState) error {
+				st.Heartbeat = time.Now().UTC()
+				return nil
+			})
+			cancel()
+			switch {
+			case errors.Is(err, errLost):
+				r.cancel(errLost)
+			case err != nil && !errors.Is(err, errCancelled) && ctx.Err() == nil:
+				r.log.Warn("heartbeat not stored", "err", err)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-stopped }) }
+}
+
+// hold registers r as a run this worker holds, for the cancel signal.
+func (w *Worker) hold(r *run) {
+	w.heldMu.Lock()
+	defer w.heldMu.Unlock()
+	w.held[r.req.RunID] = r
+}
+
+// release1 forgets a run held by hold.
+func (w *Worker) release1(r *run) {
+	w.heldMu.Lock()
+	defer w.heldMu.Unlock()
+	if w.held[r.req.RunID] == r {
+		delete(w.held, r.req.RunID)
+	}
+}
+
+// onCancelSignal stops a run this worker holds when a cancel was asked for
+// it (the cancelling event that seq.cancel publishes). The run's context
+// ends with errCancelled: its in-flight calls end canceled, no further
+// group starts, and the run is stored as cancelled.
+func (w *Worker) onCancelSignal(m *nats.Msg) {
+	var ev events.RunEvent
+	if err := events.Decode(m.Data, &ev); err != nil || ev.Kind != events.RunCancelling {
+		return
+	}
+	w.heldMu.Lock()
+	r := w.held[ev.RunID]
+	w.heldMu.Unlock()
+	if r == nil || r.cancel == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.st.Cancel == nil {
+		r.st.Cancel = &events.CancelInfo{By: ev.By, Reason: ev.Reason, At: ev.At}
+	}
+	r.mu.Unlock()
+	r.log.Info("cancel requested; stopping the run", "by", ev.By, "reason", ev.Reason)
+	r.cancel(errCancelled)
+}

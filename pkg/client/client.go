@@ -1,0 +1,350 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/toolcall"
+)
+
+// Errors returned by this package; test with errors.Is. A service's error
+// reply also holds a *toolcall.Error with the service's code and message
+// (errors.As); its code selects one of ErrBadRequest, ErrNotFound,
+// ErrConflict and ErrUnavailable.
+var (
+	// ErrBadRequest: the service refused the request (code 400): a bad
+	// field or an identifier over its limit. Terminal.
+	ErrBadRequest = errors.New("client: bad request")
+	// ErrNotFound: no such run, sequence or group (code 404).
+	ErrNotFound = errors.New("client: not found")
+	// ErrConflict: a run id used for another request, or a finished run
+	// cancelled (code 409). Terminal.
+	ErrConflict = errors.New("client: conflict")
+	// ErrUnavailable: no seqworker answers (no responders, a timeout, code
+	// 503). Passing: retry later.
+	ErrUnavailable = errors.New("client: seqworker unavailable")
+	// ErrWaitedTooLong: Wait gave up after WaitOptions.WorkerWait without
+	// a seqworker.
+	ErrWaitedTooLong = errors.New("client: no seqworker answered in time")
+)
+
+// serviceError wraps a service's error reply: a *toolcall.Error (the one
+// error with a code of skillbus, found with errors.As) joined with the
+// sentinel of its code (found with errors.Is).
+func serviceError(subject, code, text string) error {
+	te := &toolcall.Error{Code: code, Description: text}
+	switch code {
+	case "400":
+		return fmt.Errorf("%w: %w", ErrBadRequest, te)
+	case "404":
+		return fmt.Errorf("%w: %w", ErrNotFound, te)
+	case "409":
+		return fmt.Errorf("%w: %w", ErrConflict, te)
+	case "503":
+		return fmt.Errorf("%w: %w", ErrUnavailable, te)
+	}
+	return fmt.Errorf("%s: %w", subject, te)
+}
+
+// DefaultTimeout bounds one request when the caller's context has no
+// deadline.
+const DefaultTimeout = 15 * time.Second
+
+// Client talks to the skillbus-seq service of one NATS connection. It is
+// safe for concurrent use. The connection is the caller's: Client never
+// closes it.
+type Client struct {
+	nc      *nats.Conn
+	timeout time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithTimeout sets how long one request may take when the context has no
+// deadline (default DefaultTimeout). Errors (from New): ErrBadRequest for
+// a timeout below 100 ms.
+func WithTimeout(d time.Duration) Option {
+	return func(c *Client) error {
+		if d < 100*time.Millisecond {
+			return fmt.Errorf("%w: timeout %s; want at least 100ms", ErrBadRequest, d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// New returns a client on nc. Errors: those of the options; a nil
+// connection.
+func New(nc *nats.Conn, opts ...Option) (*Client, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil NATS connection", ErrBadRequest)
+	}
+	c := &Client{nc: nc, timeout: DefaultTimeout}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// request sends m to subject and decodes the reply into out (a message
+// type of pkg/events). Errors: *Error for an error reply; ErrUnavailable
+// (wrapped) for no responders and timeouts.
+func (c *Client) request(ctx context.Context, subject string, m events.Message, out events.Message) error {
+	data, err := events.Encode(m)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	reply, err := events.Request(ctx, c.nc, &nats.Msg{Subject: subject, Data: data})
+	if err != nil {
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			return fmt.Errorf("%w: no seqworker answers on %s", ErrUnavailable, subject)
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: no reply on %s in time: %v", ErrUnavailable, subject, err)
+		}
+		return err
+	}
+	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return serviceError(subject, code, reply.Header.Get(micro.ErrorHeader))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := events.Decode(reply.Data, out); err != nil {
+		return fmt.Errorf("reply on %s: %w", subject, err)
+	}
+	return nil
+}
+
+// Start starts a run (seq.run) and returns its run id. Exactly one of
+// req.Sequence (a stored sequence) and req.Inline (a sequence AST, as
+// pkg/seq's Encode writes it) is set; req.RunID is optional and makes the
+// call idempotent (the same request again returns the same run). Errors:
+// ErrBadRequest, ErrNotFound (no such stored sequence), ErrConflict (the
+// run id was used for another request), ErrUnavailable.
+func (c *Client) Start(ctx context.Context, req events.SeqRunRequest) (string, error) {
+	var reply events.SeqRunReply
+	if err := c.request(ctx, events.SeqRunSubject, &req, &reply); err != nil {
+		return "", err
+	}
+	return reply.RunID, nil
+}
+
+// Status returns a run's state (normalised: see events.RunState.Normalize).
+// Errors: ErrBadRequest (not a run id), ErrNotFound, ErrUnavailable.
+func (c *Client) Status(ctx context.Context, runID string) (*events.RunState, error) {
+	var st events.RunState
+	if err := c.request(ctx, events.SeqStatusSubject, &events.SeqStatusRequest{RunID: runID}, &st); err != nil {
+		return nil, err
+	}
+	st.Normalize()
+	return &st, nil
+}
+
+// List lists runs, newest first; req filters and pages (see
+// events.SeqListRequest: pass the reply's Next as req.Before for the next
+// page). Errors: ErrBadRequest, ErrUnavailable.
+func (c *Client) List(ctx context.Context, req events.SeqListRequest) (*events.SeqListReply, error) {
+	var reply events.SeqListReply
+	if err := c.request(ctx, events.SeqListSubject, &req, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
+// Cancel asks to cancel a run and returns its state after the request: a
+// queued or interrupted run is cancelled at once; a running one is stopped
+// by the worker that holds it (use Wait to see it end cancelled). Calling
+// it again is harmless. Errors: ErrNotFound, ErrConflict (the run already
+// finished), ErrBadRequest, ErrUnavailable.
+func (c *Client) Cancel(ctx context.Context, runID, by, reason string) (*events.RunState, error) {
+	var st events.RunState
+	if err := c.request(ctx, events.SeqCancelSubject, &events.SeqCancelRequest{RunID: runID, By: by, Reason: reason}, &st); err != nil {
+		return nil, err
+	}
+	st.Normalize()
+	return &st, nil
+}
+
+// Rerun starts a new run with the sequence and arguments of runID and
+// returns the new run's id (newRunID, or a new one when ""). Errors:
+// ErrNotFound, ErrConflict, ErrBadRequest, ErrUnavailable.
+func (c *Client) Rerun(ctx context.Context, runID, newRunID string) (string, error) {
+	var reply events.SeqRunReply
+	if err := c.request(ctx, events.SeqRerunSubject, &events.SeqRerunRequest{RunID: runID, NewRunID: newRunID}, &reply); err != nil {
+		return "", err
+	}
+	return reply.RunID, nil
+}
+
+// Call runs one group of a stored sequence by its name (seq_call) with
+// args (its `in` values, a JSON object) and returns its slots and result.
+// A group that ran and failed is a reply with Error set, not an error.
+// Errors: ErrNotFound (no such group), ErrBadRequest (bad arguments),
+// ErrUnavailable.
+func (c *Client) Call(ctx context.Context, group string, args json.RawMessage) (*events.SeqCallReply, error) {
+	var reply events.SeqCallReply
+	if err := c.request(ctx, events.SeqCallSubject, &events.SeqCallRequest{Group: group, Args: args}, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
+// Slots returns every slot value of a run state: those kept in the state
+// and those kept in the RUN_SLOTS object store (read through nc's
+// JetStream). Errors: NATS errors reading the object store.
+func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]json.RawMessage, error) {
+	out := maps.Clone(st.Slots)
+	if out == nil {
+		out = map[string]json.RawMessage{}
+	}
+	if len(st.SlotRefs) == 0 {
+		return out, nil
+	}
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := js.ObjectStore(ctx, events.BucketRunSlots)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", events.BucketRunSlots, err)
+	}
+	for k, ref := range st.SlotRefs {
+		b, err := obs.GetBytes(ctx, ref.Object)
+		if err != nil {
+			return nil, fmt.Errorf("slot %q (%s/%s): %w", k, events.BucketRunSlots, ref.Object, err)
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+// WaitOptions configure Wait. The zero value waits with the defaults.
+type WaitOptions struct {
+	// OnEvent receives each run event as it happens (started, group,
+	// interrupted, resumed, cancelling, finished), from the goroutine that
+	// called Wait.
+	OnEvent func(ev *events.RunEvent)
+	// OnWaiting receives a sentence saying what Wait waits for, when that
+	// changes (no seqworker answers; a run interrupted and waiting to be
+	// resumed); "" when it no longer waits for anything special.
+	OnWaiting func(text string)
+	// Poll is how often the run's state is read besides the events;
+	// default 2 s.
+	Poll time.Duration
+	// WorkerWait is how long Wait keeps waiting while no seqworker answers
+	// (all of them stopped or restarting); default 2 minutes. Then it
+	// returns ErrWaitedTooLong.
+	WorkerWait time.Duration
+}
+
+// Wait follows a run until it is finished (succeeded, failed or
+// cancelled) and returns its final state. It keeps waiting across worker
+// restarts — an interrupted run, or no seqworker answering for up to
+// o.WorkerWait — telling o.OnWaiting what it waits for. A run not known
+// yet (404) is waited for too. Errors: ctx's error; ErrWaitedTooLong;
+// ErrBadRequest.
+func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events.RunState, error) {
+	if o.Poll == 0 {
+		o.Poll = 2 * time.Second
+	}
+	if o.WorkerWait == 0 {
+		o.WorkerWait = 2 * time.Minute
+	}
+	if err := events.CheckRunID(runID); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	subj, _ := events.RunEventSubject(runID, events.RunStarted)
+	ch := make(chan *nats.Msg, 256)
+	sub, err := c.nc.ChanSubscribe(strings.TrimSuffix(subj, events.RunStarted)+">", ch)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	poll := time.NewTicker(o.Poll)
+	defer poll.Stop()
+	var (
+		unavailableSince time.Time
+		waiting          string
+	)
+	say := func(text string) {
+		if text != waiting {
+			waiting = text
+			if o.OnWaiting != nil {
+				o.OnWaiting(text)
+			}
+		}
+	}
+	check := true
+	for {
+		if check {
+			st, err := c.Status(ctx, runID)
+			switch {
+			case err == nil:
+				unavailableSince = time.Time{}
+				if events.Finished(st.Status) {
+					say("")
+					return st, nil
+				}
+				if st.Status == events.StatusInterrupted {
+					say(fmt.Sprintf("run %s was interrupted after group %d of %d (%s); waiting for a seqworker to resume it", runID, st.FinishedGroups, st.Groups, st.Error))
+				} else {
+					say("")
+				}
+			case errors.Is(err, ErrNotFound):
+			case errors.Is(err, ErrUnavailable):
+				if unavailableSince.IsZero() {
+					unavailableSince = time.Now()
+				}
+				if time.Since(unavailableSince) > o.WorkerWait {
+					return nil, fmt.Errorf("%w: no seqworker answered for %s while waiting for run %s: %v", ErrWaitedTooLong, o.WorkerWait, runID, err)
+				}
+				say(fmt.Sprintf("no seqworker answers (stopped or restarting); waiting up to %s for one to come back to follow run %s", o.WorkerWait, runID))
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			default:
+				return nil, err
+			}
+		}
+		check = false
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-poll.C:
+			check = true
+		case m := <-ch:
+			var ev events.RunEvent
+			if events.Decode(m.Data, &ev) != nil {
+				continue
+			}
+			if o.OnEvent != nil {
+				o.OnEvent(&ev)
+			}
+			switch ev.Kind {
+			case events.RunFinished, events.RunInterrupted, events.RunResumed, events.RunCancelling:
+				check = true
+			}
+		}
+	}
+}

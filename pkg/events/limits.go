@@ -1,0 +1,88 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Limits on the identifiers that reach skillbus from outside. Every entry
+// point (seq.run, seq.status, seq.cancel, seq_call, a queued run request
+// and its Nats-Msg-Id, events.agent_ready.*) checks them before it derives
+// a subject, a header or a KV key: a NATS server closes the connection of a
+// client that sends a subject over its control-line limit (4 KiB), so an
+// unchecked 5,000-character run id would take the service off the bus.
+// docs/runs.md lists them.
+const (
+	// MaxRunIDLength bounds a run id, in bytes.
+	MaxRunIDLength = 128
+	// MaxIDLength bounds other ids (a boot id), in bytes.
+	MaxIDLength = 128
+	// MaxNameLength bounds a sequence, group or agent name in a request,
+	// in bytes (a name is at most 64 characters; in UTF-8 and encoded for a
+	// subject it stays below this).
+	MaxNameLength = 512
+	// MaxReasonLength bounds free text such as a cancel reason or the
+	// "by" of a cancel, in bytes.
+	MaxReasonLength = 1024
+)
+
+// CheckRunID reports whether id can be a run id: 1 to MaxRunIDLength bytes
+// of ASCII letters, digits, '-' and '_' (so it is one subject token and its
+// own KV key). Errors: ErrBadToken saying which rule failed.
+func CheckRunID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: run id is empty", ErrBadToken)
+	}
+	if len(id) > MaxRunIDLength {
+		return fmt.Errorf("%w: run id is %d bytes long; the limit is %d (MaxRunIDLength)", ErrBadToken, len(id), MaxRunIDLength)
+	}
+	for i := 0; i < len(id); i++ {
+		if !idByte(id[i]) {
+			return fmt.Errorf("%w: run id %q contains %q; use only letters, digits, '-' and '_'", ErrBadToken, id, rune(id[i]))
+		}
+	}
+	return nil
+}
+
+func idByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+}
+
+// checkLen refuses a value longer than limit bytes, naming what and the
+// limit.
+func checkLen(what, v string, limit int) error {
+	if len(v) > limit {
+		return fmt.Errorf("%s is %d bytes long; the limit is %d", what, len(v), limit)
+	}
+	return nil
+}
+
+// BoundedID joins prefix and parts into a run id ("prefix-part1-part2"),
+// each part reduced to letters, digits, '-' and '_' (anything else becomes
+// '_'), followed by "-" and 16 hex digits of a SHA-256 of the unreduced
+// parts — so different inputs give different ids. When the result would
+// exceed MaxRunIDLength the readable parts are cut so it fits. The same
+// input always gives the same id.
+func BoundedID(prefix string, parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	sum := hex.EncodeToString(h[:8])
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, p := range parts {
+		b.WriteByte('-')
+		for i := 0; i < len(p); i++ {
+			if idByte(p[i]) {
+				b.WriteByte(p[i])
+			} else {
+				b.WriteByte('_')
+			}
+		}
+	}
+	s := b.String()
+	if room := MaxRunIDLength - len(sum) - 1; len(s) > room {
+		s = s[:room]
+	}
+	return s + "-" + sum
+}
