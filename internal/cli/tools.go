@@ -43,6 +43,12 @@ Flags of serve:
   --cmd-timeout D      longest cmd.run (default 30s)
   --max-output BYTES   cmd.run stdout/stderr cap each (default 65536)
   --name NAME          the micro service name (default skillbus-builtin)
+  --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
+  --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
+  --log-json           log JSON lines; --log-level LEVEL (default info)
+serve runs like the skillbus services (docs/operations.md): it waits for NATS
+at start, reconnects for ever, exits 1 if its connection is closed for good,
+and takes every flag from SKILLBUS_<FLAG> too (SKILLBUS_HEALTH_ADDR=:8080).
 
 Examples:
   skillbus tools
@@ -172,7 +178,9 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	cmdTimeout := fs.Duration("cmd-timeout", builtin.DefaultCommandTimeout, "longest cmd.run")
 	maxOutput := fs.Int("max-output", builtin.DefaultMaxOutputBytes, "cmd.run output cap per stream")
 	name := fs.String("name", "skillbus-builtin", "micro service name")
-	pos, err := parseInterleaved(fs, args)
+	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
+	sf.register(fs)
+	pos, err := sf.parse(env, fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
@@ -185,26 +193,19 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus tools serve: %v\n", err)
 		return ExitUsage
 	}
-	// The root is closed after the connection is drained (withConn), so a
-	// call still in flight never finds it closed.
+	// The root is closed after the connection is drained (serveService), so
+	// a call still in flight never finds it closed.
 	defer p.Close()
-	return withConn(env, "tools serve", func(nc *nats.Conn) int {
+	return serveService(ctx, env, "tools serve", &sf, func(_ context.Context, nc *nats.Conn) (func(context.Context) error, error) {
 		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root()}, p.Tools()...)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus tools serve: %v\n", err)
-			return ExitFailure
+			return nil, err
 		}
 		names := make([]string, 0)
 		for _, t := range p.Tools() {
 			names = append(names, t.Name)
 		}
 		fmt.Fprintf(env.Stdout, "serving %s on tool.<name> (root %s); Ctrl-C to stop\n", strings.Join(names, ", "), p.Root())
-		<-ctx.Done()
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(stopCtx); err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus tools serve: stop: %v\n", err)
-		}
-		return ExitOK
+		return srv.Stop, nil
 	})
 }

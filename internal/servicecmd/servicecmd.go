@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,9 +66,10 @@ type Runtime struct {
 
 // Spec is the service a command runs.
 type Spec struct {
-	// Provision is provisioned (events.Provision), with retries, before
-	// New is called: the service's own provisioning options.
-	Provision events.Options
+	// Provision, when not nil, is provisioned (events.Provision), with
+	// retries, before New is called: the service's own provisioning
+	// options. A tool provider, which needs no stream, leaves it nil.
+	Provision *events.Options
 	// New builds the service; Run starts it.
 	New func(rt Runtime) (Service, error)
 }
@@ -108,7 +110,37 @@ const (
 // orchestrator restarts the process rather than keep one that serves
 // nothing.
 func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
-	name := f.cmd.Name
+	return Serve(ctx, log, Options{Name: f.cmd.Name, Conn: f.Conn, HealthAddr: f.HealthAddr, ShutdownBudget: f.ShutdownBudget, Started: f.started}, spec)
+}
+
+// Options are the process settings Serve needs; Flags.Run fills them from
+// the flags. The skillbus command's long-running providers (`tools serve`,
+// `mcp`) fill them from their own flags.
+type Options struct {
+	// Name names the process in logs, the connection name
+	// ("skillbus-<name>") and the telemetry service.name.
+	Name string
+	// Conn are the NATS connection settings.
+	Conn natsconn.Settings
+	// HealthAddr is the health endpoint's address; empty serves none.
+	HealthAddr string
+	// ShutdownBudget bounds the whole shutdown; 0 means
+	// DefaultShutdownBudget.
+	ShutdownBudget time.Duration
+	// Started is when the process started, for the "ready" log line; zero
+	// means when Serve was called.
+	Started time.Time
+}
+
+// Serve is Run with explicit Options: see Run.
+func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
+	if o.ShutdownBudget <= 0 {
+		o.ShutdownBudget = DefaultShutdownBudget
+	}
+	if o.Started.IsZero() {
+		o.Started = time.Now()
+	}
+	name := o.Name
 	exporting, flushTraces, err := telemetry.Setup(ctx, name)
 	if err != nil {
 		log.Error("cannot set up trace export", "err", err)
@@ -141,14 +173,14 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 		}
 	}()
 
-	cfg, err := f.Conn.Resolve()
+	cfg, err := o.Conn.Resolve()
 	if err != nil {
 		log.Error("bad NATS connection settings", "err", err)
 		return 2
 	}
 	var ready health.Readiness
-	if f.HealthAddr != "" {
-		if hs, err = health.Listen(f.HealthAddr, &ready, mets.Handler()); err != nil {
+	if o.HealthAddr != "" {
+		if hs, err = health.Listen(o.HealthAddr, &ready, mets.Handler()); err != nil {
 			log.Error("cannot serve the health endpoint", "err", err)
 			return 1
 		}
@@ -165,9 +197,12 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 		if conn.IsConnected() {
 			return nil
 		}
-		return errors.New(conn.Status().String())
+		return errors.New(strings.ToLower(conn.Status().String()))
 	})
-	provisioned := ready.Gate("provisioned")
+	var provisioned *health.Gate
+	if spec.Provision != nil {
+		provisioned = ready.Gate("provisioned")
+	}
 	started := ready.Gate("started")
 	if reg, err := metrics.ObserveConn(mets.Provider(), conn.Conn); err != nil {
 		log.Warn("NATS connection metrics unavailable", "err", err)
@@ -185,26 +220,26 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 		}
 	}()
 
-	code, svc := f.start(runCtx, log, conn, spec, &ready, mets, provisioned, started)
+	code, svc := start(runCtx, log, o, conn, spec, &ready, mets, provisioned, started)
 	if code < 0 {
 		<-runCtx.Done()
 	}
 	// Shutdown, within the budget.
 	begin := time.Now()
-	finalDeadline = begin.Add(f.ShutdownBudget)
+	finalDeadline = begin.Add(o.ShutdownBudget)
 	ready.Stopping()
 	lost := conn.LostErr() != nil
 	if ctx.Err() != nil {
-		log.Info("stopping", "budget", f.ShutdownBudget)
+		log.Info("stopping", "budget", o.ShutdownBudget)
 	}
 	if svc != nil {
-		sctx, scancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(f.ShutdownBudget)*StopShare)))
+		sctx, scancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(o.ShutdownBudget)*StopShare)))
 		if err := svc.Stop(sctx); err != nil {
 			log.Warn("service stop", "err", err)
 		}
 		scancel()
 	}
-	dctx, dcancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(f.ShutdownBudget)*DrainShare)))
+	dctx, dcancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(o.ShutdownBudget)*DrainShare)))
 	if err := conn.Drain(dctx); err != nil {
 		log.Warn("connection not drained in time; closed", "err", err)
 	}
@@ -223,7 +258,7 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 // start waits for the connection, provisions, builds and starts the
 // service. It returns code -1 and the started service, or the exit code
 // (0 when ctx ended first) and the service to stop, if any.
-func (f *Flags) start(ctx context.Context, log *slog.Logger, conn *natsconn.Conn, spec Spec, ready *health.Readiness, mets *telemetry.Metrics, provisioned, started *health.Gate) (int, Service) {
+func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn, spec Spec, ready *health.Readiness, mets *telemetry.Metrics, provisioned, started *health.Gate) (int, Service) {
 	if err := conn.WaitConnected(ctx); err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
@@ -231,32 +266,34 @@ func (f *Flags) start(ctx context.Context, log *slog.Logger, conn *natsconn.Conn
 		log.Error("cannot connect to NATS", "err", err)
 		return 1, nil
 	}
-	js, err := jetstream.New(conn.Conn)
-	if err != nil {
-		log.Error("JetStream", "err", err)
-		return 1, nil
-	}
-	if err := ProvisionRetry(ctx, log, js, spec.Provision); err != nil {
-		if ctx.Err() != nil {
-			return 0, nil
+	if spec.Provision != nil {
+		js, err := jetstream.New(conn.Conn)
+		if err != nil {
+			log.Error("JetStream", "err", err)
+			return 1, nil
 		}
-		log.Error("cannot provision the streams and buckets", "err", err)
-		return 2, nil
+		if err := ProvisionRetry(ctx, log, js, *spec.Provision); err != nil {
+			if ctx.Err() != nil {
+				return 0, nil
+			}
+			log.Error("cannot provision the streams and buckets", "err", err)
+			return 2, nil
+		}
+		provisioned.Open()
 	}
-	provisioned.Open()
 	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider()})
 	if err != nil {
-		log.Error(f.cmd.Name+" failed", "err", err)
+		log.Error(o.Name+" failed", "err", err)
 		return 1, nil
 	}
 	if err := svc.Start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return 0, svc
 		}
-		log.Error(f.cmd.Name+" failed", "err", err)
+		log.Error(o.Name+" failed", "err", err)
 		return 1, svc
 	}
 	started.Open()
-	log.Info("ready", "startup", time.Since(f.started).Round(time.Millisecond))
+	log.Info("ready", "startup", time.Since(o.Started).Round(time.Millisecond))
 	return -1, svc
 }

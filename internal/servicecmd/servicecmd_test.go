@@ -246,6 +246,12 @@ func (s *fakeService) Stop(ctx context.Context) error {
 	return nil
 }
 
+// provision returns the provisioning options of f, for a Spec.
+func provision(f *servicecmd.Flags) *events.Options {
+	o := f.Provision()
+	return &o
+}
+
 // running is a Run in a goroutine.
 type running struct {
 	log    servicecmdtest.Buffer
@@ -261,7 +267,7 @@ func start(t *testing.T, f *servicecmd.Flags, svc *fakeService) *running {
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(&r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() {
-		r.done <- f.Run(ctx, log, servicecmd.Spec{Provision: f.Provision(), New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+		r.done <- f.Run(ctx, log, servicecmd.Spec{Provision: provision(f), New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 			svc.nc = rt.Conn
 			return svc, nil
 		}})

@@ -100,3 +100,31 @@ func FuzzSplitTools(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckSchedule: the schedule check never panics, and what it accepts
+// is printable ASCII, keeps its verdict with spaces around it, and is an
+// @ form or 6 cron fields. (test/integration's FuzzScheduleVerdicts
+// compares its verdicts with a real NATS server.)
+func FuzzCheckSchedule(f *testing.F) {
+	for _, s := range []string{"@every 1h", "@hourly", "0 30 9 * * MON-FRI", "*/5 * * * *", "0 50-10 * * * *", "0 0 0 30 2 *", "0 0 0 29 2 *",
+		"0 0 0 * * 7", "*/0 * * * * *", "*-5 * * * * *", "0 0 0 1 * ,", "@at 2030-01-02T03:04:05Z", "0 1,,2 * * * *", "0 5/10 * * * *", "0 0 0 30 2 */2", "@every  1h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		msg := checkSchedule(s)
+		if msg != "" {
+			return
+		}
+		for _, r := range s {
+			if r < ' ' || r > '~' {
+				t.Fatalf("accepted %q with the character %U", s, r)
+			}
+		}
+		if again := checkSchedule("  " + s + " "); again != "" {
+			t.Fatalf("accepted %q but not with spaces around it: %s", s, again)
+		}
+		if tr := strings.TrimSpace(s); !strings.HasPrefix(tr, "@") && len(strings.Fields(tr)) != 6 {
+			t.Fatalf("accepted %q, which is neither an @ form nor 6 fields", s)
+		}
+	})
+}

@@ -191,7 +191,7 @@ func fromNode(root *node) (*Sequence, error) {
 		if msg := checkSchedule(v); msg != "" {
 			d.errf(ErrInvalidValue, at{}, "schedule", root.get("schedule"), "%s", msg)
 		}
-		s.Schedule = v
+		s.Schedule = strings.Trim(v, " ") // as the server reads its header
 	}
 	if v, ok := d.str(root.get("timezone"), at{}, "timezone", `"Europe/Berlin"`); ok {
 		if msg := checkTimeZone(v, s.Schedule, root.get("schedule") != nil); msg != "" {
