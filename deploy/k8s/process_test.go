@@ -72,9 +72,7 @@ func TestProdAsProcesses(t *testing.T) {
 	for _, p := range natsPods {
 		p.start()
 	}
-	for _, p := range natsPods {
-		p.waitReady(60 * time.Second)
-	}
+	waitReady(t, natsPods, 60*time.Second)
 	t.Logf("NATS cluster ready: %s", cluster.serviceURL("nats", 4222))
 	for _, p := range natsPods {
 		pidFile := p.hostPath("/var/run/nats/nats.pid")
@@ -82,6 +80,13 @@ func TestProdAsProcesses(t *testing.T) {
 			t.Errorf("%s: the pid file the preStop hook signals is not where the hook looks: %v", p.name, err)
 		}
 	}
+
+	nc, err := nats.Connect(cluster.serviceURL("nats", 4222), nats.Name("deploy-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cluster.nc = nc
 
 	// One pod of each skillbus Deployment.
 	var svcPods []*pod
@@ -102,15 +107,8 @@ func TestProdAsProcesses(t *testing.T) {
 	for _, p := range svcPods {
 		p.start()
 	}
-	for _, p := range svcPods {
-		p.waitReady(90 * time.Second)
-	}
+	waitReady(t, svcPods, 90*time.Second)
 
-	nc, err := nats.Connect(cluster.serviceURL("nats", 4222), nats.Name("deploy-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	checkReplicas(t, nc)
 
 	// The tool provider's workspace is the volume the manifest mounts:
@@ -128,9 +126,12 @@ func TestProdAsProcesses(t *testing.T) {
 		p.stop()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-22s %12s %9s %13s %6s\n", "pod", "to ready", "restarts", "SIGTERM→exit", "grace")
+	fmt.Fprintf(&b, "%-22s %12s %12s %9s %13s %6s\n", "pod", "probe 200", "serving", "restarts", "SIGTERM→exit", "grace")
 	for _, p := range append(natsPods, svcPods...) {
-		fmt.Fprintf(&b, "%-22s %12s %9d %13s %5ds\n", p.name, p.readyAfter.Round(time.Millisecond), p.restarts, p.stoppedAfter.Round(time.Millisecond), p.grace/time.Second)
+		fmt.Fprintf(&b, "%-22s %12s %12s %9d %13s %5ds\n", p.name, p.probeAfter.Round(time.Millisecond), p.readyAfter.Round(time.Millisecond), p.restarts, p.stoppedAfter.Round(time.Millisecond), p.grace/time.Second)
+		if p.readyAfter-p.probeAfter > time.Second {
+			t.Logf("%s: the readiness probe answered 200 %s before the service answered on NATS: /readyz said ready too early", p.name, (p.readyAfter - p.probeAfter).Round(time.Millisecond))
+		}
 		if p.restarts > 0 {
 			t.Logf("%s was restarted %d times before it was ready (a Kubernetes pod would be too); its output:\n%s", p.name, p.restarts, p.logTail())
 		}
@@ -211,6 +212,17 @@ type cluster struct {
 	ports map[string]int
 	// noHealth lists the pods whose binary has no --health-addr.
 	noHealth []string
+	// nc is a client of the local NATS cluster, once it runs.
+	nc *nats.Conn
+}
+
+// microService names the NATS micro service each Deployment's process
+// serves (`nats micro ls`): a ready pod must answer its ping.
+var microService = map[string]string{
+	"skillbus-registry":  "skillbus-registry",
+	"skillbus-seqworker": "skillbus-seq",
+	"skillbus-skillface": "skillbus-skillface",
+	"skillbus-tools":     "skillbus-builtin",
 }
 
 func newCluster(t *testing.T, b *built, root string, bins map[string]string) *cluster {
@@ -257,7 +269,8 @@ type pod struct {
 	stopping bool // SIGTERM sent: no more restarts
 
 	started      time.Time
-	readyAfter   time.Duration
+	probeAfter   time.Duration // first 200 of the readiness probe
+	readyAfter   time.Duration // ... and its service answers on NATS
 	stoppedAfter time.Duration
 }
 
@@ -765,10 +778,33 @@ func (p *pod) probeURL(pr *corev1.Probe) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.c.ports[fmt.Sprintf("%s/%d", p.name, cp)], pr.HTTPGet.Path)
 }
 
+// waitReady waits for every pod's probes at once (each pod's time to
+// ready is its own) and fails the test for those not ready in time.
+func waitReady(t *testing.T, pods []*pod, limit time.Duration) {
+	errs := make([]string, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.waitReady(limit)
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Error(e)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 // waitReady polls the startup, then the readiness probe until it answers
-// 200, and checks the liveness probe answers too.
-func (p *pod) waitReady(limit time.Duration) {
-	t := p.t
+// 200, and checks the liveness probe answers too; it returns what went
+// wrong, or "".
+func (p *pod) waitReady(limit time.Duration) string {
 	deadline := p.started.Add(limit)
 	client := &http.Client{Timeout: 2 * time.Second}
 	get := func(u string) int {
@@ -784,15 +820,30 @@ func (p *pod) waitReady(limit time.Duration) {
 		u := p.probeURL(pr)
 		for get(u) != http.StatusOK {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s did not answer 200 within %s\n%s", p.name, u, limit, p.logTail())
+				return fmt.Sprintf("%s: %s did not answer 200 within %s\n%s", p.name, u, limit, p.logTail())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	p.readyAfter = time.Since(p.started)
-	if code := get(p.probeURL(p.ctr.LivenessProbe)); code != http.StatusOK {
-		t.Errorf("%s: liveness probe %s answered %d while ready", p.name, p.probeURL(p.ctr.LivenessProbe), code)
+	p.probeAfter = time.Since(p.started)
+	p.readyAfter = p.probeAfter
+	// Ready means serving: the pod's micro service answers a ping.
+	if svc, ok := microService[p.w.obj.Name]; ok {
+		for {
+			if _, err := p.c.nc.Request("$SRV.PING."+svc, nil, time.Second); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Sprintf("%s: its readiness probe answered 200 after %s, but %s never answered a ping on NATS within %s\n%s", p.name, p.probeAfter, svc, limit, p.logTail())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.readyAfter = time.Since(p.started)
 	}
+	if code := get(p.probeURL(p.ctr.LivenessProbe)); code != http.StatusOK {
+		return fmt.Sprintf("%s: liveness probe %s answered %d while ready", p.name, p.probeURL(p.ctr.LivenessProbe), code)
+	}
+	return ""
 }
 
 // stop sends SIGTERM and waits for the exit, which must come within the
