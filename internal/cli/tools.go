@@ -196,7 +196,7 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	// The root is closed after the connection is drained (serveService), so
 	// a call still in flight never finds it closed.
 	defer p.Close()
-	return serveService(ctx, env, "tools serve", &sf, func(_ context.Context, nc *nats.Conn) (func(context.Context) error, error) {
+	return serveService(ctx, env, "tools serve", &sf, func(_ context.Context, nc *nats.Conn, _ func(error)) (func(context.Context) error, error) {
 		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root()}, p.Tools()...)
 		if err != nil {
 			return nil, err
