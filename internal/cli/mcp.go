@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -89,6 +90,11 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 			return nil, err
 		}
 		fmt.Fprintf(env.Stdout, "serving %d tool(s) of %s: %v; Ctrl-C to stop\n", len(b.Tools()), pos[0], b.Tools())
+		if conflicts, err := b.Conflicts(ctx, 500*time.Millisecond); err == nil {
+			for _, c := range conflicts {
+				fmt.Fprintf(env.Stderr, "skillbus mcp: warning: %s\n", c)
+			}
+		}
 		go func() {
 			<-b.Done() // the MCP server ended for good (--no-restart), or Stop
 			fail(fmt.Errorf("the MCP server ended: %v", b.Err()))
