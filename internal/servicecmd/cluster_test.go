@@ -94,7 +94,9 @@ func TestServicesStartTogetherOnCluster(t *testing.T) {
 			t.Fatal("a service did not stop")
 		}
 	}
-	for i, s := range services {
-		t.Logf("%s log:\n%s", s.name, logs[i].String())
+	if t.Failed() {
+		for i, s := range services {
+			t.Logf("%s log:\n%s", s.name, logs[i].String())
+		}
 	}
 }
