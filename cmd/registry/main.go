@@ -1,4 +1,4 @@
-// Command registry is the skillbus registry service (docs/architecture.md):
+// Command registry is the skillbus registry service (docs/deploy.md):
 // it loads a directory tree of skills (SKILL.md, skill.yaml) and sequences
 // (*.seq.json, *.seq.yaml, *.seq.yml), publishes the valid ones to the
 // SKILLS and SEQUENCES buckets, follows the tree, and serves the
@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return common.Run(ctx, log, servicecmd.Spec{
-		Provision: cfg.Provision,
+		Provision: &cfg.Provision,
 		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 			r, err := registry.New(rt.Conn, cfg)
 			if err != nil {

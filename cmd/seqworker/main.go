@@ -1,4 +1,4 @@
-// Command seqworker is the skillbus sequence runner (docs/architecture.md):
+// Command seqworker is the skillbus sequence runner (docs/sequences.md):
 // it takes run requests from the SEQ_RUNS work queue (shared with every
 // other replica), runs them group by group against the tools on
 // tool.<name>, checkpoints every finished group in RUNS, starts boot
@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return common.Run(ctx, log, servicecmd.Spec{
-		Provision: cfg.Provision,
+		Provision: &cfg.Provision,
 		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 			w, err := seqworker.New(rt.Conn, cfg)
 			if err != nil {

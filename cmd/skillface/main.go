@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	return common.Run(ctx, log, servicecmd.Spec{
-		Provision: cfg.Provision,
+		Provision: &cfg.Provision,
 		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 			svc, err := skillfacesvc.New(rt.Conn, cfg)
 			if err != nil {

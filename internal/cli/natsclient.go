@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/internal/servicecmd"
+	"github.com/skillbus/skillbus/internal/telemetry"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/toolcall"
 )
@@ -271,4 +274,95 @@ func flagExit(err error) int {
 		return ExitOK
 	}
 	return ExitUsage
+}
+
+// serveFlags are the process flags of a command that serves until it is
+// stopped (`tools serve`, `mcp`), as every skillbus service has them
+// (docs/operations.md): health endpoint, shutdown budget, logs.
+type serveFlags struct {
+	healthAddr string
+	budget     time.Duration
+	logJSON    bool
+	logLevel   string
+}
+
+// register defines the flags on fs.
+func (s *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.healthAddr, "health-addr", "", "serve /livez, /readyz and /metrics on this address")
+	fs.DurationVar(&s.budget, "shutdown-budget", servicecmd.DefaultShutdownBudget, "the whole graceful shutdown")
+	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
+	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// errBadEnv marks a malformed SKILLBUS_* variable, already reported; it is
+// a usage error (flagExit: exit 2).
+var errBadEnv = errors.New("malformed SKILLBUS_* variable")
+
+// parse sets fs's flags from their SKILLBUS_* variables, then parses args
+// (parseInterleaved): a flag on the command line wins. A malformed
+// variable is reported on stderr and returned as errBadEnv.
+func (s *serveFlags) parse(env Env, fs *flag.FlagSet, args []string) ([]string, error) {
+	if _, err := servicecmd.ApplyEnv(fs); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", fs.Name(), err)
+		return nil, errBadEnv
+	}
+	return parseInterleaved(fs, args)
+}
+
+// serveService runs a provider the way the skillbus services run
+// (servicecmd.Serve): it waits for NATS at start, reconnects for ever,
+// serves the health endpoint, stops within the shutdown budget at SIGTERM,
+// and exits 1 when the connection is closed for good. start begins
+// serving on nc and returns the function that stops it (called with the
+// stop share of the budget); it may call fail, from any goroutine, when
+// serving cannot go on (the process then stops and exits 1). Logs go to
+// stderr.
+func serveService(ctx context.Context, env Env, name string, sf *serveFlags, start startFunc) int {
+	if !remote(env) {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", name, errNoURL)
+		return ExitFailure
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(sf.logLevel)); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus %s: --log-level %q: want debug, info, warn or error\n", name, sf.logLevel)
+		return ExitUsage
+	}
+	if sf.budget < time.Second {
+		fmt.Fprintf(env.Stderr, "skillbus %s: --shutdown-budget %v: want at least 1s\n", name, sf.budget)
+		return ExitUsage
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(env.Stderr, opts)
+	if sf.logJSON {
+		h = slog.NewJSONHandler(env.Stderr, opts)
+	}
+	log := slog.New(telemetry.LogHandler(h))
+	o := servicecmd.Options{Name: strings.Fields(name)[0], Conn: connSettings(env), HealthAddr: sf.healthAddr, ShutdownBudget: sf.budget}
+	return servicecmd.Serve(ctx, log, o, servicecmd.Spec{New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+		return &funcService{nc: rt.Conn, fail: rt.Fail, start: start}, nil
+	}})
+}
+
+// startFunc starts serving on nc; see serveService.
+type startFunc func(ctx context.Context, nc *nats.Conn, fail func(error)) (stop func(context.Context) error, err error)
+
+// funcService adapts a startFunc to servicecmd.Service.
+type funcService struct {
+	nc    *nats.Conn
+	fail  func(error)
+	start startFunc
+	stop  func(context.Context) error
+}
+
+func (s *funcService) Start(ctx context.Context) error {
+	stop, err := s.start(ctx, s.nc, s.fail)
+	s.stop = stop
+	return err
+}
+
+func (s *funcService) Stop(ctx context.Context) error {
+	if s.stop == nil {
+		return nil
+	}
+	return s.stop(ctx)
 }

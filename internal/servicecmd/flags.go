@@ -113,7 +113,9 @@ func (f *Flags) FlagSet(cmd Command, stdout, stderr io.Writer) *flag.FlagSet {
 // on stdout), 2 for a bad flag, a malformed variable (the message names the
 // variable) or stray arguments when maxArgs (-1 = any) is exceeded.
 func (f *Flags) Parse(fs *flag.FlagSet, args []string, maxArgs int) (exit int) {
-	if err := f.applyEnv(fs, os.LookupEnv, os.Environ()); err != nil {
+	unknown, err := ApplyEnv(fs)
+	f.unknownEnv = unknown
+	if err != nil {
 		fmt.Fprintf(f.stderr, "%s: %v\n", f.cmd.Name, err)
 		return 2
 	}
@@ -142,11 +144,17 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, maxArgs int) (exit int) {
 	return -1
 }
 
-// applyEnv sets the flags of fs from their variables (lookup) and records
-// the SKILLBUS_* variables of environ that name no flag.
-func (f *Flags) applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []string) error {
+// ApplyEnv sets every flag of fs (but --version and --help) from its
+// SKILLBUS_* variable (EnvName) when the variable is set; call it before
+// parsing the command line, which then wins. It returns the SKILLBUS_*
+// variables of the environment that name no flag of fs (sorted), and an
+// error naming the variable for a malformed value.
+func ApplyEnv(fs *flag.FlagSet) (unknown []string, err error) {
+	return applyEnv(fs, os.LookupEnv, os.Environ())
+}
+
+func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []string) (unknown []string, err error) {
 	known := map[string]bool{}
-	var err error
 	fs.VisitAll(func(fl *flag.Flag) {
 		if fl.Name == "version" || fl.Name == "help" || fl.Name == "h" {
 			return
@@ -170,11 +178,11 @@ func (f *Flags) applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), e
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, EnvPrefix) && !known[name] {
-			f.unknownEnv = append(f.unknownEnv, name)
+			unknown = append(unknown, name)
 		}
 	}
-	sort.Strings(f.unknownEnv)
-	return err
+	sort.Strings(unknown)
+	return unknown, err
 }
 
 // friendlyParseError says in words what value the flag fl takes, from the

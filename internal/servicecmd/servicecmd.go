@@ -21,6 +21,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,13 +63,20 @@ type Runtime struct {
 	// Meters is the meter provider to create instruments on
 	// (internal/metrics).
 	Meters metric.MeterProvider
+	// Fail reports that the service can no longer do its job (a child
+	// process it bridges has ended for good, say): the process shuts down
+	// as at SIGTERM and exits 1 after logging err. Safe to call from any
+	// goroutine, more than once (the first error counts) and after the
+	// shutdown began (then ignored).
+	Fail func(err error)
 }
 
 // Spec is the service a command runs.
 type Spec struct {
-	// Provision is provisioned (events.Provision), with retries, before
-	// New is called: the service's own provisioning options.
-	Provision events.Options
+	// Provision, when not nil, is provisioned (events.Provision), with
+	// retries, before New is called: the service's own provisioning
+	// options. A tool provider, which needs no stream, leaves it nil.
+	Provision *events.Options
 	// New builds the service; Run starts it.
 	New func(rt Runtime) (Service, error)
 }
@@ -108,7 +117,37 @@ const (
 // orchestrator restarts the process rather than keep one that serves
 // nothing.
 func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
-	name := f.cmd.Name
+	return Serve(ctx, log, Options{Name: f.cmd.Name, Conn: f.Conn, HealthAddr: f.HealthAddr, ShutdownBudget: f.ShutdownBudget, Started: f.started}, spec)
+}
+
+// Options are the process settings Serve needs; Flags.Run fills them from
+// the flags. The skillbus command's long-running providers (`tools serve`,
+// `mcp`) fill them from their own flags.
+type Options struct {
+	// Name names the process in logs, the connection name
+	// ("skillbus-<name>") and the telemetry service.name.
+	Name string
+	// Conn are the NATS connection settings.
+	Conn natsconn.Settings
+	// HealthAddr is the health endpoint's address; empty serves none.
+	HealthAddr string
+	// ShutdownBudget bounds the whole shutdown; 0 means
+	// DefaultShutdownBudget.
+	ShutdownBudget time.Duration
+	// Started is when the process started, for the "ready" log line; zero
+	// means when Serve was called.
+	Started time.Time
+}
+
+// Serve is Run with explicit Options: see Run.
+func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
+	if o.ShutdownBudget <= 0 {
+		o.ShutdownBudget = DefaultShutdownBudget
+	}
+	if o.Started.IsZero() {
+		o.Started = time.Now()
+	}
+	name := o.Name
 	exporting, flushTraces, err := telemetry.Setup(ctx, name)
 	if err != nil {
 		log.Error("cannot set up trace export", "err", err)
@@ -141,14 +180,14 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 		}
 	}()
 
-	cfg, err := f.Conn.Resolve()
+	cfg, err := o.Conn.Resolve()
 	if err != nil {
 		log.Error("bad NATS connection settings", "err", err)
 		return 2
 	}
 	var ready health.Readiness
-	if f.HealthAddr != "" {
-		if hs, err = health.Listen(f.HealthAddr, &ready, mets.Handler()); err != nil {
+	if o.HealthAddr != "" {
+		if hs, err = health.Listen(o.HealthAddr, &ready, mets.Handler()); err != nil {
 			log.Error("cannot serve the health endpoint", "err", err)
 			return 1
 		}
@@ -165,9 +204,12 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 		if conn.IsConnected() {
 			return nil
 		}
-		return errors.New(conn.Status().String())
+		return errors.New(strings.ToLower(conn.Status().String()))
 	})
-	provisioned := ready.Gate("provisioned")
+	var provisioned *health.Gate
+	if spec.Provision != nil {
+		provisioned = ready.Gate("provisioned")
+	}
 	started := ready.Gate("started")
 	if reg, err := metrics.ObserveConn(mets.Provider(), conn.Conn); err != nil {
 		log.Warn("NATS connection metrics unavailable", "err", err)
@@ -177,34 +219,52 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 	// runCtx ends at SIGTERM or when the connection is lost for good.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Runtime.Fail: the first call before the shutdown counts.
+	var (
+		failOnce sync.Once
+		failErr  error
+		failed   = make(chan struct{})
+	)
+	fail := func(err error) {
+		if ctx.Err() != nil {
+			return // stopping anyway (SIGTERM): what the service reports now is the stop
+		}
+		if err == nil {
+			err = errors.New("the service reported a failure")
+		}
+		failOnce.Do(func() { failErr = err; close(failed) })
+	}
 	go func() {
 		select {
 		case <-conn.Lost():
+			cancel()
+		case <-failed:
 			cancel()
 		case <-runCtx.Done():
 		}
 	}()
 
-	code, svc := f.start(runCtx, log, conn, spec, &ready, mets, provisioned, started)
+	code, svc := start(runCtx, log, o, conn, spec, &ready, mets, provisioned, started, fail)
 	if code < 0 {
 		<-runCtx.Done()
 	}
 	// Shutdown, within the budget.
 	begin := time.Now()
-	finalDeadline = begin.Add(f.ShutdownBudget)
+	failOnce.Do(func() {}) // from here on Fail is ignored; failErr is settled
+	finalDeadline = begin.Add(o.ShutdownBudget)
 	ready.Stopping()
 	lost := conn.LostErr() != nil
 	if ctx.Err() != nil {
-		log.Info("stopping", "budget", f.ShutdownBudget)
+		log.Info("stopping", "budget", o.ShutdownBudget)
 	}
 	if svc != nil {
-		sctx, scancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(f.ShutdownBudget)*StopShare)))
+		sctx, scancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(o.ShutdownBudget)*StopShare)))
 		if err := svc.Stop(sctx); err != nil {
 			log.Warn("service stop", "err", err)
 		}
 		scancel()
 	}
-	dctx, dcancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(f.ShutdownBudget)*DrainShare)))
+	dctx, dcancel := context.WithDeadline(context.Background(), begin.Add(time.Duration(float64(o.ShutdownBudget)*DrainShare)))
 	if err := conn.Drain(dctx); err != nil {
 		log.Warn("connection not drained in time; closed", "err", err)
 	}
@@ -216,6 +276,10 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 	case code > 0:
 		return code
 	}
+	if failErr != nil {
+		log.Error(name+" failed", "err", failErr)
+		return 1
+	}
 	log.Info(name+" exited", "shutdown", time.Since(begin).Round(time.Millisecond))
 	return 0
 }
@@ -223,7 +287,7 @@ func (f *Flags) Run(ctx context.Context, log *slog.Logger, spec Spec) int {
 // start waits for the connection, provisions, builds and starts the
 // service. It returns code -1 and the started service, or the exit code
 // (0 when ctx ended first) and the service to stop, if any.
-func (f *Flags) start(ctx context.Context, log *slog.Logger, conn *natsconn.Conn, spec Spec, ready *health.Readiness, mets *telemetry.Metrics, provisioned, started *health.Gate) (int, Service) {
+func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn, spec Spec, ready *health.Readiness, mets *telemetry.Metrics, provisioned, started *health.Gate, fail func(error)) (int, Service) {
 	if err := conn.WaitConnected(ctx); err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
@@ -231,32 +295,34 @@ func (f *Flags) start(ctx context.Context, log *slog.Logger, conn *natsconn.Conn
 		log.Error("cannot connect to NATS", "err", err)
 		return 1, nil
 	}
-	js, err := jetstream.New(conn.Conn)
-	if err != nil {
-		log.Error("JetStream", "err", err)
-		return 1, nil
-	}
-	if err := ProvisionRetry(ctx, log, js, spec.Provision); err != nil {
-		if ctx.Err() != nil {
-			return 0, nil
+	if spec.Provision != nil {
+		js, err := jetstream.New(conn.Conn)
+		if err != nil {
+			log.Error("JetStream", "err", err)
+			return 1, nil
 		}
-		log.Error("cannot provision the streams and buckets", "err", err)
-		return 2, nil
+		if err := ProvisionRetry(ctx, log, js, *spec.Provision); err != nil {
+			if ctx.Err() != nil {
+				return 0, nil
+			}
+			log.Error("cannot provision the streams and buckets", "err", err)
+			return 2, nil
+		}
+		provisioned.Open()
 	}
-	provisioned.Open()
-	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider()})
+	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider(), Fail: fail})
 	if err != nil {
-		log.Error(f.cmd.Name+" failed", "err", err)
+		log.Error(o.Name+" failed", "err", err)
 		return 1, nil
 	}
 	if err := svc.Start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return 0, svc
 		}
-		log.Error(f.cmd.Name+" failed", "err", err)
+		log.Error(o.Name+" failed", "err", err)
 		return 1, svc
 	}
 	started.Open()
-	log.Info("ready", "startup", time.Since(f.started).Round(time.Millisecond))
+	log.Info("ready", "startup", time.Since(o.Started).Round(time.Millisecond))
 	return -1, svc
 }

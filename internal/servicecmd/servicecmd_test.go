@@ -207,6 +207,7 @@ func TestLoggerAndProvision(t *testing.T) {
 // fakeService is a Service whose Start and Stop the test controls.
 type fakeService struct {
 	nc           *nats.Conn
+	fail         func(error)
 	startRelease chan struct{} // Start waits for it (nil = at once)
 	stopRelease  chan struct{} // Stop waits for it or its ctx (nil = at once)
 	startErr     error
@@ -246,6 +247,12 @@ func (s *fakeService) Stop(ctx context.Context) error {
 	return nil
 }
 
+// provision returns the provisioning options of f, for a Spec.
+func provision(f *servicecmd.Flags) *events.Options {
+	o := f.Provision()
+	return &o
+}
+
 // running is a Run in a goroutine.
 type running struct {
 	log    servicecmdtest.Buffer
@@ -261,8 +268,8 @@ func start(t *testing.T, f *servicecmd.Flags, svc *fakeService) *running {
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(&r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() {
-		r.done <- f.Run(ctx, log, servicecmd.Spec{Provision: f.Provision(), New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
-			svc.nc = rt.Conn
+		r.done <- f.Run(ctx, log, servicecmd.Spec{Provision: provision(f), New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			svc.nc, svc.fail = rt.Conn, rt.Fail
 			return svc, nil
 		}})
 	}()
@@ -372,6 +379,28 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/livez"); err == nil {
 		t.Errorf("health endpoint still up after Run returned")
+	}
+}
+
+// TestRunServiceFails: a service that reports a failure after its start
+// (Runtime.Fail) is stopped and the process exits 1; a second report and
+// one made during the shutdown are ignored.
+func TestRunServiceFails(t *testing.T) {
+	cleanEnv(t)
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	f, _, _ := flags(t, "--nats", srv.ClientURL(), "--memory")
+	svc := newFake()
+	r := start(t, f, svc)
+	r.waitLog(t, "msg=ready")
+	svc.fail(errors.New("child gone"))
+	svc.fail(errors.New("second"))
+	<-svc.stopCalled
+	svc.fail(errors.New("during the stop"))
+	if code := r.exit(t); code != 1 {
+		t.Fatalf("Run = %d after Fail; want 1:\n%s", code, r.log.String())
+	}
+	if out := r.log.String(); !strings.Contains(out, `msg="demo failed" err="child gone"`) || strings.Contains(out, "second") || strings.Contains(out, "during the stop") {
+		t.Errorf("log:\n%s\nwant the first failure only", out)
 	}
 }
 

@@ -7,7 +7,7 @@
 // the metrics.
 //
 // pkg/events starts the spans and carries the W3C trace context in NATS
-// headers on every message skillbus sends (docs/architecture.md); without Setup
+// headers on every message skillbus sends (docs/operations.md); without Setup
 // those spans go nowhere (the OTel API's no-op provider). Setup installs an
 // SDK tracer provider with an OTLP/HTTP exporter when export is asked for:
 //

@@ -56,6 +56,7 @@ func FuzzParseJSON(f *testing.F) {
 func FuzzParseYAML(f *testing.F) {
 	addExamples(f, ".yaml")
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"))
+	f.Add([]byte("name: 开机自检\nboot: true\ngroups:\n  - name: 检查磁盘\n    tools: [{tool: t}]\n  - name: cafe\u0301\n    tools: [{tool: t}]\n  - name: pаyments\n    tools: [{tool: t}]\n"))
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    in: {n: number}\n    when: $args.n > 1e308 || size('" + strings.Repeat("x", 50) + "' + '') > 1\n    tools: [{tool: t, args: {a: 9007199254740993.0, b: 0x1F, c: .5, d: 1e999}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseYAML(data)
@@ -97,6 +98,34 @@ func FuzzSplitTools(f *testing.F) {
 		}
 		if strings.Trim(s[prev:], " \t\r\n") != ";" {
 			t.Fatalf("SplitTools(%q): the input does not end with one `;` after the last span", s)
+		}
+	})
+}
+
+// FuzzCheckSchedule: the schedule check never panics, and what it accepts
+// is printable ASCII, keeps its verdict with spaces around it, and is an
+// @ form or 6 cron fields. (test/integration's FuzzScheduleVerdicts
+// compares its verdicts with a real NATS server.)
+func FuzzCheckSchedule(f *testing.F) {
+	for _, s := range []string{"@every 1h", "@hourly", "0 30 9 * * MON-FRI", "*/5 * * * *", "0 50-10 * * * *", "0 0 0 30 2 *", "0 0 0 29 2 *",
+		"0 0 0 * * 7", "*/0 * * * * *", "*-5 * * * * *", "0 0 0 1 * ,", "@at 2030-01-02T03:04:05Z", "0 1,,2 * * * *", "0 5/10 * * * *", "0 0 0 30 2 */2", "@every  1h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		msg := checkSchedule(s)
+		if msg != "" {
+			return
+		}
+		for _, r := range s {
+			if r < ' ' || r > '~' {
+				t.Fatalf("accepted %q with the character %U", s, r)
+			}
+		}
+		if again := checkSchedule("  " + s + " "); again != "" {
+			t.Fatalf("accepted %q but not with spaces around it: %s", s, again)
+		}
+		if tr := strings.TrimSpace(s); !strings.HasPrefix(tr, "@") && len(strings.Fields(tr)) != 6 {
+			t.Fatalf("accepted %q, which is neither an @ form nor 6 fields", s)
 		}
 	})
 }

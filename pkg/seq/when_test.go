@@ -91,16 +91,3 @@ func TestWhenCompileMessages(t *testing.T) {
 		}
 	}
 }
-
-func TestCheckSchedule(t *testing.T) {
-	for _, ok := range []string{"@every 1h", "@every 90s", "@hourly", "@daily", "@weekly", "@monthly", "@yearly", "0 30 9 * * MON-FRI", "*/15 * * * * *", "0 0 0 1,15 * ?", "0 0 12 * jan-mar sun"} {
-		if msg := checkSchedule(ok); msg != "" {
-			t.Errorf("checkSchedule(%q) = %q; want valid", ok, msg)
-		}
-	}
-	for _, bad := range []string{"", "@every", "@every 500ms", "@sometimes", "* * * *", "60 * * * * *", "0 0 0 32 * *", "0 0 0 * 13 *", "0 0 0 * * 7", "*/0 * * * * *", "a b c d e f"} {
-		if msg := checkSchedule(bad); msg == "" {
-			t.Errorf("checkSchedule(%q) accepted; want a message", bad)
-		}
-	}
-}
