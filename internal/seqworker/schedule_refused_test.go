@@ -41,7 +41,7 @@ func TestScheduleRefusedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := *good
-	bad.Schedule = "0 0 0 30 2 *" // 30 February: the server refuses it
+	bad.Schedule = "0 0 0 30 2 *"      // 30 February: the server refuses it
 	time.Sleep(300 * time.Millisecond) // let the watcher apply the put first
 	w.cat.put("refused", &bad, rev)
 	if err := w.reconcileSchedule(ctx, "refused"); err != nil {
