@@ -88,11 +88,15 @@ func TestProdAsProcesses(t *testing.T) {
 	defer nc.Close()
 	cluster.nc = nc
 
-	// One pod of each skillbus Deployment.
+	// One pod of each skillbus Deployment, two of the seqworker's: a run
+	// whose worker stops must finish (on it, or resumed on the other).
 	var svcPods []*pod
 	for _, w := range prod.workloads() {
 		if isSkillbus(w) {
 			svcPods = append(svcPods, cluster.addPod(w, 0))
+			if w.obj.Name == "skillbus-seqworker" {
+				svcPods = append(svcPods, cluster.addPod(w, 1))
+			}
 		}
 	}
 	for _, p := range svcPods {
@@ -119,11 +123,14 @@ func TestProdAsProcesses(t *testing.T) {
 	}
 	runSmoke(t, cluster, bins)
 	t.Run("metrics", func(t *testing.T) { checkRunMetric(t, cluster.pod("skillbus-seqworker")) })
+	stoppedFirst := stopWithRunInFlight(t, cluster, bins)
 
 	// SIGTERM, as the kubelet sends it; each must exit 0 within its grace
 	// period.
 	for _, p := range append(svcPods, natsPods...) {
-		p.stop()
+		if p != stoppedFirst {
+			p.stop()
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-22s %12s %12s %9s %13s %6s\n", "pod", "probe 200", "serving", "restarts", "SIGTERM→exit", "grace")
@@ -237,7 +244,7 @@ func newCluster(t *testing.T, b *built, root string, bins map[string]string) *cl
 
 func (c *cluster) pod(deployment string) *pod {
 	for _, p := range c.pods {
-		if p.w.obj.Name == deployment {
+		if p.w.obj.Name == deployment && p.cmd != nil {
 			return p
 		}
 	}
@@ -954,6 +961,133 @@ func runSmoke(t *testing.T, c *cluster, bins map[string]string) {
 	}
 	t.Logf("smoke run through the deployed stack: %s in %s", st.Status, time.Since(t0).Round(time.Millisecond))
 }
+
+// stopWithRunInFlight stops the seqworker holding a run in the middle of
+// a group, as a rolling upgrade does: the group calls deploy.hold, a tool
+// this test serves, which answers 2 s after the worker got SIGTERM. The
+// worker must exit within its grace period and the run must succeed (the
+// stopping worker finishes the group, or another replica resumes the run
+// from its checkpoint). It returns the pod it stopped.
+func stopWithRunInFlight(t *testing.T, c *cluster, bins map[string]string) *pod {
+	got := make(chan struct{}, 4)
+	release := make(chan struct{})
+	calls := 0
+	var mu sync.Mutex
+	sub, err := c.nc.QueueSubscribe("tool.deploy.hold", "deploy-test", func(m *nats.Msg) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		got <- struct{}{}
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+		_ = m.Respond([]byte(`{"held":true}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	seqFile := filepath.Join(c.root, "deploy-inflight.seq.yaml")
+	if err := os.WriteFile(seqFile, []byte(inflightSeq), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, bins["skillbus"], "run", seqFile, "--run-id", "deploy-inflight-1", "--json")
+	run.Env = []string{"HOME=" + c.root, "NATS_URL=" + c.serviceURL("nats", 4222)}
+	var stdout, stderr bytes.Buffer
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("deploy.hold was never called\n%s", stderr.String())
+	}
+	// Which worker holds it: RunState.Worker is host-PID-random.
+	js, _ := jetstream.New(c.nc)
+	kv, err := js.KeyValue(ctx, "RUNS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holder *pod
+	for holder == nil && ctx.Err() == nil {
+		if e, err := kv.Get(ctx, "deploy-inflight-1"); err == nil {
+			var st struct {
+				Worker string `json:"worker"`
+			}
+			_ = json.Unmarshal(e.Value(), &st)
+			for _, p := range c.pods {
+				if cmd, _ := p.current(); cmd != nil && cmd.Process != nil && strings.Contains(st.Worker, "-"+strconv.Itoa(cmd.Process.Pid)+"-") {
+					holder = p
+				}
+			}
+		}
+		if holder == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if holder == nil {
+		t.Fatal("cannot tell which seqworker holds the run")
+	}
+	stopped := make(chan struct{})
+	go func() {
+		holder.stop()
+		close(stopped)
+	}()
+	time.Sleep(2 * time.Second)
+	close(release)
+	<-stopped
+	if err := run.Wait(); err != nil {
+		t.Fatalf("skillbus run with its worker stopped: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var st struct {
+		Status string                     `json:"status"`
+		Worker string                     `json:"worker"`
+		Slots  map[string]json.RawMessage `json:"slots"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &st); err != nil {
+		t.Fatalf("skillbus run --json: %v\n%s", err, stdout.String())
+	}
+	var report string
+	_ = json.Unmarshal(st.Slots["report"], &report)
+	if st.Status != "succeeded" || report != "held true" {
+		t.Errorf("the run whose worker was stopped: status %q, report %q; want succeeded, \"held true\"\n%s", st.Status, report, stdout.String())
+	}
+	mu.Lock()
+	n := calls
+	mu.Unlock()
+	t.Logf("run in flight: %s got SIGTERM in the middle of a group and exited in %s (grace %s); the run %s, finished by worker %s, deploy.hold called %d time(s)",
+		holder.name, holder.stoppedAfter.Round(time.Millisecond), holder.grace, st.Status, st.Worker, n)
+	return holder
+}
+
+// inflightSeq holds its first group open on deploy.hold.
+const inflightSeq = `name: deploy-inflight
+description: Holds one group open on a tool the deploy test serves, while its worker is stopped.
+groups:
+  - name: hold
+    out:
+      held: object
+    timeout: 60s
+    tools:
+      - tool: deploy.hold
+        args: {}
+        as: held
+  - name: after
+    in:
+      held: object
+    out:
+      report: string
+    tools:
+      - tool: text.render
+        args:
+          data: {held: $args.held}
+          template: "held {{.held.held}}"
+        as: report
+`
 
 // runsFinished is the seqworker's counter of finished runs, as its
 // Prometheus endpoint names it (docs/operations.md).

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
@@ -101,7 +102,7 @@ func TestHelpAndVersion(t *testing.T) {
 		"  --health-addr ADDR      serve /livez, /readyz and /metrics",
 		"  --shutdown-budget DURATION\n",
 		"(default 25s)",
-		"\nNATS connection (as the nats CLI reads it):\n  --nats VALUE",
+		"\nNATS connection (as the nats CLI reads it):\n  --nats URLS",
 		"  --creds FILE ", "  --tls-ca FILE ",
 		"SKILLBUS_<FLAG>", "(--health-addr: SKILLBUS_HEALTH_ADDR)",
 		"\nExamples:\n  demo --own 3\n  SKILLBUS_OWN=3 demo\n",
@@ -245,6 +246,11 @@ func (s *fakeService) Stop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// connTo returns connection settings for url alone.
+func connTo(url string) natsconn.Settings {
+	return natsconn.Settings{URL: natsconn.Value{V: url, Source: "test"}}
 }
 
 // provision returns the provisioning options of f, for a Spec.
