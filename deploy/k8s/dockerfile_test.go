@@ -71,6 +71,24 @@ type stage struct {
 
 var argRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}?`)
 
+// dockerfileGoBuild returns the shell command of the Dockerfile's RUN that
+// runs go build (its options such as --mount removed).
+func dockerfileGoBuild(t *testing.T) string {
+	t.Helper()
+	for _, in := range parseDockerfile(t, filepath.Join(repoRoot, "Dockerfile")) {
+		if in.Cmd == "RUN" && strings.Contains(in.Args, "go build") {
+			run := in.Args
+			for strings.HasPrefix(run, "--") {
+				_, run, _ = strings.Cut(run, " ")
+				run = strings.TrimSpace(run)
+			}
+			return run
+		}
+	}
+	t.Fatal("the Dockerfile has no RUN go build")
+	return ""
+}
+
 // TestDockerfile checks the invariants of the image (docs/deploy.md, "The
 // image"): pinned base images (no latest), static binaries (CGO_ENABLED=0,
 // -trimpath), the version stamped into the variable internal/version

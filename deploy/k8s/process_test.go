@@ -3,6 +3,7 @@ package k8s
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,9 +72,7 @@ func TestProdAsProcesses(t *testing.T) {
 	for _, p := range natsPods {
 		p.start()
 	}
-	for _, p := range natsPods {
-		p.waitReady(60 * time.Second)
-	}
+	waitReady(t, natsPods, 60*time.Second)
 	t.Logf("NATS cluster ready: %s", cluster.serviceURL("nats", 4222))
 	for _, p := range natsPods {
 		pidFile := p.hostPath("/var/run/nats/nats.pid")
@@ -81,11 +81,22 @@ func TestProdAsProcesses(t *testing.T) {
 		}
 	}
 
-	// One pod of each skillbus Deployment.
+	nc, err := nats.Connect(cluster.serviceURL("nats", 4222), nats.Name("deploy-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cluster.nc = nc
+
+	// One pod of each skillbus Deployment, two of the seqworker's: a run
+	// whose worker stops must finish (on it, or resumed on the other).
 	var svcPods []*pod
 	for _, w := range prod.workloads() {
 		if isSkillbus(w) {
 			svcPods = append(svcPods, cluster.addPod(w, 0))
+			if w.obj.Name == "skillbus-seqworker" {
+				svcPods = append(svcPods, cluster.addPod(w, 1))
+			}
 		}
 	}
 	for _, p := range svcPods {
@@ -100,15 +111,8 @@ func TestProdAsProcesses(t *testing.T) {
 	for _, p := range svcPods {
 		p.start()
 	}
-	for _, p := range svcPods {
-		p.waitReady(90 * time.Second)
-	}
+	waitReady(t, svcPods, 90*time.Second)
 
-	nc, err := nats.Connect(cluster.serviceURL("nats", 4222), nats.Name("deploy-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	checkReplicas(t, nc)
 
 	// The tool provider's workspace is the volume the manifest mounts:
@@ -119,16 +123,22 @@ func TestProdAsProcesses(t *testing.T) {
 	}
 	runSmoke(t, cluster, bins)
 	t.Run("metrics", func(t *testing.T) { checkRunMetric(t, cluster.pod("skillbus-seqworker")) })
+	stoppedFirst := stopWithRunInFlight(t, cluster, bins)
 
 	// SIGTERM, as the kubelet sends it; each must exit 0 within its grace
 	// period.
 	for _, p := range append(svcPods, natsPods...) {
-		p.stop()
+		if p != stoppedFirst {
+			p.stop()
+		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-22s %12s %9s %13s %6s\n", "pod", "to ready", "restarts", "SIGTERM→exit", "grace")
+	fmt.Fprintf(&b, "%-22s %12s %12s %9s %13s %6s\n", "pod", "probe 200", "serving", "restarts", "SIGTERM→exit", "grace")
 	for _, p := range append(natsPods, svcPods...) {
-		fmt.Fprintf(&b, "%-22s %12s %9d %13s %5ds\n", p.name, p.readyAfter.Round(time.Millisecond), p.restarts, p.stoppedAfter.Round(time.Millisecond), p.grace/time.Second)
+		fmt.Fprintf(&b, "%-22s %12s %12s %9d %13s %5ds\n", p.name, p.probeAfter.Round(time.Millisecond), p.readyAfter.Round(time.Millisecond), p.restarts, p.stoppedAfter.Round(time.Millisecond), p.grace/time.Second)
+		if p.readyAfter-p.probeAfter > time.Second {
+			t.Logf("%s: the readiness probe answered 200 %s before the service answered on NATS: /readyz said ready too early", p.name, (p.readyAfter - p.probeAfter).Round(time.Millisecond))
+		}
 		if p.restarts > 0 {
 			t.Logf("%s was restarted %d times before it was ready (a Kubernetes pod would be too); its output:\n%s", p.name, p.restarts, p.logTail())
 		}
@@ -136,10 +146,18 @@ func TestProdAsProcesses(t *testing.T) {
 	t.Logf("prod overlay as processes, %s in all:\n%s", time.Since(start).Round(time.Millisecond), b.String())
 }
 
-// buildBinaries builds the main module's commands and nats-server (the
-// version the main module requires) into a temporary directory. The source
-// is this repository, or the checkout SKILLBUS_DEPLOY_SRC names (to try
-// these manifests against another version of the services).
+// imageVersion is the VERSION build argument the test gives the
+// Dockerfile's go build; every binary must report it.
+const imageVersion = "9.8.7-deploytest"
+
+// buildBinaries builds the binaries of the image with the Dockerfile's own
+// go build command (its RUN line, run by sh with the build arguments
+// TARGETOS, TARGETARCH and VERSION set, writing to a temporary directory
+// instead of /out/), checks that each is statically linked and reports
+// VERSION with --version, and builds nats-server (the version the main
+// module requires). The source is this repository, or the checkout
+// SKILLBUS_DEPLOY_SRC names (to try these manifests against another
+// version of the services).
 func buildBinaries(t *testing.T) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
@@ -148,21 +166,44 @@ func buildBinaries(t *testing.T) map[string]string {
 		src = s
 		t.Logf("building the binaries from %s (SKILLBUS_DEPLOY_SRC)", src)
 	}
-	build := func(args ...string) {
-		cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, args...)...)
-		cmd.Dir = src
-		cmd.Env = os.Environ()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %v: %v\n%s", args, err, out)
-		}
+	run := dockerfileGoBuild(t)
+	if !strings.Contains(run, " /out/") {
+		t.Fatalf("the Dockerfile's go build does not write to /out/: %s", run)
 	}
+	script := strings.ReplaceAll(run, " /out/", " "+dir+string(os.PathSeparator))
 	t0 := time.Now()
-	build("./cmd/registry", "./cmd/seqworker", "./cmd/skillface", "./cmd/skillbus")
-	build("github.com/nats-io/nats-server/v2")
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "TARGETOS="+runtime.GOOS, "TARGETARCH="+runtime.GOARCH, "VERSION="+imageVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Dockerfile's go build (%s): %v\n%s", script, err, out)
+	}
+	cmd = exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/nats-io/nats-server/v2")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build nats-server: %v\n%s", err, out)
+	}
 	t.Logf("built the binaries in %s", time.Since(t0).Round(time.Millisecond))
 	bins := map[string]string{}
 	for _, n := range []string{"registry", "seqworker", "skillface", "skillbus", "nats-server"} {
 		bins[n] = filepath.Join(dir, n)
+		if n == "nats-server" {
+			continue
+		}
+		f, err := elf.Open(bins[n])
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s is dynamically linked (it has a program interpreter): it cannot run on distroless static", n)
+			}
+		}
+		f.Close()
+		out, _ := exec.Command(bins[n], "--version").CombinedOutput()
+		if !strings.Contains(string(out), imageVersion) {
+			t.Errorf("%s --version says %q; the Dockerfile's build was given VERSION=%s", n, strings.TrimSpace(string(out)), imageVersion)
+		}
 	}
 	return bins
 }
@@ -178,6 +219,17 @@ type cluster struct {
 	ports map[string]int
 	// noHealth lists the pods whose binary has no --health-addr.
 	noHealth []string
+	// nc is a client of the local NATS cluster, once it runs.
+	nc *nats.Conn
+}
+
+// microService names the NATS micro service each Deployment's process
+// serves (`nats micro ls`): a ready pod must answer its ping.
+var microService = map[string]string{
+	"skillbus-registry":  "skillbus-registry",
+	"skillbus-seqworker": "skillbus-seq",
+	"skillbus-skillface": "skillbus-skillface",
+	"skillbus-tools":     "skillbus-builtin",
 }
 
 func newCluster(t *testing.T, b *built, root string, bins map[string]string) *cluster {
@@ -192,7 +244,7 @@ func newCluster(t *testing.T, b *built, root string, bins map[string]string) *cl
 
 func (c *cluster) pod(deployment string) *pod {
 	for _, p := range c.pods {
-		if p.w.obj.Name == deployment {
+		if p.w.obj.Name == deployment && p.cmd != nil {
 			return p
 		}
 	}
@@ -224,7 +276,8 @@ type pod struct {
 	stopping bool // SIGTERM sent: no more restarts
 
 	started      time.Time
-	readyAfter   time.Duration
+	probeAfter   time.Duration // first 200 of the readiness probe
+	readyAfter   time.Duration // ... and its service answers on NATS
 	stoppedAfter time.Duration
 }
 
@@ -732,10 +785,33 @@ func (p *pod) probeURL(pr *corev1.Probe) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.c.ports[fmt.Sprintf("%s/%d", p.name, cp)], pr.HTTPGet.Path)
 }
 
+// waitReady waits for every pod's probes at once (each pod's time to
+// ready is its own) and fails the test for those not ready in time.
+func waitReady(t *testing.T, pods []*pod, limit time.Duration) {
+	errs := make([]string, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.waitReady(limit)
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Error(e)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 // waitReady polls the startup, then the readiness probe until it answers
-// 200, and checks the liveness probe answers too.
-func (p *pod) waitReady(limit time.Duration) {
-	t := p.t
+// 200, and checks the liveness probe answers too; it returns what went
+// wrong, or "".
+func (p *pod) waitReady(limit time.Duration) string {
 	deadline := p.started.Add(limit)
 	client := &http.Client{Timeout: 2 * time.Second}
 	get := func(u string) int {
@@ -751,15 +827,30 @@ func (p *pod) waitReady(limit time.Duration) {
 		u := p.probeURL(pr)
 		for get(u) != http.StatusOK {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s did not answer 200 within %s\n%s", p.name, u, limit, p.logTail())
+				return fmt.Sprintf("%s: %s did not answer 200 within %s\n%s", p.name, u, limit, p.logTail())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	p.readyAfter = time.Since(p.started)
-	if code := get(p.probeURL(p.ctr.LivenessProbe)); code != http.StatusOK {
-		t.Errorf("%s: liveness probe %s answered %d while ready", p.name, p.probeURL(p.ctr.LivenessProbe), code)
+	p.probeAfter = time.Since(p.started)
+	p.readyAfter = p.probeAfter
+	// Ready means serving: the pod's micro service answers a ping.
+	if svc, ok := microService[p.w.obj.Name]; ok {
+		for {
+			if _, err := p.c.nc.Request("$SRV.PING."+svc, nil, time.Second); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Sprintf("%s: its readiness probe answered 200 after %s, but %s never answered a ping on NATS within %s\n%s", p.name, p.probeAfter, svc, limit, p.logTail())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.readyAfter = time.Since(p.started)
 	}
+	if code := get(p.probeURL(p.ctr.LivenessProbe)); code != http.StatusOK {
+		return fmt.Sprintf("%s: liveness probe %s answered %d while ready", p.name, p.probeURL(p.ctr.LivenessProbe), code)
+	}
+	return ""
 }
 
 // stop sends SIGTERM and waits for the exit, which must come within the
@@ -870,6 +961,133 @@ func runSmoke(t *testing.T, c *cluster, bins map[string]string) {
 	}
 	t.Logf("smoke run through the deployed stack: %s in %s", st.Status, time.Since(t0).Round(time.Millisecond))
 }
+
+// stopWithRunInFlight stops the seqworker holding a run in the middle of
+// a group, as a rolling upgrade does: the group calls deploy.hold, a tool
+// this test serves, which answers 2 s after the worker got SIGTERM. The
+// worker must exit within its grace period and the run must succeed (the
+// stopping worker finishes the group, or another replica resumes the run
+// from its checkpoint). It returns the pod it stopped.
+func stopWithRunInFlight(t *testing.T, c *cluster, bins map[string]string) *pod {
+	got := make(chan struct{}, 4)
+	release := make(chan struct{})
+	calls := 0
+	var mu sync.Mutex
+	sub, err := c.nc.QueueSubscribe("tool.deploy.hold", "deploy-test", func(m *nats.Msg) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		got <- struct{}{}
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+		_ = m.Respond([]byte(`{"held":true}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	seqFile := filepath.Join(c.root, "deploy-inflight.seq.yaml")
+	if err := os.WriteFile(seqFile, []byte(inflightSeq), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, bins["skillbus"], "run", seqFile, "--run-id", "deploy-inflight-1", "--json")
+	run.Env = []string{"HOME=" + c.root, "NATS_URL=" + c.serviceURL("nats", 4222)}
+	var stdout, stderr bytes.Buffer
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("deploy.hold was never called\n%s", stderr.String())
+	}
+	// Which worker holds it: RunState.Worker is host-PID-random.
+	js, _ := jetstream.New(c.nc)
+	kv, err := js.KeyValue(ctx, "RUNS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holder *pod
+	for holder == nil && ctx.Err() == nil {
+		if e, err := kv.Get(ctx, "deploy-inflight-1"); err == nil {
+			var st struct {
+				Worker string `json:"worker"`
+			}
+			_ = json.Unmarshal(e.Value(), &st)
+			for _, p := range c.pods {
+				if cmd, _ := p.current(); cmd != nil && cmd.Process != nil && strings.Contains(st.Worker, "-"+strconv.Itoa(cmd.Process.Pid)+"-") {
+					holder = p
+				}
+			}
+		}
+		if holder == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if holder == nil {
+		t.Fatal("cannot tell which seqworker holds the run")
+	}
+	stopped := make(chan struct{})
+	go func() {
+		holder.stop()
+		close(stopped)
+	}()
+	time.Sleep(2 * time.Second)
+	close(release)
+	<-stopped
+	if err := run.Wait(); err != nil {
+		t.Fatalf("skillbus run with its worker stopped: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var st struct {
+		Status string                     `json:"status"`
+		Worker string                     `json:"worker"`
+		Slots  map[string]json.RawMessage `json:"slots"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &st); err != nil {
+		t.Fatalf("skillbus run --json: %v\n%s", err, stdout.String())
+	}
+	var report string
+	_ = json.Unmarshal(st.Slots["report"], &report)
+	if st.Status != "succeeded" || report != "held true" {
+		t.Errorf("the run whose worker was stopped: status %q, report %q; want succeeded, \"held true\"\n%s", st.Status, report, stdout.String())
+	}
+	mu.Lock()
+	n := calls
+	mu.Unlock()
+	t.Logf("run in flight: %s got SIGTERM in the middle of a group and exited in %s (grace %s); the run %s, finished by worker %s, deploy.hold called %d time(s)",
+		holder.name, holder.stoppedAfter.Round(time.Millisecond), holder.grace, st.Status, st.Worker, n)
+	return holder
+}
+
+// inflightSeq holds its first group open on deploy.hold.
+const inflightSeq = `name: deploy-inflight
+description: Holds one group open on a tool the deploy test serves, while its worker is stopped.
+groups:
+  - name: hold
+    out:
+      held: object
+    timeout: 60s
+    tools:
+      - tool: deploy.hold
+        args: {}
+        as: held
+  - name: after
+    in:
+      held: object
+    out:
+      report: string
+    tools:
+      - tool: text.render
+        args:
+          data: {held: $args.held}
+          template: "held {{.held.held}}"
+        as: report
+`
 
 // runsFinished is the seqworker's counter of finished runs, as its
 // Prometheus endpoint names it (docs/operations.md).

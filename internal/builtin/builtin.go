@@ -40,6 +40,7 @@
 package builtin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -48,6 +49,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -89,6 +91,12 @@ type Config struct {
 	// DefaultMaxOutputBytes (64 KiB). Output beyond it is dropped and the
 	// reply says truncated.
 	MaxOutputBytes int
+	// Prefix, when set, is put before every tool name: with Prefix "web"
+	// the tools are web.fs.read, web.fs.list, ... (subjects
+	// tool.web.fs.read, ...), so providers with different roots can share
+	// a bus without answering for each other. Dots separate parts;
+	// letters, digits, '-' and '_' within parts. Default none.
+	Prefix string
 }
 
 // Validate reports the first invalid field. Errors: ErrConfig.
@@ -104,6 +112,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: CommandTimeout %v is negative", ErrConfig, c.CommandTimeout)
 	case c.MaxOutputBytes < 0:
 		return fmt.Errorf("%w: MaxOutputBytes %d is negative", ErrConfig, c.MaxOutputBytes)
+	}
+	if c.Prefix != "" {
+		for _, part := range strings.Split(c.Prefix, ".") {
+			if part == "" || strings.IndexFunc(part, func(r rune) bool {
+				return !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+			}) >= 0 {
+				return fmt.Errorf("%w: Prefix %q: use letters, digits, '-' and '_', with dots between parts", ErrConfig, c.Prefix)
+			}
+		}
 	}
 	for _, a := range c.AllowCommands {
 		if a == "" || strings.ContainsAny(a, " \t\n") {
@@ -137,7 +154,8 @@ func (c Config) withDefaults() Config {
 type Provider struct {
 	cfg     Config
 	root    *os.Root
-	rootAbs string // the root's absolute path with symlinks resolved
+	rootAbs string                     // the root's absolute path with symlinks resolved
+	schemas map[string]json.RawMessage // argument schemas by tool name
 }
 
 // New opens cfg.Root and returns the provider. Errors: ErrConfig, or the
@@ -154,12 +172,16 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("builtin: tool root %q: %w", cfg.Root, err)
 	}
+	sch, err := schemas()
+	if err != nil {
+		return nil, err
+	}
 	r, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("builtin: tool root %q: %w", cfg.Root, err)
 	}
 	cfg.AllowCommands = slices.Clone(cfg.AllowCommands)
-	return &Provider{cfg: cfg, root: r, rootAbs: abs}, nil
+	return &Provider{cfg: cfg, root: r, rootAbs: abs, schemas: sch}, nil
 }
 
 // Root returns the absolute path of the root, symlinks resolved.
@@ -169,19 +191,45 @@ func (p *Provider) Root() string { return p.rootAbs }
 func (p *Provider) Close() error { return p.root.Close() }
 
 // Tools returns the tools to serve: the fs.* tools and text.render always,
-// cmd.run only when Config.AllowCommands is not empty.
+// cmd.run only when Config.AllowCommands is not empty; each named with
+// Config.Prefix before it when set.
 func (p *Provider) Tools() []tool.Tool {
 	ts := []tool.Tool{
-		{Name: "fs.list", Description: "List a directory under the tool root: names, types and sizes.", Schema: schemaList, Func: p.list},
-		{Name: "fs.stat", Description: "Describe a file or directory under the tool root.", Schema: schemaStat, Func: p.stat},
-		{Name: "fs.read", Description: "Read a text file under the tool root, up to a size limit.", Schema: schemaRead, Func: p.read},
-		{Name: "fs.glob", Description: "Find paths under the tool root matching a glob (** for any depth).", Schema: schemaGlob, Func: p.glob},
-		{Name: "fs.grep", Description: "Search text files under the tool root for a regular expression (RE2).", Schema: schemaGrep, Func: p.grep},
-		{Name: "fs.lines", Description: "Count files and lines by language under a directory of the tool root.", Schema: schemaLines, Func: p.lines},
-		{Name: "text.render", Description: "Render a Go text/template with the given data; returns the text.", Schema: schemaRender, Func: render},
+		{Name: "fs.list", Description: "List a directory under the tool root: names, types and sizes.", Func: p.list},
+		{Name: "fs.stat", Description: "Describe a file or directory under the tool root.", Func: p.stat},
+		{Name: "fs.read", Description: "Read a text file under the tool root, up to a size limit.", Func: p.read},
+		{Name: "fs.glob", Description: "Find paths under the tool root matching a glob (** for any depth).", Func: p.glob},
+		{Name: "fs.grep", Description: "Search text files under the tool root for a regular expression (RE2).", Func: p.grep},
+		{Name: "fs.lines", Description: "Count files and lines by language under a directory of the tool root.", Func: p.lines},
+		{Name: "text.render", Description: "Render a Go text/template with the given data; returns the text.", Func: render},
 	}
 	if len(p.cfg.AllowCommands) > 0 {
-		ts = append(ts, tool.Tool{Name: "cmd.run", Description: "Run an allow-listed command (" + strings.Join(p.cfg.AllowCommands, ", ") + ") in a directory of the tool root.", Schema: schemaRun, Func: p.run})
+		ts = append(ts, tool.Tool{Name: "cmd.run", Description: "Run an allow-listed command (" + strings.Join(p.cfg.AllowCommands, ", ") + ") in a directory of the tool root.", Func: p.run})
+	}
+	for i := range ts {
+		ts[i].Schema = p.schemas[ts[i].Name]
+		if p.cfg.Prefix != "" {
+			ts[i].Name = p.cfg.Prefix + "." + ts[i].Name
+		}
 	}
 	return ts
+}
+
+// Config returns the provider's configuration in readable form: the
+// resolved root, the allow-list, the prefix, the limits and the skillbus
+// version — what makes two providers answer the same call differently.
+func (p *Provider) Config() string {
+	allow := slices.Clone(p.cfg.AllowCommands)
+	slices.Sort(allow)
+	return fmt.Sprintf("root=%s allow-cmd=%s prefix=%s max-read=%d max-results=%d cmd-timeout=%s max-output=%d version=%s",
+		p.rootAbs, strings.Join(allow, ","), p.cfg.Prefix, p.cfg.MaxReadBytes, p.cfg.MaxResults, p.cfg.CommandTimeout, p.cfg.MaxOutputBytes, version.String())
+}
+
+// Metadata returns the micro service metadata to serve the tools with
+// (tool.ServerConfig.Metadata): the configuration (Config) and its
+// fingerprint, so that `skillbus tools` and other providers can tell when
+// instances of one tool disagree.
+func (p *Provider) Metadata() map[string]string {
+	cfg := p.Config()
+	return map[string]string{tool.MetadataConfig: cfg, tool.MetadataFingerprint: tool.Fingerprint(cfg)}
 }

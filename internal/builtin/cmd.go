@@ -56,14 +56,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // check (the default) a non-zero exit status is a tool error (code "500")
 // carrying the end of stderr; with check false it is returned in ExitCode.
 func (p *Provider) run(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-		Dir     string   `json:"dir"`
-		Timeout string   `json:"timeout"`
-		Stdin   string   `json:"stdin"`
-		Check   *bool    `json:"check"`
-	}
+	var in RunArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}

@@ -242,10 +242,7 @@ func typeOf(m fs.FileMode) string {
 func hidden(name string) bool { return len(name) > 1 && name[0] == '.' && name != ".." }
 
 func (p *Provider) list(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Path   string `json:"path"`
-		Hidden bool   `json:"hidden"`
-	}
+	var in ListArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
@@ -286,9 +283,7 @@ func (p *Provider) list(ctx context.Context, args json.RawMessage) (any, error) 
 }
 
 func (p *Provider) stat(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Path string `json:"path"`
-	}
+	var in StatArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
@@ -304,10 +299,7 @@ func (p *Provider) stat(ctx context.Context, args json.RawMessage) (any, error) 
 }
 
 func (p *Provider) read(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Path     string `json:"path"`
-		MaxBytes int    `json:"max_bytes"`
-	}
+	var in ReadArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
@@ -346,10 +338,7 @@ func (p *Provider) read(ctx context.Context, args json.RawMessage) (any, error) 
 }
 
 func (p *Provider) glob(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Pattern string `json:"pattern"`
-		Hidden  bool   `json:"hidden"`
-	}
+	var in GlobArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
@@ -446,14 +435,7 @@ func (p *Provider) readText(name string) []byte {
 }
 
 func (p *Provider) grep(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Pattern    string `json:"pattern"`
-		Path       string `json:"path"`
-		Include    string `json:"include"`
-		IgnoreCase bool   `json:"ignore_case"`
-		MaxMatches int    `json:"max_matches"`
-		Hidden     bool   `json:"hidden"`
-	}
+	var in GrepArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
@@ -533,10 +515,7 @@ func clipText(s string, n int) string {
 }
 
 func (p *Provider) lines(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Path   string `json:"path"`
-		Hidden bool   `json:"hidden"`
-	}
+	var in LinesArgs
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
 )
 
 func agentReadyCommand() command {
@@ -20,13 +21,18 @@ Every stored sequence with boot: true then runs once for this agent and boot
 id, however many seqworkers there are; publishing the same boot id again
 starts nothing new. Prints the boot id. Needs NATS_URL.
 
+AGENT is a name as sequences have them: 1 to 64 letters and digits of any
+script, '-' and '_', starting with a letter (docs/sequences.md, "Names");
+a name that is not ASCII travels encoded in the subject.
+
 Flags:
-  --boot-id ID   the boot's id: letters, digits, '-' and '_', like AGENT
+  --boot-id ID   the boot's id: ASCII letters, digits, '-' and '_'
                  (default a new one: every call is a new boot)
 
 Examples:
   skillbus agent-ready support-bot
   skillbus agent-ready support-bot --boot-id 2026-11-30-a
+  skillbus agent-ready 机器人
 
 Exit codes: 0 published, 1 not published (no NATS, no EVENTS stream),
 2 bad command line.
@@ -50,8 +56,9 @@ func runAgentReady(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus agent-ready: agent name is %d bytes long; the limit is %d\n", len(pos[0]), events.MaxNameLength)
 		return ExitUsage
 	}
-	if !validToken(pos[0]) {
-		fmt.Fprintf(env.Stderr, "skillbus agent-ready: agent %q: use only letters, digits, '-' and '_'\n", pos[0])
+	pos[0] = seq.NormalizeName(pos[0])
+	if err := seq.CheckName(pos[0]); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus agent-ready: agent: %v\n", err)
 		return ExitUsage
 	}
 	if *bootID == "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/telemetry"
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
 )
 
 func devCommand() command {
@@ -47,7 +48,8 @@ Flags:
   --allow-cmd NAMES   commands cmd.run may run, comma-separated (default none:
                       cmd.run is not served)
   --agent NAME        the agent announced with agent_ready (default dev;
-                      "" announces none)
+                      "" announces none; a name in any script, as for
+                      sequences)
   --verbose           print the services' logs
 
 Examples:
@@ -105,9 +107,12 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
 		return ExitUsage
 	}
-	if *agent != "" && !validToken(*agent) {
-		fmt.Fprintf(env.Stderr, "skillbus dev: --agent %q: use only letters, digits, '-' and '_'\n", *agent)
-		return ExitUsage
+	if *agent != "" {
+		*agent = seq.NormalizeName(*agent)
+		if err := seq.CheckName(*agent); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: --agent: %v\n", err)
+			return ExitUsage
+		}
 	}
 	if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
 		fmt.Fprintf(env.Stderr, "skillbus dev: --dir %s is not a directory\n", *dir)
@@ -220,7 +225,7 @@ func announce(ctx context.Context, url, agent string) error {
 func publishAgentReady(ctx context.Context, nc *nats.Conn, agent, bootID string) (*events.AgentReady, error) {
 	subj, err := events.AgentReadySubject(agent)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: use only letters, digits, '-' and '_'", agent)
+		return nil, fmt.Errorf("agent %q: %v", agent, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

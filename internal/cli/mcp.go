@@ -29,7 +29,9 @@ Lines COMMAND prints on stdout that are not JSON (a banner, log lines) are
 skipped with a warning on stderr showing the line. When COMMAND exits it is
 started again with back-off (0.5 s doubling up to 30 s); meanwhile its tools
 answer code 503. With --no-restart the bridge stops instead, exit code 1.
-Needs NATS_URL.
+Needs NATS_URL (or --context). Like the skillbus services (docs/operations.md)
+it waits for NATS at start, reconnects for ever and exits 1 if its connection
+is closed for good; every flag can also be set as SKILLBUS_<FLAG>.
 
 Flags:
   --prefix P      subject prefix of the tools (default mcp)
@@ -37,6 +39,9 @@ Flags:
   --name NAME     micro service name (default mcp-<prefix>)
   --no-restart    stop when the MCP server exits instead of starting it again
   --verbose       log the bridge's activity on stderr (warnings are always shown)
+  --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
+  --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
+  --log-json           log JSON lines; --log-level LEVEL (default info)
 
 Examples:
   skillbus mcp --prefix files -- npx -y @modelcontextprotocol/server-filesystem /srv/data
@@ -58,7 +63,9 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	name := fs.String("name", "", "micro service name")
 	verbose := fs.Bool("verbose", false, "log on stderr")
 	noRestart := fs.Bool("no-restart", false, "stop when the MCP server exits")
-	pos, err := parseInterleaved(fs, args)
+	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
+	sf.register(fs)
+	pos, err := sf.parse(env, fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
@@ -76,23 +83,22 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
 		return ExitUsage
 	}
-	return withConn(env, "mcp", func(nc *nats.Conn) int {
+	return serveService(ctx, env, "mcp", &sf, func(ctx context.Context, nc *nats.Conn, fail func(error)) (func(context.Context) error, error) {
 		b, err := mcpbridge.Start(ctx, nc, cfg)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
-			return ExitFailure
+			return nil, err
 		}
 		fmt.Fprintf(env.Stdout, "serving %d tool(s) of %s: %v; Ctrl-C to stop\n", len(b.Tools()), pos[0], b.Tools())
-		var code = ExitOK
-		select {
-		case <-ctx.Done():
-		case <-b.Done():
-			fmt.Fprintf(env.Stderr, "skillbus mcp: the MCP server ended: %v\n", b.Err())
-			code = ExitFailure
+		if conflicts, err := b.Conflicts(ctx, 500*time.Millisecond); err == nil {
+			for _, c := range conflicts {
+				fmt.Fprintf(env.Stderr, "skillbus mcp: warning: %s\n", c)
+			}
 		}
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = b.Stop(stopCtx)
-		return code
+		go func() {
+			<-b.Done() // the MCP server ended for good (--no-restart), or Stop
+			fail(fmt.Errorf("the MCP server ended: %v", b.Err()))
+		}()
+		return b.Stop, nil
 	})
 }

@@ -277,7 +277,7 @@ func flagExit(err error) int {
 }
 
 // serveFlags are the process flags of a command that serves until it is
-// stopped (`tools serve`), as every skillbus service has them
+// stopped (`tools serve`, `mcp`), as every skillbus service has them
 // (docs/operations.md): health endpoint, shutdown budget, logs.
 type serveFlags struct {
 	healthAddr string
@@ -314,8 +314,10 @@ func (s *serveFlags) parse(env Env, fs *flag.FlagSet, args []string) ([]string, 
 // serves the health endpoint, stops within the shutdown budget at SIGTERM,
 // and exits 1 when the connection is closed for good. start begins
 // serving on nc and returns the function that stops it (called with the
-// stop share of the budget). Logs go to stderr.
-func serveService(ctx context.Context, env Env, name string, sf *serveFlags, start func(ctx context.Context, nc *nats.Conn) (stop func(context.Context) error, err error)) int {
+// stop share of the budget); it may call fail, from any goroutine, when
+// serving cannot go on (the process then stops and exits 1). Logs go to
+// stderr.
+func serveService(ctx context.Context, env Env, name string, sf *serveFlags, start startFunc) int {
 	if !remote(env) {
 		fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", name, errNoURL)
 		return ExitFailure
@@ -337,19 +339,23 @@ func serveService(ctx context.Context, env Env, name string, sf *serveFlags, sta
 	log := slog.New(telemetry.LogHandler(h))
 	o := servicecmd.Options{Name: strings.Fields(name)[0], Conn: connSettings(env), HealthAddr: sf.healthAddr, ShutdownBudget: sf.budget}
 	return servicecmd.Serve(ctx, log, o, servicecmd.Spec{New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
-		return &funcService{nc: rt.Conn, start: start}, nil
+		return &funcService{nc: rt.Conn, fail: rt.Fail, start: start}, nil
 	}})
 }
 
-// funcService adapts a start function to servicecmd.Service.
+// startFunc starts serving on nc; see serveService.
+type startFunc func(ctx context.Context, nc *nats.Conn, fail func(error)) (stop func(context.Context) error, err error)
+
+// funcService adapts a startFunc to servicecmd.Service.
 type funcService struct {
 	nc    *nats.Conn
-	start func(ctx context.Context, nc *nats.Conn) (func(context.Context) error, error)
+	fail  func(error)
+	start startFunc
 	stop  func(context.Context) error
 }
 
 func (s *funcService) Start(ctx context.Context) error {
-	stop, err := s.start(ctx, s.nc)
+	stop, err := s.start(ctx, s.nc, s.fail)
 	s.stop = stop
 	return err
 }

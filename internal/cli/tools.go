@@ -4,17 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/version"
-	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -26,7 +24,10 @@ func toolsCommand() command {
 
 ls (the default) discovers the tool providers through NATS micro ($SRV.INFO):
 every endpoint on tool.<name>, with its provider, the number of instances
-answering and its description (--json adds each argument schema).
+answering and its description (--json adds each argument schema). When
+instances of one tool disagree — different roots, allow-lists, versions or
+schemas, so calls go to either at random — it says so on stderr and marks
+them "(disagree)". serve warns the same way when it joins such instances.
 
 serve runs the built-in tool provider until Ctrl-C:
   fs.list fs.stat fs.read fs.glob fs.grep fs.lines   files under --root only:
@@ -43,6 +44,8 @@ Flags of serve:
   --cmd-timeout D      longest cmd.run (default 30s)
   --max-output BYTES   cmd.run stdout/stderr cap each (default 65536)
   --name NAME          the micro service name (default skillbus-builtin)
+  --prefix P           serve the tools as P.fs.read, P.fs.list, ... so providers
+                       with different roots can share one bus
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
   --log-json           log JSON lines; --log-level LEVEL (default info)
@@ -62,7 +65,8 @@ Needs NATS_URL.
 	}
 }
 
-// ToolInfo is one tool found by `skillbus tools`.
+// ToolInfo is one tool found by `skillbus tools`: one per tool and
+// provider (micro service name), with the number of instances answering.
 type ToolInfo struct {
 	Tool        string          `json:"tool"`
 	Subject     string          `json:"subject"`
@@ -70,6 +74,10 @@ type ToolInfo struct {
 	Instances   int             `json:"instances"`
 	Description string          `json:"description,omitempty"`
 	Schema      json.RawMessage `json:"schema,omitempty"`
+	// Disagree is true when the instances serving this tool (of any
+	// provider) have different configurations or schemas: calls go to
+	// either at random.
+	Disagree bool `json:"disagree,omitempty"`
 }
 
 func runTools(ctx context.Context, env Env, args []string) int {
@@ -88,10 +96,15 @@ func runTools(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	return withConn(env, "tools", func(nc *nats.Conn) int {
-		list, err := discoverTools(ctx, nc, *wait)
+		eps, err := tool.Discover(ctx, nc, *wait)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus tools: %v\n", err)
 			return ExitFailure
+		}
+		conflicts := tool.Conflicts(eps)
+		list := toolInfos(eps, conflicts)
+		for _, c := range conflicts {
+			fmt.Fprintf(env.Stderr, "skillbus tools: warning: %s\n", c)
 		}
 		if *asJSON {
 			writeJSON(env.Stdout, list)
@@ -104,68 +117,39 @@ func runTools(ctx context.Context, env Env, args []string) int {
 		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOOL\tPROVIDER\tINSTANCES\tDESCRIPTION")
 		for _, t := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", t.Tool, t.Provider, t.Instances, oneLine(t.Description, 90))
+			inst := strconv.Itoa(t.Instances)
+			if t.Disagree {
+				inst += " (disagree)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Tool, t.Provider, inst, oneLine(t.Description, 90))
 		}
 		tw.Flush()
 		return ExitOK
 	})
 }
 
-// discoverTools asks every micro service for its info and returns the
-// endpoints on tool.> sorted by tool and provider.
-func discoverTools(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]ToolInfo, error) {
-	inbox := nc.NewRespInbox()
-	ch := make(chan *nats.Msg, 256)
-	sub, err := nc.ChanSubscribe(inbox, ch)
-	if err != nil {
-		return nil, err
+// toolInfos groups discovered endpoints by tool and provider.
+func toolInfos(eps []tool.Endpoint, conflicts []tool.Conflict) []ToolInfo {
+	disagree := map[string]bool{}
+	for _, c := range conflicts {
+		disagree[c.Tool] = true
 	}
-	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$SRV.INFO", inbox, nil); err != nil {
-		return nil, err
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	found := map[string]*ToolInfo{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-			out := make([]ToolInfo, 0, len(found))
-			for _, t := range found {
-				out = append(out, *t)
-			}
-			sort.Slice(out, func(i, j int) bool {
-				if out[i].Tool != out[j].Tool {
-					return out[i].Tool < out[j].Tool
-				}
-				return out[i].Provider < out[j].Provider
-			})
-			return out, nil
-		case m := <-ch:
-			var info micro.Info
-			if json.Unmarshal(m.Data, &info) != nil {
-				continue
-			}
-			for _, ep := range info.Endpoints {
-				if !strings.HasPrefix(ep.Subject, events.ToolPrefix) {
-					continue
-				}
-				name := strings.TrimPrefix(ep.Subject, events.ToolPrefix)
-				key := name + "\x00" + info.Name
-				t := found[key]
-				if t == nil {
-					t = &ToolInfo{Tool: name, Subject: ep.Subject, Provider: info.Name, Description: ep.Metadata["description"]}
-					if s := ep.Metadata["schema"]; s != "" && json.Valid([]byte(s)) {
-						t.Schema = json.RawMessage(s)
-					}
-					found[key] = t
-				}
-				t.Instances++
-			}
+	var out []ToolInfo
+	index := map[string]int{}
+	for _, e := range eps { // sorted by tool and provider
+		key := e.Tool + "\x00" + e.Provider
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, ToolInfo{Tool: e.Tool, Subject: e.Subject, Provider: e.Provider, Description: e.Description, Schema: e.Schema, Disagree: disagree[e.Tool]})
 		}
+		out[i].Instances++
 	}
+	if out == nil {
+		out = []ToolInfo{}
+	}
+	return out
 }
 
 func runToolsServe(ctx context.Context, env Env, args []string) int {
@@ -178,6 +162,7 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	cmdTimeout := fs.Duration("cmd-timeout", builtin.DefaultCommandTimeout, "longest cmd.run")
 	maxOutput := fs.Int("max-output", builtin.DefaultMaxOutputBytes, "cmd.run output cap per stream")
 	name := fs.String("name", "skillbus-builtin", "micro service name")
+	prefix := fs.String("prefix", "", "put P. before every tool name")
 	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
 	sf.register(fs)
 	pos, err := sf.parse(env, fs, args)
@@ -188,7 +173,7 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus tools serve: unexpected argument %q (the root is given with --root)\n", pos[0])
 		return ExitUsage
 	}
-	p, err := builtin.New(builtin.Config{Root: *root, AllowCommands: allow.values, MaxReadBytes: *maxRead, CommandTimeout: *cmdTimeout, MaxOutputBytes: *maxOutput})
+	p, err := builtin.New(builtin.Config{Root: *root, AllowCommands: allow.values, MaxReadBytes: *maxRead, CommandTimeout: *cmdTimeout, MaxOutputBytes: *maxOutput, Prefix: *prefix})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus tools serve: %v\n", err)
 		return ExitUsage
@@ -196,8 +181,8 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	// The root is closed after the connection is drained (serveService), so
 	// a call still in flight never finds it closed.
 	defer p.Close()
-	return serveService(ctx, env, "tools serve", &sf, func(_ context.Context, nc *nats.Conn) (func(context.Context) error, error) {
-		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root()}, p.Tools()...)
+	return serveService(ctx, env, "tools serve", &sf, func(ctx context.Context, nc *nats.Conn, _ func(error)) (func(context.Context) error, error) {
+		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root(), Metadata: p.Metadata()}, p.Tools()...)
 		if err != nil {
 			return nil, err
 		}
@@ -206,6 +191,19 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 			names = append(names, t.Name)
 		}
 		fmt.Fprintf(env.Stdout, "serving %s on tool.<name> (root %s); Ctrl-C to stop\n", strings.Join(names, ", "), p.Root())
+		warnConflicts(ctx, env, "tools serve", srv)
 		return srv.Stop, nil
 	})
+}
+
+// warnConflicts prints a warning on stderr for each tool of srv that other
+// instances on the bus serve with a different configuration or schema.
+func warnConflicts(ctx context.Context, env Env, command string, srv *tool.Server) {
+	conflicts, err := srv.Conflicts(ctx, 500*time.Millisecond)
+	if err != nil {
+		return // stopping, or NATS gone: nothing to compare
+	}
+	for _, c := range conflicts {
+		fmt.Fprintf(env.Stderr, "skillbus %s: warning: %s\n", command, c)
+	}
 }

@@ -104,6 +104,7 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 	if ctx.Err() != nil {
 		return ExitFailure
 	}
+	reports = checkToolArgs(ctx, env, reports) // against the cluster's tool schemas, when one is named (validate_schema.go)
 	out := validateReport{Files: reports, Strict: *strict}
 	for _, r := range reports {
 		if r.Kind != "" {

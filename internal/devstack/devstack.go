@@ -115,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		if s.tnc, err = s.srv.Connect(nats.Name("skillbus-dev tools")); err != nil {
 			return nil, fmt.Errorf("connect to the embedded server: %w", err)
 		}
-		s.tools, err = tool.Serve(s.tnc, tool.ServerConfig{Name: BuiltinProvider, Version: version.String(), Description: "skillbus built-in tools rooted at " + s.provider.Root()}, s.provider.Tools()...)
+		s.tools, err = tool.Serve(s.tnc, tool.ServerConfig{Name: BuiltinProvider, Version: version.String(), Description: "skillbus built-in tools rooted at " + s.provider.Root(), Metadata: s.provider.Metadata()}, s.provider.Tools()...)
 		if err != nil {
 			return nil, fmt.Errorf("built-in tools: %w", err)
 		}

@@ -17,7 +17,10 @@
 //     result's text; a protocol error (unknown tool, invalid params) is
 //     code "502"; a server that has gone is code "503".
 //   - Metadata: each endpoint carries the tool's description and its input
-//     schema (pkg/tool's "description" and "schema" metadata).
+//     schema (pkg/tool's "description" and "schema" metadata), and calls
+//     are checked against that schema before they reach the server (code
+//     "400" naming the argument); a schema pkg/tool cannot compile (an old
+//     draft) is published unchecked, with a warning.
 //
 // When the server announces notifications/tools/list_changed, the bridge
 // lists the tools again and serves the new set (the new endpoints start
@@ -48,6 +51,7 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -403,7 +407,14 @@ func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) err
 		if desc == "" {
 			desc = t.Title
 		}
-		tools = append(tools, tool.Tool{Name: name, Description: oneLine(desc), Schema: schema, Func: b.caller(t.Name)})
+		unchecked := false
+		if schema != nil {
+			if _, err := tool.CompileSchema(schema); err != nil {
+				unchecked = true
+				b.cfg.Logger.Warn("the MCP tool's input schema cannot be checked here; it is published, and calls go to the server unchecked", "tool", t.Name, "err", err)
+			}
+		}
+		tools = append(tools, tool.Tool{Name: name, Description: oneLine(desc), Schema: schema, Unvalidated: unchecked, Func: b.caller(t.Name)})
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -422,7 +433,7 @@ func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) err
 	if same {
 		return nil
 	}
-	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName}, tools...)
+	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName, Metadata: b.metadata()}, tools...)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: serve the tools: %w", err)
 	}
@@ -588,6 +599,33 @@ func (b *Bridge) Tools() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.names)
+}
+
+// metadata is the micro service metadata: the bridge's configuration
+// (command, arguments, prefix, tools left out, version) and its
+// fingerprint, so that instances bridging different servers under one
+// prefix can be told apart (tool.Conflicts).
+func (b *Bridge) metadata() map[string]string {
+	q := make([]string, len(b.cfg.Args))
+	for i, a := range b.cfg.Args {
+		q[i] = strconv.Quote(a)
+	}
+	only := slices.Clone(b.cfg.Only)
+	slices.Sort(only)
+	cfg := fmt.Sprintf("command=%q args=[%s] prefix=%s only=%s version=%s", b.cfg.Command, strings.Join(q, " "), b.cfg.Prefix, strings.Join(only, ","), version.String())
+	return map[string]string{tool.MetadataConfig: cfg, tool.MetadataFingerprint: tool.Fingerprint(cfg)}
+}
+
+// Conflicts returns the conflicts (tool.Conflict) between the tools this
+// bridge serves and other instances on the bus, discovered within wait.
+func (b *Bridge) Conflicts(ctx context.Context, wait time.Duration) ([]tool.Conflict, error) {
+	b.mu.Lock()
+	srv := b.srv
+	b.mu.Unlock()
+	if srv == nil {
+		return nil, nil
+	}
+	return srv.Conflicts(ctx, wait)
 }
 
 // Restarts returns how many times the server has been started again.

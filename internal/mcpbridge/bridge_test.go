@@ -153,7 +153,7 @@ func TestBridge(t *testing.T) {
 		{"t.echo", `{"text":"hi"}`, `{"said":"hi"}`, ""},
 		{"t.shout_loud", `{"text":"hi"}`, `"HI\n!"`, ""},
 		{"t.fail", `{}`, "", "500"},
-		{"t.echo", `{"text":5}`, "", "500"}, // the SDK validates against the schema and reports isError
+		{"t.echo", `{"text":5}`, "", "400"}, // checked against the server's input schema before it is sent
 	}
 	for _, tc := range cases {
 		res, err := c.Call(ctx, tc.tool, json.RawMessage(tc.args))

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,6 +63,12 @@ type Runtime struct {
 	// Meters is the meter provider to create instruments on
 	// (internal/metrics).
 	Meters metric.MeterProvider
+	// Fail reports that the service can no longer do its job (a child
+	// process it bridges has ended for good, say): the process shuts down
+	// as at SIGTERM and exits 1 after logging err. Safe to call from any
+	// goroutine, more than once (the first error counts) and after the
+	// shutdown began (then ignored).
+	Fail func(err error)
 }
 
 // Spec is the service a command runs.
@@ -212,20 +219,38 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 	// runCtx ends at SIGTERM or when the connection is lost for good.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Runtime.Fail: the first call before the shutdown counts.
+	var (
+		failOnce sync.Once
+		failErr  error
+		failed   = make(chan struct{})
+	)
+	fail := func(err error) {
+		if ctx.Err() != nil {
+			return // stopping anyway (SIGTERM): what the service reports now is the stop
+		}
+		if err == nil {
+			err = errors.New("the service reported a failure")
+		}
+		failOnce.Do(func() { failErr = err; close(failed) })
+	}
 	go func() {
 		select {
 		case <-conn.Lost():
+			cancel()
+		case <-failed:
 			cancel()
 		case <-runCtx.Done():
 		}
 	}()
 
-	code, svc := start(runCtx, log, o, conn, spec, &ready, mets, provisioned, started)
+	code, svc := start(runCtx, log, o, conn, spec, &ready, mets, provisioned, started, fail)
 	if code < 0 {
 		<-runCtx.Done()
 	}
 	// Shutdown, within the budget.
 	begin := time.Now()
+	failOnce.Do(func() {}) // from here on Fail is ignored; failErr is settled
 	finalDeadline = begin.Add(o.ShutdownBudget)
 	ready.Stopping()
 	lost := conn.LostErr() != nil
@@ -251,6 +276,10 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 	case code > 0:
 		return code
 	}
+	if failErr != nil {
+		log.Error(name+" failed", "err", failErr)
+		return 1
+	}
 	log.Info(name+" exited", "shutdown", time.Since(begin).Round(time.Millisecond))
 	return 0
 }
@@ -258,7 +287,7 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 // start waits for the connection, provisions, builds and starts the
 // service. It returns code -1 and the started service, or the exit code
 // (0 when ctx ended first) and the service to stop, if any.
-func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn, spec Spec, ready *health.Readiness, mets *telemetry.Metrics, provisioned, started *health.Gate) (int, Service) {
+func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn, spec Spec, ready *health.Readiness, mets *telemetry.Metrics, provisioned, started *health.Gate, fail func(error)) (int, Service) {
 	if err := conn.WaitConnected(ctx); err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
@@ -281,7 +310,7 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 		}
 		provisioned.Open()
 	}
-	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider()})
+	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider(), Fail: fail})
 	if err != nil {
 		log.Error(o.Name+" failed", "err", err)
 		return 1, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
@@ -101,7 +102,7 @@ func TestHelpAndVersion(t *testing.T) {
 		"  --health-addr ADDR      serve /livez, /readyz and /metrics",
 		"  --shutdown-budget DURATION\n",
 		"(default 25s)",
-		"\nNATS connection (as the nats CLI reads it):\n  --nats VALUE",
+		"\nNATS connection (as the nats CLI reads it):\n  --nats URLS",
 		"  --creds FILE ", "  --tls-ca FILE ",
 		"SKILLBUS_<FLAG>", "(--health-addr: SKILLBUS_HEALTH_ADDR)",
 		"\nExamples:\n  demo --own 3\n  SKILLBUS_OWN=3 demo\n",
@@ -207,6 +208,7 @@ func TestLoggerAndProvision(t *testing.T) {
 // fakeService is a Service whose Start and Stop the test controls.
 type fakeService struct {
 	nc           *nats.Conn
+	fail         func(error)
 	startRelease chan struct{} // Start waits for it (nil = at once)
 	stopRelease  chan struct{} // Stop waits for it or its ctx (nil = at once)
 	startErr     error
@@ -246,6 +248,11 @@ func (s *fakeService) Stop(ctx context.Context) error {
 	return nil
 }
 
+// connTo returns connection settings for url alone.
+func connTo(url string) natsconn.Settings {
+	return natsconn.Settings{URL: natsconn.Value{V: url, Source: "test"}}
+}
+
 // provision returns the provisioning options of f, for a Spec.
 func provision(f *servicecmd.Flags) *events.Options {
 	o := f.Provision()
@@ -268,7 +275,7 @@ func start(t *testing.T, f *servicecmd.Flags, svc *fakeService) *running {
 	log := slog.New(slog.NewTextHandler(&r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() {
 		r.done <- f.Run(ctx, log, servicecmd.Spec{Provision: provision(f), New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
-			svc.nc = rt.Conn
+			svc.nc, svc.fail = rt.Conn, rt.Fail
 			return svc, nil
 		}})
 	}()
@@ -378,6 +385,28 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/livez"); err == nil {
 		t.Errorf("health endpoint still up after Run returned")
+	}
+}
+
+// TestRunServiceFails: a service that reports a failure after its start
+// (Runtime.Fail) is stopped and the process exits 1; a second report and
+// one made during the shutdown are ignored.
+func TestRunServiceFails(t *testing.T) {
+	cleanEnv(t)
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	f, _, _ := flags(t, "--nats", srv.ClientURL(), "--memory")
+	svc := newFake()
+	r := start(t, f, svc)
+	r.waitLog(t, "msg=ready")
+	svc.fail(errors.New("child gone"))
+	svc.fail(errors.New("second"))
+	<-svc.stopCalled
+	svc.fail(errors.New("during the stop"))
+	if code := r.exit(t); code != 1 {
+		t.Fatalf("Run = %d after Fail; want 1:\n%s", code, r.log.String())
+	}
+	if out := r.log.String(); !strings.Contains(out, `msg="demo failed" err="child gone"`) || strings.Contains(out, "second") || strings.Contains(out, "during the stop") {
+		t.Errorf("log:\n%s\nwant the first failure only", out)
 	}
 }
 

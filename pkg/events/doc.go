@@ -29,6 +29,10 @@
 //
 // Nothing else in skillbus spells these names: use the constants and the
 // subject functions (RunSubject, RunEventSubject, ...) of this package.
+// Sequence and agent names may be written in any script; the subject
+// functions put them in a subject through TokenFor (ASCII names unchanged,
+// others "=" + base64url: seq.run.=5byA5py66Ieq5qOA for 开机自检), and
+// NameForToken / NameOfSubject give the name back for display.
 //
 // # Provisioning
 //

@@ -24,12 +24,19 @@ func TestSubjects(t *testing.T) {
 		wantErr bool
 	}{
 		{"run", func() (string, error) { return events.RunSubject("repo-survey") }, "seq.run.repo-survey", false},
-		{"run with dot", func() (string, error) { return events.RunSubject("a.b") }, "", true},
+		{"run unicode", func() (string, error) { return events.RunSubject("开机自检") }, "seq.run.=5byA5py66Ieq5qOA", false},
+		{"run with dot, encoded", func() (string, error) { return events.RunSubject("a.b") }, "seq.run.=YS5i", false},
 		{"run empty", func() (string, error) { return events.RunSubject("") }, "", true},
-		{"run wildcard", func() (string, error) { return events.RunSubject("x*") }, "", true},
+		{"run too long", func() (string, error) { return events.RunSubject(strings.Repeat("检", 200)) }, "", true},
+		{"run wildcard, encoded", func() (string, error) { return events.RunSubject("x*") }, "seq.run.=eCo", false},
+		{"run inline", func() (string, error) { return events.RunSubject(events.InlineRunToken) }, "seq.run._inline", false},
 		{"schedule", func() (string, error) { return events.ScheduleSubject("nightly") }, "seq.schedule.nightly", false},
+		{"schedule unicode", func() (string, error) { return events.ScheduleSubject("开机自检") }, "seq.schedule.=5byA5py66Ieq5qOA", false},
+		{"schedule event unicode", func() (string, error) { return events.ScheduleEventSubject("检查网络") }, "events.schedule.=5qOA5p-l572R57uc", false},
 		{"agent ready", func() (string, error) { return events.AgentReadySubject("bot-1") }, "events.agent_ready.bot-1", false},
-		{"agent with space", func() (string, error) { return events.AgentReadySubject("bot 1") }, "", true},
+		{"agent ready unicode", func() (string, error) { return events.AgentReadySubject("机器人") }, "events.agent_ready.=5py65Zmo5Lq6", false},
+		{"agent with space, encoded", func() (string, error) { return events.AgentReadySubject("bot 1") }, "events.agent_ready.=Ym90IDE", false},
+		{"agent empty", func() (string, error) { return events.AgentReadySubject("") }, "", true},
 		{"run event", func() (string, error) { return events.RunEventSubject("r1", events.RunGroup) }, "events.run.r1.group", false},
 		{"run event bad kind", func() (string, error) { return events.RunEventSubject("r1", "done") }, "", true},
 		{"registry", func() (string, error) { return events.RegistryEventSubject(events.KindSkill, events.OpPut) }, "events.registry.skill.put", false},
@@ -83,7 +90,7 @@ func TestKeyFor(t *testing.T) {
 }
 
 func FuzzKeyFor(f *testing.F) {
-	for _, s := range []string{"a", "a b", "=x", ".", "a..b", "x/y"} {
+	for _, s := range []string{"a", "a b", "=x", ".", "a..b", "x/y", "开机自检", "机器人", "café", "cafe\u0301", "\xff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
@@ -94,6 +101,104 @@ func FuzzKeyFor(f *testing.F) {
 		back, err := events.NameForKey(k)
 		if err != nil || back != name {
 			t.Fatalf("NameForKey(KeyFor(%q)) = %q, %v", name, back, err)
+		}
+	})
+}
+
+// TokenFor keeps ASCII names as they are and encodes every other name
+// reversibly into one subject token that is also a KV key.
+func TestTokenFor(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{
+		{"repo-survey", "repo-survey"},
+		{"A_1", "A_1"},
+		{"开机自检", "=5byA5py66Ieq5qOA"},
+		{"机器人", "=5py65Zmo5Lq6"},
+		{"检查磁盘", "=5qOA5p-l56OB55uY"},
+		{"café", "=Y2Fmw6k"},
+		{"a.b", "=YS5i"},
+		{"a b", "=YSBi"},
+		{"=x", "=PXg"},
+		{"a/b", "=YS9i"},
+		{"", "="},
+	} {
+		got := events.TokenFor(tt.name)
+		if got != tt.want {
+			t.Errorf("TokenFor(%q) = %q; want %q", tt.name, got, tt.want)
+		}
+		if tt.name == "" {
+			continue
+		}
+		if back, err := events.NameForToken(got); err != nil || back != tt.name {
+			t.Errorf("NameForToken(%q) = %q, %v; want %q", got, back, err, tt.name)
+		}
+		// A valid name has the same token and key.
+		if k := events.KeyFor(tt.name); !strings.ContainsAny(tt.name, "./ =") && k != got {
+			t.Errorf("KeyFor(%q) = %q, TokenFor = %q; want them equal", tt.name, k, got)
+		}
+	}
+	for _, bad := range []string{"", "a.b", "a b", "=", "=!!", "=YWJj", "=YS5i=", "a*", "=5byA5py66Ieq5qOA=="} {
+		if name, err := events.NameForToken(bad); !errors.Is(err, events.ErrBadToken) {
+			t.Errorf("NameForToken(%q) = %q, %v; want ErrBadToken", bad, name, err)
+		}
+	}
+	for subj, want := range map[string]string{
+		"seq.schedule.=5byA5py66Ieq5qOA":   "开机自检",
+		"seq.run.repo-survey":              "repo-survey",
+		"events.agent_ready.=5py65Zmo5Lq6": "机器人",
+		"events.schedule.nightly":          "nightly",
+	} {
+		if got, err := events.NameOfSubject(subj); err != nil || got != want {
+			t.Errorf("NameOfSubject(%q) = %q, %v; want %q", subj, got, err, want)
+		}
+	}
+	for _, bad := range []string{"seq.run.a.b", "tool.fs.read", "seq.run.", "seq.schedule.=!!"} {
+		if _, err := events.NameOfSubject(bad); !errors.Is(err, events.ErrBadToken) {
+			t.Errorf("NameOfSubject(%q) = %v; want ErrBadToken", bad, err)
+		}
+	}
+}
+
+// FuzzTokenFor: every name maps to one token that is a single valid
+// subject token and KV key, and back to the same name; ASCII names stay
+// as they are.
+func FuzzTokenFor(f *testing.F) {
+	for _, s := range []string{"a", "repo-survey", "开机自检", "机器人", "a.b", "a b", "=x", "=", "a*", ">", "\x00", "\xff\xfe", "café", "cafe\u0301", "pаyments"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if name == "" {
+			return
+		}
+		tok := events.TokenFor(name)
+		back, err := events.NameForToken(tok)
+		if err != nil || back != name {
+			t.Fatalf("NameForToken(TokenFor(%q)) = %q, %v", name, back, err)
+		}
+		for _, c := range []byte(tok) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '=') {
+				t.Fatalf("TokenFor(%q) = %q holds %q", name, tok, c)
+			}
+		}
+		if strings.Count(tok, "=") > 1 || strings.Contains(tok[1:], "=") {
+			t.Fatalf("TokenFor(%q) = %q: '=' only as the first character", name, tok)
+		}
+		if k := events.KeyFor(name); k != tok && !strings.ContainsAny(name, "./=") {
+			t.Fatalf("KeyFor(%q) = %q differs from TokenFor %q", name, k, tok)
+		}
+		subj, err := events.RunSubject(name)
+		if len(name) <= events.MaxNameLength {
+			if err != nil || subj != "seq.run."+tok {
+				t.Fatalf("RunSubject(%q) = %q, %v", name, subj, err)
+			}
+			if n, err := events.NameOfSubject(subj); err != nil || n != name {
+				t.Fatalf("NameOfSubject(%q) = %q, %v", subj, n, err)
+			}
+		} else if !errors.Is(err, events.ErrBadToken) {
+			t.Fatalf("RunSubject of a %d-byte name = %q, %v; want ErrBadToken", len(name), subj, err)
+		}
+		// A token TokenFor did not make does not decode to a name whose token differs.
+		if n, err := events.NameForToken(name); err == nil && events.TokenFor(n) != name {
+			t.Fatalf("NameForToken(%q) = %q, whose token is %q", name, n, events.TokenFor(n))
 		}
 	})
 }

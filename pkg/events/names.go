@@ -116,44 +116,54 @@ func RunSlotObject(runID, slot string) string { return runID + "/" + slot }
 // listing reads, RunHeader*) publishes it.
 func RunsKeySubject(key string) string { return "$KV." + BucketRuns + "." + key }
 
-// RunSubject returns seq.run.<sequence>, the subject of a run request for
-// a stored sequence. Inline runs use the sequence token "_inline".
-// Errors: ErrBadToken when sequence is not a single valid subject token.
+// RunSubject returns seq.run.<token>, the subject of a run request for a
+// stored sequence, with the sequence name encoded by TokenFor:
+// RunSubject("repo-survey") is seq.run.repo-survey, RunSubject("开机自检")
+// is seq.run.=5byA5py66Ieq5qOA. Inline runs use the sequence token
+// "_inline". Errors: ErrBadToken for an empty name or one longer than
+// MaxNameLength bytes.
 func RunSubject(sequence string) (string, error) {
-	if err := checkToken("sequence name", sequence); err != nil {
+	tok, err := nameToken("sequence name", sequence)
+	if err != nil {
 		return "", err
 	}
-	return "seq.run." + sequence, nil
+	return "seq.run." + tok, nil
 }
 
 // InlineRunToken is the subject token used by RunSubject callers for a run
 // of an inline (unstored) sequence: seq.run._inline.
 const InlineRunToken = "_inline"
 
-// ScheduleSubject returns seq.schedule.<sequence>, where the registry or
-// seqworker publishes a sequence's schedule message (DESIGN.md §4).
-// Errors: ErrBadToken.
+// ScheduleSubject returns seq.schedule.<token>, where the seqworker
+// publishes a sequence's schedule message (docs/sequences.md,
+// "Schedules"), the name encoded by TokenFor (NameOfSubject decodes it).
+// Errors: ErrBadToken, as for RunSubject.
 func ScheduleSubject(sequence string) (string, error) {
-	if err := checkToken("sequence name", sequence); err != nil {
+	tok, err := nameToken("sequence name", sequence)
+	if err != nil {
 		return "", err
 	}
-	return "seq.schedule." + sequence, nil
+	return "seq.schedule." + tok, nil
 }
 
-// AgentReadySubject returns events.agent_ready.<agent>. Errors: ErrBadToken.
+// AgentReadySubject returns events.agent_ready.<token>, the agent name
+// encoded by TokenFor: AgentReadySubject("机器人") is
+// events.agent_ready.=5py65Zmo5Lq6. Errors: ErrBadToken, as for
+// RunSubject.
 func AgentReadySubject(agent string) (string, error) {
-	if err := checkToken("agent name", agent); err != nil {
+	tok, err := nameToken("agent name", agent)
+	if err != nil {
 		return "", err
 	}
-	return "events.agent_ready." + agent, nil
+	return "events.agent_ready." + tok, nil
 }
 
 // RunEventSubject returns events.run.<run_id>.<kind>, kind one of the
 // Run* event kinds. Errors: ErrBadToken (also for a run id longer than
 // MaxRunIDLength).
 func RunEventSubject(runID, kind string) (string, error) {
-	if err := checkToken("run id", runID); err != nil {
-		return "", err
+	if runID == "" {
+		return "", fmt.Errorf("%w: run id is empty", ErrBadToken)
 	}
 	if len(runID) > MaxRunIDLength {
 		return "", fmt.Errorf("%w: run id is %d bytes long; the limit is %d (MaxRunIDLength)", ErrBadToken, len(runID), MaxRunIDLength)
@@ -163,7 +173,7 @@ func RunEventSubject(runID, kind string) (string, error) {
 	default:
 		return "", fmt.Errorf("%w: run event kind %q; want started, group, finished, interrupted, resumed or cancelling", ErrBadToken, kind)
 	}
-	return "events.run." + runID + "." + kind, nil
+	return "events.run." + TokenFor(runID) + "." + kind, nil
 }
 
 // RegistryEventSubject returns events.registry.<kind>.<op>, kind one of

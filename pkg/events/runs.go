@@ -331,14 +331,12 @@ func (m *ScheduleEvent) check() error {
 // SubjectScheduleEventsAll matches every schedule event.
 const SubjectScheduleEventsAll = "events.schedule.*"
 
-// ScheduleEventSubject returns events.schedule.<sequence>. Errors:
-// ErrBadToken.
+// ScheduleEventSubject returns events.schedule.<token>, the sequence name
+// encoded by TokenFor. Errors: ErrBadToken, as for RunSubject.
 func ScheduleEventSubject(sequence string) (string, error) {
-	if err := checkToken("sequence name", sequence); err != nil {
+	tok, err := nameToken("sequence name", sequence)
+	if err != nil {
 		return "", err
 	}
-	if err := checkLen("sequence name", sequence, MaxNameLength); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadToken, err)
-	}
-	return "events.schedule." + sequence, nil
+	return "events.schedule." + tok, nil
 }

@@ -178,7 +178,10 @@ func (s Signature) String() string {
 }
 
 // Group returns the group called name and its 0-based index, or nil, -1.
+// Names compare in NFC form (NormalizeName), so a decomposed "é" finds a
+// group written with the composed one.
 func (s *Sequence) Group(name string) (*Group, int) {
+	name = NormalizeName(name)
 	i := slices.IndexFunc(s.Groups, func(g Group) bool { return g.Name == name })
 	if i < 0 {
 		return nil, -1

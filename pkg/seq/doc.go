@@ -39,7 +39,8 @@
 // return a *Sequence whose defaults are filled in (parallel true, missing
 // fail, timeout 60s, on_error abort) and whose Signature lists the run
 // arguments: every `in` key that no earlier group's `out` provides. Every
-// static rule is checked when the sequence is parsed: field names, names,
+// static rule is checked when the sequence is parsed: field names, names
+// (any script, in NFC: CheckName, NormalizeName),
 // enums, types, durations, schedules (as the NATS scheduler reads them),
 // retries, fallbacks, the dataflow rules and the `when` expressions, which
 // are CEL (https://cel.dev) compiled and type-checked against the group's

@@ -56,6 +56,7 @@ func FuzzParseJSON(f *testing.F) {
 func FuzzParseYAML(f *testing.F) {
 	addExamples(f, ".yaml")
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"))
+	f.Add([]byte("name: 开机自检\nboot: true\ngroups:\n  - name: 检查磁盘\n    tools: [{tool: t}]\n  - name: cafe\u0301\n    tools: [{tool: t}]\n  - name: pаyments\n    tools: [{tool: t}]\n"))
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    in: {n: number}\n    when: $args.n > 1e308 || size('" + strings.Repeat("x", 50) + "' + '') > 1\n    tools: [{tool: t, args: {a: 9007199254740993.0, b: 0x1F, c: .5, d: 1e999}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseYAML(data)

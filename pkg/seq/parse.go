@@ -78,7 +78,6 @@ func ParseFile(name string, data []byte) (*Sequence, error) {
 func Decode(data []byte) (*Sequence, error) { return ParseJSON(data) }
 
 var (
-	nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
 	toolRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 	keyRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 	// refRE finds $args references; the key part may be empty or invalid,
@@ -87,7 +86,6 @@ var (
 )
 
 const (
-	nameRule = "1 to 64 letters, digits, `-` or `_`, starting with a letter (for example fetch-issues)"
 	keyRule  = "1 to 64 letters, digits or `_`, not starting with a digit (for example repo_url)"
 	toolRule = "letters, digits, `-`, `_`, in dot-separated parts (for example fs.read)"
 )
@@ -178,8 +176,9 @@ func fromNode(root *node) (*Sequence, error) {
 	s := &Sequence{}
 	d.fields(root, seqFields, "the sequence", at{})
 	if v, ok := d.str(root.get("name"), at{}, "name", `"repo-survey"`); ok {
-		if !nameRE.MatchString(v) {
-			d.errf(ErrInvalidValue, at{}, "name", root.get("name"), "the sequence name %q is not allowed; use %s", clip(v, 80), nameRule)
+		v = NormalizeName(v)
+		if msg := checkName(v); msg != "" {
+			d.errf(ErrInvalidValue, at{}, "name", root.get("name"), "the sequence name %q is not allowed: %s", clip(v, 80), msg)
 		}
 		s.Name = v
 	} else if root.get("name") == nil {
@@ -245,10 +244,11 @@ func (d *decoder) group(idx int, gn *node) Group {
 		return g
 	}
 	if v, ok := d.str(gn.get("name"), a, "name", `"fetch"`); ok {
+		v = NormalizeName(v)
 		a.gname = v
 		g.Name = v
-		if !nameRE.MatchString(v) {
-			d.errf(ErrInvalidValue, a, "name", gn.get("name"), "the group name %q is not allowed; use %s", clip(v, 80), nameRule)
+		if msg := checkName(v); msg != "" {
+			d.errf(ErrInvalidValue, a, "name", gn.get("name"), "the group name %q is not allowed: %s", clip(v, 80), msg)
 		}
 	} else if gn.get("name") == nil {
 		d.errf(ErrMissingField, a, "name", gn, "the group has no name; add \"name\": %s", nameRule)

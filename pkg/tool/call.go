@@ -41,6 +41,7 @@ type endpoint struct {
 	s       *Server
 	t       Tool
 	subject string
+	schema  *ArgsSchema   // checks the arguments; nil: none
 	sem     chan struct{} // one slot per worker; MaxConcurrent slots
 	jobs    chan job      // hands a call to an idle worker (unbuffered)
 
@@ -186,6 +187,13 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) {
 		err = Errorf("400", "arguments must be a JSON object, got %s", preview(args))
 		s.replyError(m, err.(*Error))
 		return
+	}
+	if e.schema != nil {
+		if cerr := e.schema.Check(args); cerr != nil {
+			err = cerr
+			s.replyError(m, cerr.(*Error))
+			return
+		}
 	}
 	res, ferr := call(ctx, t.Func, args)
 	if ferr != nil {

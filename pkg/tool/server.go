@@ -35,10 +35,17 @@ type Tool struct {
 	Name string
 	// Description is a one-line summary (endpoint metadata "description").
 	Description string
-	// Schema is an optional JSON Schema of the arguments, published in the
-	// endpoint metadata "schema" for `nats micro info` and for agents. It
-	// must be a JSON object; it is not enforced here.
+	// Schema is an optional JSON Schema of the arguments (draft 2020-12 or
+	// draft-07; SchemaFor derives one from a Go struct). It is published in
+	// the endpoint metadata "schema" for `nats micro info`, `skillbus tools
+	// --json` and agents, and every call's arguments are checked against it
+	// before Func runs: a call that does not fit is answered with code
+	// "400" naming the argument and what was expected.
 	Schema json.RawMessage
+	// Unvalidated publishes Schema without checking calls against it (for
+	// a schema this package cannot compile, such as an MCP server's in an
+	// older draft).
+	Unvalidated bool
 	// Func is the implementation; required.
 	Func Func
 }
@@ -53,6 +60,12 @@ type ServerConfig struct {
 	Version string
 	// Description of the provider; default empty.
 	Description string
+	// Metadata is the micro service's metadata (`nats micro info`). A
+	// provider whose behaviour depends on its configuration puts a hash of
+	// it under MetadataFingerprint (and a readable form under
+	// MetadataConfig), so that instances of one tool that disagree can be
+	// told apart (Conflicts). Default none.
+	Metadata map[string]string
 	// QueueGroup in which replicas share calls; default "skillbus-tools".
 	QueueGroup string
 	// MaxConcurrent bounds the calls of one tool running at once in this
@@ -147,7 +160,8 @@ type inflight struct {
 // Serve starts serving tools on nc. Each tool is an endpoint named after
 // the tool (dots become '_') on subject tool.<name>, in cfg.QueueGroup, with
 // metadata "tool", "description" and (when set) "schema". Errors: ErrConfig
-// (a bad field, a duplicate name, a schema that is not a JSON object),
+// (a bad field, a duplicate name, a schema that is not a JSON object or
+// does not compile, wrapping ErrBadSchema),
 // ErrBadName, or the micro service's or connection's error. When Serve
 // returns, the server knows the endpoints: calls from any connection reach
 // them.
@@ -170,6 +184,11 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		if len(t.Schema) > 0 && !isObject(t.Schema) {
 			return nil, fmt.Errorf("%w: tool %q: Schema must be a JSON object (a JSON Schema)", ErrConfig, t.Name)
 		}
+		if len(t.Schema) > 0 && !t.Unvalidated {
+			if _, err := CompileSchema(t.Schema); err != nil {
+				return nil, fmt.Errorf("%w: tool %q: Schema: %w", ErrConfig, t.Name, err)
+			}
+		}
 		ep := endpointName(t.Name)
 		if other, dup := seen[ep]; dup {
 			return nil, fmt.Errorf("%w: tools %q and %q share the endpoint name %q; rename one", ErrConfig, other, t.Name, ep)
@@ -182,6 +201,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		Version:     cfg.Version,
 		Description: cfg.Description,
 		QueueGroup:  cfg.QueueGroup,
+		Metadata:    cfg.Metadata,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
@@ -199,6 +219,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 			md["schema"] = string(t.Schema)
 		}
 		e := newEndpoint(s, t, subject)
+		if len(t.Schema) > 0 && !t.Unvalidated {
+			e.schema, _ = CompileSchema(t.Schema) // compiled above
+		}
 		if err := svc.AddEndpoint(endpointName(t.Name), micro.HandlerFunc(e.receive),
 			micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(md)); err != nil {
 			_ = svc.Stop()

@@ -1,0 +1,108 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/internal/seqworker"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// Sequences, groups and agents named in Chinese work end to end: a boot
+// sequence 开机自检 (groups 检查磁盘, 检查网络) runs for the agent 机器人 on
+// events.agent_ready.<token>, a run of 手动运行 goes through
+// seq.run.<token>, and a scheduled 每秒打卡 ticks through seq.schedule.<token>
+// — each token the reversible encoding of the name.
+func TestUnicodeNamesEndToEnd(t *testing.T) {
+	t.Parallel()
+	env := swStart(t, natsserver.Options{}, swOptions())
+	var mu sync.Mutex
+	seen := map[string][]string{} // tool → agents it was called for
+	rec := func(name string) tool.Tool {
+		return tool.Tool{Name: name, Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			var a struct{ Agent string }
+			_ = json.Unmarshal(args, &a)
+			mu.Lock()
+			seen[name] = append(seen[name], a.Agent)
+			mu.Unlock()
+			return args, nil
+		}}
+	}
+	swServe(t, env, rec("disk.check"), rec("net.check"), rec("manual.step"), rec("tick.step"))
+	swStore(t, env, "name: 开机自检\nboot: true\ngroups:\n  - name: 检查磁盘\n    in: {agent: string}\n    tools: [{tool: disk.check, args: {agent: $args.agent}}]\n  - name: 检查网络\n    in: {agent: string}\n    tools: [{tool: net.check, args: {agent: $args.agent}}]\n")
+	swStore(t, env, "name: 手动运行\ngroups:\n  - name: 第一步\n    in: {who: string}\n    tools: [{tool: manual.step, args: {agent: $args.who}}]\n")
+	swStore(t, env, "name: 每秒打卡\nschedule: \"@every 1s\"\ngroups:\n  - name: 打卡\n    tools: [{tool: tick.step}]\n")
+	swWorker(t, env, seqworker.Config{})
+
+	// Boot, on the encoded agent subject.
+	subj, err := events.AgentReadySubject("机器人")
+	if err != nil || subj != "events.agent_ready.=5py65Zmo5Lq6" {
+		t.Fatalf("AgentReadySubject(机器人) = %q, %v", subj, err)
+	}
+	if _, err := events.PublishMessage(context.Background(), env.js, subj, &events.AgentReady{Agent: "机器人", BootID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	id := seqworker.BootRunID("机器人", "b1", "开机自检")
+	st := swWait(t, env, id, 30*time.Second)
+	if st.Status != events.StatusSucceeded || st.Sequence != "开机自检" {
+		t.Fatalf("boot run %s: %s %q (%s)", id, st.Status, st.Sequence, st.Error)
+	}
+	if r := swResult(t, st); len(r.Groups) != 2 || r.Groups[0].Name != "检查磁盘" || r.Groups[1].Name != "检查网络" {
+		t.Errorf("boot run groups %+v", r.Groups)
+	}
+
+	// A run request on seq.run.<token>.
+	swRequest(t, env, "manual-1", "手动运行", map[string]string{"who": "机器人"})
+	if st := swWait(t, env, "manual-1", 30*time.Second); st.Status != events.StatusSucceeded {
+		t.Fatalf("run of 手动运行: %s (%s)", st.Status, st.Error)
+	}
+
+	// The schedule lives on seq.schedule.<token> and ticks.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen["tick.step"])
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("每秒打卡 ticked %d times in 30 s; want at least 2", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stream, err := env.js.Stream(context.Background(), events.StreamSeqRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(context.Background(), jetstream.WithSubjectFilter(events.SubjectScheduleAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for s := range info.State.Subjects {
+		n, err := events.NameOfSubject(s)
+		if err != nil {
+			t.Errorf("schedule subject %q: %v", s, err)
+		}
+		names = append(names, s+" = "+n)
+	}
+	if len(names) != 1 || names[0] != "seq.schedule.=5q-P56eS5omT5Y2h = 每秒打卡" {
+		t.Errorf("schedule subjects %v; want seq.schedule.=5q-P56eS5omT5Y2h for 每秒打卡", names)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for tl, want := range map[string]string{"disk.check": "机器人", "net.check": "机器人", "manual.step": "机器人"} {
+		if got := seen[tl]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s called for %v; want once for %s", tl, got, want)
+		}
+	}
+}
