@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		},
 	}, stdout, stderr)
 	var (
-		dir      = fs.String("dir", "", "root of the skills and sequences tree (or give it as the argument); empty = no files, only sequences created over NATS")
+		dir      = fs.String("dir", "", "`DIR`: root of the skills and sequences tree (or give it as the argument); empty = no files, only sequences created over NATS")
 		debounce = fs.Duration("debounce", 10*time.Millisecond, "quiet time after file changes before rescanning (an editor's save burst is handled once)")
 		resync   = fs.Duration("resync", time.Minute, "full rescan period without events (negative = never)")
 	)

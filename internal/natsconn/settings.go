@@ -129,13 +129,13 @@ func FlagNames() []string {
 func (s *Settings) Register(fs *flag.FlagSet, withURL bool) {
 	*s = FromEnv()
 	if withURL {
-		fs.Var(&flagValue{&s.URL, "--" + FlagURL}, FlagURL, "NATS server URL(s), comma separated; user:password@ may be part of a URL ($NATS_URL; default the context's url, else nats://127.0.0.1:4222)")
+		fs.Var(&flagValue{&s.URL, "--" + FlagURL}, FlagURL, "NATS server `URLS`, comma separated; user:password@ may be part of a URL ($NATS_URL; default the context's url, else nats://127.0.0.1:4222)")
 	}
-	fs.Var(&flagValue{&s.Context, "--" + FlagContext}, FlagContext, "nats CLI context NAME (~/.config/nats/context/NAME.json) or path of a context file ($NATS_CONTEXT)")
-	fs.Var(&flagValue{&s.Creds, "--" + FlagCreds}, FlagCreds, "NATS credentials `FILE` (user JWT and seed) ($NATS_CREDS)")
+	fs.Var(&flagValue{&s.Context, "--" + FlagContext}, FlagContext, "nats CLI context `NAME` (~/.config/nats/context/NAME.json) or the path of a context file ($NATS_CONTEXT)")
+	fs.Var(&flagValue{&s.Creds, "--" + FlagCreds}, FlagCreds, "credentials `FILE`: user JWT and seed ($NATS_CREDS)")
 	fs.Var(&flagValue{&s.NKey, "--" + FlagNKey}, FlagNKey, "nkey seed `FILE` ($NATS_NKEY)")
 	fs.Var(&flagValue{&s.TLSCert, "--" + FlagCert}, FlagCert, "TLS client certificate `FILE`, PEM ($NATS_CERT; needs --tls-key)")
-	fs.Var(&flagValue{&s.TLSKey, "--" + FlagKey}, FlagKey, "private key `FILE` of --tls-cert, PEM ($NATS_KEY)")
+	fs.Var(&flagValue{&s.TLSKey, "--" + FlagKey}, FlagKey, "the private key `FILE` of --tls-cert, PEM ($NATS_KEY)")
 	fs.Var(&flagValue{&s.TLSCA, "--" + FlagCA}, FlagCA, "CA certificates `FILE` to trust for the server, PEM ($NATS_CA)")
 }
 

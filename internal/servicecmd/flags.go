@@ -95,7 +95,7 @@ func (f *Flags) FlagSet(cmd Command, stdout, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.ShutdownBudget, "shutdown-budget", DefaultShutdownBudget, "the whole graceful shutdown at SIGTERM: stop intake and finish work, then drain NATS, then flush telemetry (keep it below the orchestrator's grace period)")
 	fs.IntVar(&f.Replicas, "replicas", 0, "replicas of every stream and bucket: 3 on a 3-node cluster (0 = keep what the resources have; 1 when creating them)")
 	fs.BoolVar(&f.Memory, "memory", false, "keep streams and buckets in memory instead of files")
-	fs.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.LogLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
 	fs.BoolVar(&f.LogJSON, "log-json", false, "log JSON lines (with trace_id and span_id inside a trace) instead of text")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	f.Conn.Register(fs, true)
@@ -273,11 +273,35 @@ func writeFlag(b *strings.Builder, fl *flag.Flag, defaults bool) {
 	if defaults && fl.DefValue != "" && fl.DefValue != "0" && fl.DefValue != "false" && fl.DefValue != "0s" {
 		usage += " (default " + fl.DefValue + ")"
 	}
+	lines := wrap(usage, 78-26)
 	if len(head) < 26 {
-		fmt.Fprintf(b, "%-26s%s\n", head, usage)
-		return
+		fmt.Fprintf(b, "%-26s%s\n", head, lines[0])
+		lines = lines[1:]
+	} else {
+		fmt.Fprintf(b, "%s\n", head)
 	}
-	fmt.Fprintf(b, "%s\n%26s%s\n", head, "", usage)
+	for _, l := range lines {
+		fmt.Fprintf(b, "%26s%s\n", "", l)
+	}
+}
+
+// wrap splits text into lines of at most width characters at spaces (a
+// longer word stays whole).
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	return append(lines, line)
 }
 
 // Logger returns the logger --log-level and --log-json describe, writing

@@ -101,7 +101,7 @@ func TestHelpAndVersion(t *testing.T) {
 		"  --health-addr ADDR      serve /livez, /readyz and /metrics",
 		"  --shutdown-budget DURATION\n",
 		"(default 25s)",
-		"\nNATS connection (as the nats CLI reads it):\n  --nats VALUE",
+		"\nNATS connection (as the nats CLI reads it):\n  --nats URLS",
 		"  --creds FILE ", "  --tls-ca FILE ",
 		"SKILLBUS_<FLAG>", "(--health-addr: SKILLBUS_HEALTH_ADDR)",
 		"\nExamples:\n  demo --own 3\n  SKILLBUS_OWN=3 demo\n",
