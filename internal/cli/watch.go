@@ -26,7 +26,10 @@ Without RUN_ID, prints every new event of the EVENTS stream as it happens
 (run started / group finished / run finished, agent_ready, registry put,
 delete, invalid and clash) until Ctrl-C. With RUN_ID, prints that run's
 events from its start — also when it finished already — and exits when the
-run finishes. --json prints each event as one JSON line. Needs NATS_URL.
+run finishes (succeeded: 0; failed or cancelled: 1); an interruption (its
+worker stopped) and the resume by another worker are lines of their own,
+and watch keeps waiting meanwhile. Schedule events say when the NATS server
+refused a sequence's schedule. --json prints each event as one JSON line. Needs NATS_URL.
 When the NATS server goes away (skillbus dev stopped or restarted), watch
 says so on stderr, keeps reconnecting and resumes after the last event it
 printed; after 30 s without a server it exits 1 (NATS unreachable).

@@ -339,6 +339,10 @@ func TestDialWaitsThenReconnects(t *testing.T) {
 		t.Fatalf("Dial with no server: %v; want the connection to keep trying", err)
 	}
 	defer conn.Close()
+	if conn.Opts.MaxReconnect != -1 || !conn.Opts.RetryOnFailedConnect {
+		t.Errorf("MaxReconnects = %d, RetryOnFailedConnect = %v; want -1 (for ever; nats.go's default 60 left tools serve dead after a 140 s outage) and true",
+			conn.Opts.MaxReconnect, conn.Opts.RetryOnFailedConnect)
+	}
 	waitLog(t, &log, `msg="waiting for NATS"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	if err := conn.WaitConnected(ctx); !errors.Is(err, context.DeadlineExceeded) {

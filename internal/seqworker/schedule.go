@@ -189,9 +189,7 @@ func scheduleOpt(schedule string) (jetstream.PublishOpt, error) {
 
 // scheduleTimeZone returns the IANA time zone the sequence names for its
 // cron schedule ("" = UTC), published as Nats-Schedule-Time-Zone.
-// pkg/seq's AST has no time-zone field yet (it is being added with the
-// schedule rules); until then every schedule runs in UTC.
-func scheduleTimeZone(s *seq.Sequence) string { return "" }
+func scheduleTimeZone(s *seq.Sequence) string { return s.TimeZone }
 
 // schedulePattern is the Nats-Schedule header value scheduleOpt produces.
 func schedulePattern(schedule string) string {

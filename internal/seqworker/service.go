@@ -115,6 +115,7 @@ func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
 	if w.cfg.RetryInitial > 0 || w.cfg.RetryMax > 0 {
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
+	started := time.Now().UTC()
 	slots, gr, err := seq.RunGroup(ctx, s, in.Group, w.caller, args, opts...)
 	if errors.Is(err, seq.ErrArgument) && (gr == nil || len(gr.Calls) == 0 || gr.Calls[0].Attempts == 0) {
 		_ = req.Error("400", err.Error(), nil)
@@ -127,7 +128,42 @@ func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
 	if err != nil {
 		reply.Error = err.Error()
 	}
+	reply.RunID = w.recordCall(ctx, s, in, slots, gr, err, started)
 	w.respond(req, reply)
+}
+
+// recordCall stores a finished seq_call in RUNS as a run of one group
+// (trigger seq_call), so `runs ls` and `runs show` see it; large slots go
+// to the object store as for any run. It returns the run id, "" when the
+// record could not be written (logged; the caller still gets its reply).
+func (w *Worker) recordCall(ctx context.Context, s *seq.Sequence, in events.SeqCallRequest, slots map[string]json.RawMessage, gr *seq.GroupResult, callErr error, started time.Time) string {
+	id := "call-" + nuid.Next()
+	now := time.Now().UTC()
+	st := &events.RunState{RunID: id, Sequence: s.Name, Status: events.StatusSucceeded, Trigger: events.TriggerSeqCall, Worker: w.cfg.WorkerID,
+		Heartbeat: now, Groups: 1, Args: in.Args, Attempt: 1, CreatedAt: started, StartedAt: started, UpdatedAt: now, FinishedAt: now}
+	res := &seq.Result{Sequence: s.Name, Status: seq.StatusSucceeded, Slots: slots, Duration: seq.Duration(now.Sub(started))}
+	if gr != nil {
+		res.Groups = []seq.GroupResult{*gr}
+		if gr.Status.Finished() {
+			st.FinishedGroups = 1
+		}
+	}
+	if callErr != nil {
+		st.Status, st.Error = events.StatusFailed, callErr.Error()
+		res.Status, res.Error = seq.StatusFailed, callErr.Error()
+	}
+	r := &run{w: w, req: &events.RunRequest{RunID: id}, log: w.log.With("run", id)}
+	r.st = st
+	if err := r.fill(ctx, st, res, &resultCoder{}); err != nil {
+		w.log.Warn("seq_call not recorded", "group", in.Group, "err", err)
+		return ""
+	}
+	st.FinishedAt, st.UpdatedAt = now, now
+	if _, err := w.writeState(ctx, st, 0); err != nil {
+		w.log.Warn("seq_call not recorded", "group", in.Group, "err", err)
+		return ""
+	}
+	return id
 }
 
 func (w *Worker) serveRun(ctx context.Context, req micro.Request) {

@@ -69,32 +69,52 @@ func ProvisionRetry(ctx context.Context, log *slog.Logger, js jetstream.JetStrea
 }
 
 // createFirst is the jetstream.JetStream given to events.Provision: its
-// CreateOrUpdateStream and CreateOrUpdateKeyValue create, and update only
-// a resource that exists with a different configuration (see
-// ProvisionRetry for why). Everything else, including the ResourceReader
-// methods events.Provision uses to keep existing settings, is js's.
+// CreateOrUpdateStream, CreateOrUpdateKeyValue and CreateOrUpdateObjectStore
+// create, and update only a resource that exists with a different
+// configuration (see ProvisionRetry for why); each create or update may
+// take callTimeout, so a call caught in a concurrent creation fails soon and
+// the attempt is retried rather than waiting for the whole attempt's
+// deadline. Everything else, including the ResourceReader methods
+// events.Provision uses to keep existing settings, is js's.
 type createFirst struct {
 	jetstream.JetStream
 }
 
-func (c createFirst) CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	s, err := c.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		if _, err := c.Stream(ctx, cfg.Name); err != nil {
-			return nil, err
-		}
-		return c.UpdateStream(ctx, cfg)
+// callTimeout bounds one create or update call of createFirst.
+const callTimeout = 4 * time.Second
+
+// createOrUpdate runs create; when it reports the resource exists with
+// another configuration (exists), it waits until the stream named stream
+// answers and runs update. Each call gets callTimeout.
+func createOrUpdate[T any](ctx context.Context, c createFirst, stream string, exists error, create, update func(context.Context) (T, error)) (T, error) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	v, err := create(cctx)
+	cancel()
+	if !errors.Is(err, exists) {
+		return v, err
 	}
-	return s, err
+	if _, err := c.Stream(ctx, stream); err != nil {
+		return v, err
+	}
+	uctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return update(uctx)
+}
+
+func (c createFirst) CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	return createOrUpdate(ctx, c, cfg.Name, jetstream.ErrStreamNameAlreadyInUse,
+		func(ctx context.Context) (jetstream.Stream, error) { return c.CreateStream(ctx, cfg) },
+		func(ctx context.Context) (jetstream.Stream, error) { return c.UpdateStream(ctx, cfg) })
 }
 
 func (c createFirst) CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := c.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		if _, err := c.Stream(ctx, "KV_"+cfg.Bucket); err != nil {
-			return nil, err
-		}
-		return c.UpdateKeyValue(ctx, cfg)
-	}
-	return kv, err
+	return createOrUpdate(ctx, c, "KV_"+cfg.Bucket, jetstream.ErrBucketExists,
+		func(ctx context.Context) (jetstream.KeyValue, error) { return c.CreateKeyValue(ctx, cfg) },
+		func(ctx context.Context) (jetstream.KeyValue, error) { return c.UpdateKeyValue(ctx, cfg) })
+}
+
+func (c createFirst) CreateOrUpdateObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	return createOrUpdate(ctx, c, "OBJ_"+cfg.Bucket, jetstream.ErrBucketExists,
+		func(ctx context.Context) (jetstream.ObjectStore, error) { return c.CreateObjectStore(ctx, cfg) },
+		func(ctx context.Context) (jetstream.ObjectStore, error) { return c.UpdateObjectStore(ctx, cfg) })
 }

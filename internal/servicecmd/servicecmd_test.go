@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
@@ -245,6 +246,11 @@ func (s *fakeService) Stop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// connTo returns connection settings for url alone.
+func connTo(url string) natsconn.Settings {
+	return natsconn.Settings{URL: natsconn.Value{V: url, Source: "test"}}
 }
 
 // provision returns the provisioning options of f, for a Spec.

@@ -87,7 +87,10 @@ func (m *SeqCallRequest) check() error {
 // errors). A group that ran but failed is a reply with Error set, not a
 // micro error.
 type SeqCallReply struct {
-	V        int                        `json:"v"`
+	V int `json:"v"`
+	// RunID is the id under which the call is recorded in RUNS (a run of
+	// one group, trigger seq_call); "" when it could not be recorded.
+	RunID    string                     `json:"run_id,omitempty"`
 	Group    string                     `json:"group"`
 	Sequence string                     `json:"sequence"`
 	Slots    map[string]json.RawMessage `json:"slots"`

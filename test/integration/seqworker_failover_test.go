@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/seqworker"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
@@ -240,6 +241,35 @@ func TestSeqworkerFailoverSIGTERM(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the child worker never reached group 2; its output:\n%s", out.String())
 	}
+	// A follower (what `skillbus run` does: client.Wait) keeps waiting
+	// while no seqworker runs, says what it waits for, and sees the
+	// interruption and the resume.
+	c, err := client.New(env.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type followed struct {
+		st      *events.RunState
+		err     error
+		waiting []string
+		kinds   []string
+	}
+	follow := make(chan followed, 1)
+	go func() {
+		var f followed
+		f.st, f.err = c.Wait(context.Background(), "r-fo-term", client.WaitOptions{
+			Poll:       200 * time.Millisecond,
+			WorkerWait: time.Minute,
+			OnWaiting: func(text string) {
+				if text != "" {
+					f.waiting = append(f.waiting, text)
+				}
+			},
+			OnEvent: func(ev *events.RunEvent) { f.kinds = append(f.kinds, ev.Kind) },
+		})
+		follow <- f
+	}()
+	time.Sleep(300 * time.Millisecond)
 	termed := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -256,6 +286,7 @@ func TestSeqworkerFailoverSIGTERM(t *testing.T) {
 	if st.Status != events.StatusInterrupted || st.FinishedGroups != 1 || st.Worker != "child" {
 		t.Fatalf("after SIGTERM: %s with %d groups held by %q (%s); want interrupted after group 1 by child", st.Status, st.FinishedGroups, st.Worker, st.Error)
 	}
+	time.Sleep(time.Second) // the follower meets a bus without seqworker
 	// The same stack restarted (here: a new worker) resumes at once.
 	restarted := time.Now()
 	swWorker(t, env, seqworker.Config{WorkerID: "successor"})
@@ -268,6 +299,17 @@ func TestSeqworkerFailoverSIGTERM(t *testing.T) {
 	}
 	if resumed > events.DefaultAckWait/2 {
 		t.Errorf("the new worker finished the run %s after it started; want it handed back at once (well under the %s ack wait)", resumed, events.DefaultAckWait)
+	}
+	f := <-follow
+	if f.err != nil || f.st.Status != events.StatusSucceeded {
+		t.Errorf("follower: %v, %+v; want it to wait across the restart and see the run succeed", f.err, f.st)
+	}
+	joined := strings.Join(f.waiting, " | ")
+	if !strings.Contains(joined, "no seqworker answers") && !strings.Contains(joined, "interrupted after group 1") {
+		t.Errorf("follower said %q while waiting; want it to say it waits for a seqworker (or for the interrupted run to be resumed)", joined)
+	}
+	if k := strings.Join(f.kinds, ","); !strings.Contains(k, events.RunInterrupted) || !strings.Contains(k, events.RunResumed) {
+		t.Errorf("follower saw events %s; want interrupted and resumed among them", k)
 	}
 	if n := calls.get("fo-term.one"); n != 1 {
 		t.Errorf("group 1 ran %d times; want 1", n)

@@ -172,6 +172,14 @@ groups:
 	if err != nil || st.Status != events.StatusSucceeded || string(st.Args) != `{"root":"."}` {
 		t.Fatalf("rerun: %v %+v; want succeeded with the same arguments", err, st)
 	}
+	code, out, errOut = cliRun(t, "call", "count-lines-list", "--arg", "root=.", "--json")
+	if code != 0 || !strings.Contains(out, `"run_id": "call-`) {
+		t.Fatalf("call: exit %d\n%s\n%s\nwant the reply to name the recorded run", code, out, errOut)
+	}
+	code, out, errOut = cliRun(t, "runs", "ls", "--sequence", "count-lines")
+	if code != 0 || !strings.Contains(out, "seq_call") || !strings.Contains(out, "1/1") {
+		t.Errorf("runs ls after a seq_call: exit %d\n%s\n%s\nwant the call listed with trigger seq_call", code, out, errOut)
+	}
 	code, _, errOut = cliRun(t, "runs", "cancel", id)
 	if code != 1 || !strings.Contains(errOut, "already finished") {
 		t.Errorf("runs cancel of a finished run: exit %d, %q; want 1 saying it already finished", code, errOut)

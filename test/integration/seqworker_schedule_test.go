@@ -133,3 +133,24 @@ func TestScheduleRefusedShown(t *testing.T) {
 		}
 	})
 }
+
+// TestSeqworkerScheduleTimeZone: a sequence that names a time zone gets a
+// schedule message with Nats-Schedule-Time-Zone, and the server fires it.
+func TestSeqworkerScheduleTimeZone(t *testing.T) {
+	t.Parallel()
+	env := swStart(t, natsserver.Options{}, swOptions())
+	var calls swCounter
+	swServe(t, env, swEcho("tz.echo", &calls))
+	swStore(t, env, "name: zoned\nschedule: \"* * * * * *\"\ntimezone: America/New_York\ngroups:\n  - name: zoned-one\n    tools: [{tool: tz.echo}]\n")
+	swWorker(t, env, seqworker.Config{})
+	s, err := env.js.Stream(context.Background(), events.StreamSeqRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, _ := events.ScheduleSubject("zoned")
+	cliEventually(t, "the zoned schedule message", func() bool {
+		m, err := s.GetLastMsgForSubject(context.Background(), subj)
+		return err == nil && m.Header.Get(events.HeaderScheduleTimeZone) == "America/New_York"
+	})
+	cliEventually(t, "a tick of the zoned schedule", func() bool { return calls.get("tz.echo") > 0 })
+}
