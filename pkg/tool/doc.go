@@ -47,7 +47,7 @@
 //
 // Calls of a tool run on kept worker goroutines, at most
 // ServerConfig.MaxConcurrent at once; a tool that has been quick (its last
-// 64 calls each under 500 µs) runs on the subscription's own goroutine,
+// 64 calls each under 100 µs) runs on the subscription's own goroutine,
 // as a plain NATS callback does, until a slower call sends it back to
 // workers. No span is started while no OpenTelemetry TracerProvider is
 // installed; the caller's trace context is still passed on. Together this
