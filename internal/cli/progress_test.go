@@ -59,3 +59,46 @@ func TestProgressFinishPrintsEveryGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressResumedInGroupOrder: after a resume, a later group's event
+// can arrive while an earlier group's event was missed (it finished on the
+// worker that stopped); the lines still come out in group order: the later
+// group waits until the checkpoint fills the gap.
+func TestProgressResumedInGroupOrder(t *testing.T) {
+	s, err := seq.ParseYAML([]byte("name: p\ngroups:\n  - name: one\n    tools: [{tool: a}]\n  - name: two\n    tools: [{tool: b}]\n  - name: three\n    tools: [{tool: c}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := func(name, tool string) seq.GroupResult {
+		return seq.GroupResult{Name: name, Status: seq.GroupSucceeded, Calls: []seq.CallResult{{Tool: tool, Status: seq.CallSucceeded, Attempts: 1}}}
+	}
+	one, two, three := g("one", "a"), g("two", "b"), g("three", "c")
+	var out bytes.Buffer
+	pr := newProgress(&out, s, "r1")
+	pr.start()
+	b, _ := json.Marshal(one)
+	pr.group(&events.RunEvent{RunID: "r1", Kind: events.RunGroup, Group: 1, GroupName: "one", Status: "succeeded", Result: b})
+	b, _ = json.Marshal(three)
+	pr.group(&events.RunEvent{RunID: "r1", Kind: events.RunGroup, Group: 3, GroupName: "three", Status: "succeeded", Result: b})
+	if strings.Contains(out.String(), "three") {
+		t.Fatalf("group 3 printed before group 2:\n%s", out.String())
+	}
+	cp, _ := json.Marshal(seq.Result{Sequence: "p", Status: seq.StatusRunning, Groups: []seq.GroupResult{one, two, {Name: "three", Status: seq.GroupPending}}})
+	pr.fill(&events.RunState{RunID: "r1", FinishedGroups: 2, Result: cp})
+	pr.note("run r1: resumed by worker w2 after group 2 of 3 (attempt 2)")
+	final, _ := json.Marshal(seq.Result{Sequence: "p", Status: seq.StatusSucceeded, Groups: []seq.GroupResult{one, two, three}})
+	pr.finish(&events.RunState{RunID: "r1", Status: events.StatusSucceeded, Result: final})
+	got := out.String()
+	i1, i2, i3 := strings.Index(got, "group 1/3 one"), strings.Index(got, "group 2/3 two"), strings.Index(got, "group 3/3 three")
+	if i1 < 0 || i2 < 0 || i3 < 0 || !(i1 < i2 && i2 < i3) {
+		t.Errorf("groups not printed once each in order:\n%s", got)
+	}
+	for _, n := range []string{"group 1/3", "group 2/3", "group 3/3"} {
+		if c := strings.Count(got, n); c != 1 {
+			t.Errorf("%s printed %d times:\n%s", n, c, got)
+		}
+	}
+	if !strings.Contains(got, "resumed by worker w2") {
+		t.Errorf("the resume note is missing:\n%s", got)
+	}
+}

@@ -56,6 +56,19 @@ func TestValidateCrossFile(t *testing.T) {
 			t.Errorf("validate output =\n%s\nwant a line containing %q", out, want)
 		}
 	}
+	// A file given again beside its directory is checked once (no clash
+	// with itself); a symlink is a file of its own, as in the registry.
+	code, again, _ := runCLI(t, "validate", dir, filepath.Join(dir, "flows", "..", "flows", "one.seq.yaml"))
+	if code != ExitFailure || !strings.Contains(again, "5 file(s) checked, 3 invalid") {
+		t.Errorf("validate DIR DIR/flows/one.seq.yaml =\n%s\nwant the same 5 files", again)
+	}
+	if err := os.Symlink("one.seq.yaml", filepath.Join(dir, "flows", "alias.seq.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	_, linked, _ := runCLI(t, "validate", dir)
+	if !strings.Contains(linked, filepath.Join(dir, "flows/one.seq.yaml")+`: sequence name "one" is also defined by `+filepath.Join(dir, "flows/alias.seq.yaml")) {
+		t.Errorf("validate with a symlinked sequence =\n%s\nwant the clash the registry would report", linked)
+	}
 }
 
 // TestValidateNaming: files that `skillbus run` accepts (or that look like

@@ -24,7 +24,8 @@ func watchCommand() command {
 
 Without RUN_ID, prints every new event of the EVENTS stream as it happens
 (run started / group finished / run finished, agent_ready, registry put,
-delete, invalid and clash) until Ctrl-C. With RUN_ID, prints that run's
+delete, invalid, clash, warning and reverted; a warning's lines are printed
+indented below it) until Ctrl-C. With RUN_ID, prints that run's
 events from its start — also when it finished already — and exits when the
 run finishes (succeeded: 0; failed or cancelled: 1); an interruption (its
 worker stopped) and the resume by another worker are lines of their own,

@@ -80,10 +80,16 @@ func Check(paths []string, opt CheckOptions) ([]FileReport, error) {
 	var entries []*entry
 	seen := map[string]bool{}
 	add := func(e *entry) {
-		if seen[e.display] {
+		// One path given twice (a file and its directory, ./x and x) is
+		// checked once; a symlink is a path of its own, as in the registry.
+		id, err := filepath.Abs(e.display)
+		if err != nil {
+			id = e.display
+		}
+		if seen[id] {
 			return
 		}
-		seen[e.display] = true
+		seen[id] = true
 		entries = append(entries, e)
 	}
 	for _, root := range paths {

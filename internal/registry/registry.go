@@ -627,7 +627,7 @@ func (r *Registry) applyLocked(ctx context.Context) error {
 		}
 		r.log.Error("name clash", "kind", c.kind, "name", c.name, "kept", c.kept, "ignored", c.other, "rule", precedenceRule(c.kind))
 		r.publishEvent(ctx, &events.RegistryEvent{Kind: eventKind(c.kind), Op: events.OpClash, Name: c.rejected,
-			File: c.other, Other: c.kept, Kept: c.kept, Error: id, At: time.Now().UTC()})
+			File: c.otherSrc, Other: c.keptSrc, Kept: c.keptSrc, Error: id, At: time.Now().UTC()})
 	}
 	r.clashes = current
 

@@ -624,3 +624,51 @@ func TestRequestDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestProvisionRetentionAndLegacyAckWait: the size limits are settings
+// applied to RUNS, RUN_SLOTS, EVENTS and SEQ_RUNS and kept by a later
+// Provision without them; a seqworker consumer left with the ack wait older
+// releases created by default (2 minutes) moves to the new default (10 s),
+// while any other value is kept.
+func TestProvisionRetentionAndLegacyAckWait(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	o := events.Options{RunsMaxBytes: 64 << 20, RunSlotsMaxBytes: 256 << 20, EventsMaxBytes: 32 << 20, SeqRunsMaxBytes: 16 << 20, AckWait: events.LegacyAckWait}
+	if err := events.Provision(ctx, js, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Provision(ctx, js, events.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for stream, want := range map[string]int64{"KV_" + events.BucketRuns: 64 << 20, "OBJ_" + events.BucketRunSlots: 256 << 20, events.StreamEvents: 32 << 20, events.StreamSeqRuns: 16 << 20} {
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.CachedInfo().Config.MaxBytes; got != want {
+			t.Errorf("%s max_bytes = %d; want %d (set once, kept by a Provision without it)", stream, got, want)
+		}
+	}
+	c, err := js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.CachedInfo().Config.AckWait; got != events.DefaultAckWait {
+		t.Errorf("ack wait after a Provision over the legacy 2m = %s; want %s", got, events.DefaultAckWait)
+	}
+	if err := events.Provision(ctx, js, events.Options{AckWait: 3 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Provision(ctx, js, events.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker)
+	if got := c.CachedInfo().Config.AckWait; got != 3*time.Minute {
+		t.Errorf("ack wait set on purpose to 3m became %s after a Provision without it; want it kept", got)
+	}
+}

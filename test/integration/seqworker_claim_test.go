@@ -74,6 +74,10 @@ groups:
 	}
 	for _, tc := range []struct{ name, hint string }{
 		{"stale pending revision", strconv.FormatUint(pendingRev, 10)},
+		// The attack of issue 11 §4: a hint equal to the finished state's
+		// current revision. The hint is honoured only over a queued state
+		// of the same request, so the finished run is not run again.
+		{"the finished state's own revision", strconv.FormatUint(finalRev, 10)},
 		{"unreadable revision", "seven"},
 		{"no revision", ""},
 	} {
