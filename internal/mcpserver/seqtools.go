@@ -260,18 +260,10 @@ func (s *Server) seqRun(ctx context.Context, req *mcp.CallToolRequest, in seqRun
 	if err != nil {
 		return runView{}, "", err
 	}
-	token := req.Params.GetProgressToken()
+	prog := progress{ctx: ctx, req: req, status: func(ctx context.Context) (*events.RunState, error) { return s.c.Status(ctx, id) }}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	st, err := s.c.Wait(wctx, id, client.WaitOptions{Poll: time.Second, OnEvent: func(ev *events.RunEvent) {
-		if ev.Kind != events.RunGroup || token == nil || req.Session == nil {
-			return
-		}
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-			ProgressToken: token, Progress: float64(ev.Group), Total: float64(ev.Groups),
-			Message: fmt.Sprintf("group %d of %d %q %s", ev.Group, ev.Groups, ev.GroupName, ev.Status),
-		})
-	}})
+	st, err := s.c.Wait(wctx, id, client.WaitOptions{Poll: time.Second, OnEvent: prog.event})
 	if err != nil {
 		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 			return runView{}, "", err
@@ -281,6 +273,7 @@ func (s *Server) seqRun(ctx context.Context, req *mcp.CallToolRequest, in seqRun
 			return runView{}, "", err
 		}
 	}
+	prog.catchUp(st, st.FinishedGroups)
 	return s.view(ctx, st, "")
 }
 
@@ -348,6 +341,54 @@ func (s *Server) seqCall(ctx context.Context, _ *mcp.CallToolRequest, in seqCall
 	writeCalls(&b, "", out.Calls)
 	writeOutputs(&b, out.Outputs)
 	return out, b.String(), nil
+}
+
+// progress sends one MCP progress notification per finished group of a
+// run, in order, when the call asked for progress (a progress token).
+type progress struct {
+	ctx    context.Context
+	req    *mcp.CallToolRequest
+	status func(ctx context.Context) (*events.RunState, error)
+	sent   int // groups notified so far
+}
+
+// event handles a group event: the groups before it whose events were
+// missed (they finished before the events were followed) are notified
+// first, from the run's state.
+func (p *progress) event(ev *events.RunEvent) {
+	if ev.Kind != events.RunGroup || ev.Group <= p.sent {
+		return
+	}
+	if ev.Group > p.sent+1 {
+		if st, err := p.status(p.ctx); err == nil {
+			p.catchUp(st, ev.Group-1)
+		}
+	}
+	p.notify(ev.Group, ev.Groups, ev.GroupName, ev.Status)
+}
+
+// catchUp notifies the finished groups of st up to group last that were
+// not notified yet.
+func (p *progress) catchUp(st *events.RunState, last int) {
+	var res seq.Result
+	if len(st.Result) == 0 || json.Unmarshal(st.Result, &res) != nil {
+		return
+	}
+	for i := p.sent; i < last && i < st.FinishedGroups && i < len(res.Groups); i++ {
+		p.notify(i+1, len(res.Groups), res.Groups[i].Name, string(res.Groups[i].Status))
+	}
+}
+
+func (p *progress) notify(n, total int, name, status string) {
+	token := p.req.Params.GetProgressToken()
+	if token == nil || p.req.Session == nil || n <= p.sent {
+		return
+	}
+	p.sent = n
+	_ = p.req.Session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: token, Progress: float64(n), Total: float64(total),
+		Message: fmt.Sprintf("group %d of %d %q %s", n, total, name, status),
+	})
 }
 
 // problemsError turns a parse error of pkg/seq into the problems validate
