@@ -2,7 +2,7 @@
 // NATS: it starts the server as a child process over stdio with the official
 // Go SDK (github.com/modelcontextprotocol/go-sdk), lists its tools and serves
 // each as a skillbus tool on tool.<prefix>.<name> through pkg/tool, so that
-// sequences call MCP tools like any other (DESIGN.md §3). `skillbus mcp -- CMD
+// sequences call MCP tools like any other (docs/tools.md). `skillbus mcp -- CMD
 // ARGS...` is a thin command around it.
 //
 // # Mapping

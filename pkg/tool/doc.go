@@ -7,25 +7,79 @@
 // Nats-Service-Error). Providers are NATS micro services, so `nats micro ls`
 // lists them, `nats micro info` shows each tool's argument schema (endpoint
 // metadata "schema"), and replicas of a provider share calls through a
-// queue group.
+// queue group. The package links nats.go, OpenTelemetry's API,
+// jsonschema-go and pkg/toolcall only: a tool provider written in Go does
+// not pull in the sequence language.
 //
-// Serve side:
+// # Serving a tool
 //
+// Describe the arguments as a Go struct, derive the JSON Schema from it,
+// and serve a Func:
+//
+//	type readArgs struct {
+//		Path     string `json:"path" jsonschema:"file relative to the root"`
+//		MaxBytes int    `json:"max_bytes,omitempty"`
+//	}
+//	schema, err := tool.SchemaFor[readArgs]()
+//	...
 //	srv, err := tool.Serve(nc, tool.ServerConfig{Name: "fs-tools"},
-//		tool.Tool{Name: "fs.read", Func: readFile, Schema: readSchema})
+//		tool.Tool{Name: "fs.read", Description: "Read a file.", Schema: schema,
+//			Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+//				var in readArgs
+//				if err := json.Unmarshal(args, &in); err != nil {
+//					return nil, tool.Errorf("400", "bad arguments: %v", err)
+//				}
+//				...
+//				return result, nil
+//			}})
 //	defer srv.Stop(ctx)
 //
-// A Func returns any JSON-marshalable value (a json.RawMessage is sent as
-// is) or an error; return *Error (Errorf) to choose the error code, any
-// other error is code "500".
+// Every call is checked against the Schema before Func runs: arguments
+// that do not fit are answered with code "400" naming the argument and
+// what was expected (`"max_bytes": got a string (ten), want an integer`),
+// and Func never sees them. A Func returns any JSON-marshalable value (a
+// json.RawMessage is sent as is) or an error; return an *Error (Errorf) to
+// choose the code, any other error is code "500" ("504" when it wraps
+// context.DeadlineExceeded). ctx ends at the caller's deadline (the
+// Skillbus-Deadline header) or when Stop gives up on the call.
 //
-// Call side: Client implements toolcall.Caller (pkg/toolcall, which pkg/seq's
-// Caller is). A call with no provider fails fast with an error wrapping
+// # How calls run
+//
+// Calls of a tool run on kept worker goroutines, at most
+// ServerConfig.MaxConcurrent at once; a tool that has been quick (its last
+// 64 calls each under 500 µs) runs on the subscription's own goroutine,
+// as a plain NATS callback does, until a slower call sends it back to
+// workers. No span is started while no OpenTelemetry TracerProvider is
+// installed; the caller's trace context is still passed on. Together this
+// keeps a call close to a raw NATS request/reply (BenchmarkCall measures
+// both in one run).
+//
+// # Instances that disagree
+//
+// Replicas share calls at random, so they must answer alike. A provider
+// whose answers depend on its configuration (a root directory, an
+// allow-list) puts a hash of it in ServerConfig.Metadata under
+// MetadataFingerprint (and a readable form under MetadataConfig);
+// Conflicts, over the endpoints Discover finds, reports tools whose
+// instances have different fingerprints or schemas, and Server.Conflicts
+// those that involve a server's own tools.
+//
+// # Calling a tool
+//
+// Client implements toolcall.Caller (pkg/toolcall, which pkg/seq's Caller
+// is). A call with no provider fails fast with an error wrapping
 // toolcall.ErrMissing ("no responders" — the engine's `missing` policy
 // decides); a provider's error reply is an *Error (toolcall.Error) with its
 // code and the tool's name; arguments larger than the server's max_payload
 // fail before sending with ErrPayloadTooLarge.
 //
-// The package links nats.go, OpenTelemetry's API and pkg/toolcall only: a
-// tool provider written in Go does not pull in the sequence language.
+//	c, _ := tool.NewClient(nc)
+//	out, err := c.Call(ctx, "fs.read", json.RawMessage(`{"path":"README.md"}`))
+//	var te *tool.Error
+//	if errors.As(err, &te) && te.Permanent() { ... } // 4xx other than 408/429
+//
+// Before calling, a program can check arguments against a published schema
+// itself: CompileSchema and ArgsSchema.Check, or ArgsSchema.CheckKnown for
+// arguments some of whose values are only known later (`skillbus validate`
+// checks a sequence's literal arguments that way).
 package tool

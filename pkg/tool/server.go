@@ -73,7 +73,7 @@ type ServerConfig struct {
 	// apply). Default 64.
 	MaxConcurrent int
 	// CallTimeout bounds one call when the caller sent no deadline;
-	// default 60 s (DESIGN.md §4's default group timeout).
+	// default 60 s (the default group timeout, docs/sequences.md).
 	CallTimeout time.Duration
 	// CancelGrace is how long Stop waits, after its context is done and
 	// the calls' contexts are cancelled, for the calls to return before it
