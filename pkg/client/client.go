@@ -146,8 +146,8 @@ func (c *Client) request(ctx context.Context, subject string, m events.Message, 
 //
 // With a run id the request is idempotent, so Start sends it again when a
 // seqworker does not answer within StartAttemptTimeout (a stalled replica
-// of the queue group took it): up to three attempts within the client's
-// timeout.
+// of the queue group took it; the next attempt goes to a replica chosen at
+// random again), until the context's deadline or the client's timeout.
 func (c *Client) Start(ctx context.Context, req events.SeqRunRequest) (string, error) {
 	var reply events.SeqRunReply
 	if req.RunID == "" {
@@ -162,7 +162,7 @@ func (c *Client) Start(ctx context.Context, req events.SeqRunRequest) (string, e
 		defer cancel()
 	}
 	var err error
-	for range 3 {
+	for {
 		actx, cancel := context.WithTimeout(ctx, StartAttemptTimeout)
 		err = c.request(actx, events.SeqRunSubject, &req, &reply)
 		cancel()
@@ -179,7 +179,7 @@ func (c *Client) Start(ctx context.Context, req events.SeqRunRequest) (string, e
 
 // StartAttemptTimeout is how long Start waits for one attempt of an
 // idempotent request (one with a run id) before sending it again.
-const StartAttemptTimeout = 5 * time.Second
+const StartAttemptTimeout = 2 * time.Second
 
 // Status returns a run's state (normalised: see events.RunState.Normalize).
 // Errors: ErrBadRequest (not a run id), ErrNotFound, ErrUnavailable.
