@@ -111,7 +111,9 @@ func TestProdAsProcesses(t *testing.T) {
 	for _, p := range svcPods {
 		p.start()
 	}
-	waitReady(t, svcPods, 90*time.Second)
+	// Generous: a service that fails its first start is restarted after
+	// 10 s, then 20 s, as the kubelet does.
+	waitReady(t, svcPods, 3*time.Minute)
 
 	checkReplicas(t, nc)
 

@@ -30,9 +30,10 @@ var (
 	// ErrConflict: a run id used for another request, or a finished run
 	// cancelled (code 409). Terminal.
 	ErrConflict = errors.New("client: conflict")
-	// ErrUnavailable: no seqworker answers (no responders, a timeout, code
-	// 503). Passing: retry later.
-	ErrUnavailable = errors.New("client: seqworker unavailable")
+	// ErrUnavailable: no seqworker (or, for the registry methods, no
+	// registry) answers: no responders, a timeout, code 503. Passing:
+	// retry later.
+	ErrUnavailable = errors.New("client: service unavailable")
 	// ErrWaitedTooLong: Wait gave up after WaitOptions.WorkerWait without
 	// a seqworker.
 	ErrWaitedTooLong = errors.New("client: no seqworker answered in time")

@@ -56,9 +56,11 @@ type endpoint struct {
 // others in one write. Calls run on workers while the tool has not earned
 // that, so a tool that is always slow, like cmd.run, never runs inline. One slower call ends the streak:
 // it held up the calls queued behind it on this instance once, and the
-// tool's calls go back to workers until it is quick again.
+// tool's calls go back to workers until it is quick again. quickMax is
+// small so that running one call at a time costs little: a tool that
+// needs more than 100 µs of work per call runs on workers, on every core.
 const (
-	quickMax    = 500 * time.Microsecond
+	quickMax    = 100 * time.Microsecond
 	quickStreak = 64
 )
 

@@ -36,7 +36,7 @@
 //
 // Every call is checked against the Schema before Func runs: arguments
 // that do not fit are answered with code "400" naming the argument and
-// what was expected (`"max_bytes": got a string (ten), want an integer`),
+// what was expected (`"max_bytes": got a string ("ten"), want an integer`),
 // and Func never sees them. A Func returns any JSON-marshalable value (a
 // json.RawMessage is sent as is) or an error; return an *Error (Errorf) to
 // choose the code, any other error is code "500" ("504" when it wraps
@@ -47,7 +47,7 @@
 //
 // Calls of a tool run on kept worker goroutines, at most
 // ServerConfig.MaxConcurrent at once; a tool that has been quick (its last
-// 64 calls each under 500 µs) runs on the subscription's own goroutine,
+// 64 calls each under 100 µs) runs on the subscription's own goroutine,
 // as a plain NATS callback does, until a slower call sends it back to
 // workers. No span is started while no OpenTelemetry TracerProvider is
 // installed; the caller's trace context is still passed on. Together this
