@@ -408,3 +408,58 @@ func mustConnect(t *testing.T, srv *natsserver.Server, creds string) {
 	}
 	nc.Close()
 }
+
+// TestRotateReload checks what docs/security.md promises of a rotation: a
+// running server that reloads the new auth.conf closes the connections of
+// the old users and refuses them, and accepts the new creds.
+func TestRotateReload(t *testing.T) {
+	dir := t.TempDir()
+	s := generate(t, Options{Dir: dir})
+	conf := filepath.Join(dir, "test-server.conf")
+	os.WriteFile(conf, []byte("port: -1\nhost: 127.0.0.1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\ninclude auth.conf\n"), 0o644)
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	defer srv.Shutdown()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	copts, _ := ConnectOptions(s.CredsFile(RoleReader))
+	closed := make(chan struct{})
+	old, err := nats.Connect(srv.ClientURL(), append(copts, nats.MaxReconnects(0), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))...)
+	if err != nil {
+		t.Fatalf("old reader creds before the rotation: %v", err)
+	}
+	defer old.Close()
+	oldCreds := filepath.Join(t.TempDir(), "reader.creds")
+	b, _ := os.ReadFile(s.CredsFile(RoleReader))
+	os.WriteFile(oldCreds, b, 0o600)
+
+	generate(t, Options{Dir: dir, Rotate: true})
+	if err := srv.Reload(); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the old reader's connection is still open 10 s after the reload")
+	}
+	oopts, _ := ConnectOptions(oldCreds)
+	if nc, err := nats.Connect(srv.ClientURL(), append(oopts, nats.MaxReconnects(0))...); err == nil {
+		nc.Close()
+		t.Errorf("the server accepts the old reader creds after the reload")
+	}
+	nopts, _ := ConnectOptions(s.CredsFile(RoleReader))
+	nc, err := nats.Connect(srv.ClientURL(), nopts...)
+	if err != nil {
+		t.Fatalf("new reader creds after the reload: %v", err)
+	}
+	nc.Close()
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -28,7 +29,7 @@ func Markdown() string {
 		fmt.Fprintf(&b, "%s%s.\n\n", strings.ToUpper(r.Summary[:1]), r.Summary[1:])
 		fmt.Fprintf(&b, "Creds `creds/%s.creds`, Kubernetes Secret `%s`, inbox prefix `%s`", r.Name, SecretName(r.Name), r.InboxPrefix())
 		if r.Responds {
-			fmt.Fprintf(&b, "; answers the requests it receives (allow_responses: one reply each, within %s)", ResponseWindow)
+			fmt.Fprintf(&b, "; answers the requests it receives (allow_responses: one reply each, within %s)", hours(ResponseWindow))
 		}
 		b.WriteString(".\n\n| | subjects | for |\n|---|---|---|\n")
 		rows(&b, "publish", r.Pub)
@@ -116,4 +117,15 @@ func (s *Setup) K8sSecrets(namespace string) ([]byte, error) {
 		out.Write(y)
 	}
 	return []byte(out.String()), nil
+}
+
+// hours writes a whole number of hours as "1 hour", "2 hours".
+func hours(d time.Duration) string {
+	if h := int(d / time.Hour); time.Duration(h)*time.Hour == d {
+		if h == 1 {
+			return "1 hour"
+		}
+		return fmt.Sprintf("%d hours", h)
+	}
+	return d.String()
 }

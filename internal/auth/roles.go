@@ -105,7 +105,7 @@ func Roles(toolPrefixes ...string) ([]Role, error) {
 			continue
 		}
 		seen[p] = true
-		roles = append(roles, toolsRole(ToolRole(p), fmt.Sprintf("a tool provider for the prefix %s (`tools serve --prefix %s`, `skillbus mcp --prefix %s`)", p, p, p), []string{p}))
+		roles = append(roles, toolsRole(ToolRole(p), fmt.Sprintf("a tool provider for the prefix `%s` (`tools serve --prefix %s`, `skillbus mcp --prefix %s`)", p, p, p), []string{p}))
 	}
 	roles = append(roles, agentRole(), runnerRole(), readerRole())
 	names := map[string]bool{}
@@ -311,7 +311,7 @@ func toolsRole(name, who string, families []string) Role {
 	}
 	return Role{
 		Name:     name,
-		Summary:  who + ": may answer only " + strings.Join(answer, ", "),
+		Summary:  who + ": may answer only `" + strings.Join(answer, "`, `") + "`",
 		Responds: true,
 		Pub:      grants("warn when instances of one tool disagree (tools serve)", "$SRV.INFO"),
 		Sub: cat(inbox(name),
@@ -345,7 +345,7 @@ func clientSub(name string) []Grant {
 func runnerRole() Role {
 	return Role{
 		Name:    RoleRunner,
-		Summary: "a client that starts, watches and cancels runs (`skillbus run`, `call`, `runs cancel`, `agent-ready`, CI jobs): runs start only through the skillbus.seq endpoints",
+		Summary: "a client that starts, watches and cancels runs (`skillbus run`, `call`, `runs cancel`, `agent-ready`, CI jobs): runs start only through the `skillbus.seq` endpoints",
 		Pub: cat(
 			grants("start, cancel and re-run runs, run one group (`skillbus run`, `call`, `runs cancel`, `runs rerun`)",
 				events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqCallSubject),
@@ -360,7 +360,7 @@ func runnerRole() Role {
 func agentRole() Role {
 	r := runnerRole()
 	r.Name = RoleAgent
-	r.Summary = "an agent runtime: what a runner may do, plus prompt assembly (skillbus.skillface.assemble, info) and storing or deleting sequences through the registry (seq_create, `skillbus seqs rm`)"
+	r.Summary = "an agent runtime: what a runner may do, plus prompt assembly (`skillbus.skillface.assemble`, `info`) and storing or deleting sequences through the registry (seq_create, `skillbus seqs rm`)"
 	r.Pub = cat(
 		grants("assemble prompts and read skill sections (its own requests only)", events.SkillfaceAssembleSubject, events.SkillfaceInfoSubject),
 		grants("store and delete sequences through the registry, which validates them (seq_create, `skillbus seqs rm`)", registry.SubjectSeqCreate, registry.SubjectSeqDelete),
