@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -326,8 +325,8 @@ func reads(name string) []Grant {
 	ev := events.StreamEvents
 	return cat(
 		grants("list and read skills and sequences (`skillbus skills`, `seqs`)",
-			registry.SubjectSkillList, registry.SubjectSkillGet, registry.SubjectSkillInfo,
-			registry.SubjectSeqList, registry.SubjectSeqGet),
+			events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject,
+			events.RegistrySeqListSubject, events.RegistrySeqGetSubject),
 		grants("list and read runs (`skillbus runs ls`, `runs show`)", events.SeqStatusSubject, events.SeqListSubject),
 		streamRead("watch events (`skillbus watch`)", ev), ephemeral("watch events (`skillbus watch`)", ev),
 		streamRead("a run's state (`skillbus watch RUN`)", kvRU),
@@ -363,7 +362,7 @@ func agentRole() Role {
 	r.Summary = "an agent runtime: what a runner may do, plus prompt assembly (`skillbus.skillface.assemble`, `info`) and storing or deleting sequences through the registry (seq_create, `skillbus seqs rm`)"
 	r.Pub = cat(
 		grants("assemble prompts and read skill sections (its own requests only)", events.SkillfaceAssembleSubject, events.SkillfaceInfoSubject),
-		grants("store and delete sequences through the registry, which validates them (seq_create, `skillbus seqs rm`)", registry.SubjectSeqCreate, registry.SubjectSeqDelete),
+		grants("store and delete sequences through the registry, which validates them (seq_create, `skillbus seqs rm`)", events.RegistrySeqCreateSubject, events.RegistrySeqDeleteSubject),
 		r.Pub,
 	)
 	r.Sub = clientSub(RoleAgent)
