@@ -60,6 +60,7 @@ func commands() map[string]command {
 		"tools":       toolsCommand(),
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
+		"auth":        authCommand(),
 	}
 }
 
