@@ -61,6 +61,7 @@ func commands() map[string]command {
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
 		"auth":        authCommand(),
+		"bench":       benchCommand(),
 	}
 }
 
