@@ -456,6 +456,19 @@ func TestAuthDenies(t *testing.T) {
 		}
 		for _, r := range []string{auth.RoleRegistry, auth.RoleSkillface} {
 			refusePub(t, r, conns[r], errs[r], "$JS.API.CONSUMER.MSG.NEXT.SEQ_RUNS.seqworker", nil)
+			refusePub(t, r, conns[r], errs[r], "$JS.API.CONSUMER.CREATE.SEQ_RUNS.seqworker.seq.run.>", nil)
+		}
+		// A service reconfigures only the streams it owns: a stream update
+		// (a source added to a bucket, say) is how one could feed another's
+		// bucket.
+		for r, streams := range map[string][]string{
+			auth.RoleRegistry:  {"KV_RUNS", "KV_SKILLFACE_SESSIONS", "SEQ_RUNS", "EVENTS", "OBJ_RUN_SLOTS"},
+			auth.RoleSkillface: {"KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "EVENTS"},
+			auth.RoleSeqworker: {"KV_SKILLS", "KV_SEQUENCES", "KV_SKILLFACE_SESSIONS"},
+		} {
+			for _, s := range streams {
+				refusePub(t, r, conns[r], errs[r], "$JS.API.STREAM.UPDATE."+s, nil)
+			}
 		}
 	})
 	t.Run("nobody but skillface reads the prompts", func(t *testing.T) {
