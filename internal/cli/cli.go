@@ -57,6 +57,7 @@ func commands() map[string]command {
 		"tools":       toolsCommand(),
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
+		"ui":          uiCommand(),
 	}
 }
 

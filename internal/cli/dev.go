@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/console"
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/telemetry"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -25,7 +26,7 @@ import (
 func devCommand() command {
 	return command{
 		summary: "run the all-in-one stack (NATS, registry, seqworker, skillface, tools) until Ctrl-C",
-		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
+		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--ui-port N] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
 
 Runs all of skillbus in this process until interrupted, like
 ` + "`temporal server start-dev`" + `: an embedded NATS server with JetStream and a
@@ -33,7 +34,9 @@ persistent store, the registry loading and watching DIR (skills and
 sequences; edits are picked up live), the seqworker, skillface and the
 built-in tools (fs.*, text.render; cmd.run with --allow-cmd) rooted at
 --tools-root. It prints the NATS URL: export it as NATS_URL for the other
-skillbus commands and for the nats CLI (` + "`nats micro ls`" + `). Once everything
+skillbus commands and for the nats CLI (` + "`nats micro ls`" + `), and the URL of
+the web console (runs live, sequences, skills, assembly preview, tools;
+docs/console.md), served on the same loopback address. Once everything
 serves, it publishes agent_ready for --agent, so boot sequences run.
 
 Flags:
@@ -44,6 +47,8 @@ Flags:
   --host HOST         listen address (default 127.0.0.1); only a loopback
                       address (127.0.0.1, ::1, localhost): the dev server
                       has no authentication
+  --ui-port N          the web console's port (default 4280; 0 picks a free
+                      one; -1 serves no console); on --host only
   --tools-root DIR    the built-in tools' root (default .)
   --allow-cmd NAMES   commands cmd.run may run, comma-separated (default none:
                       cmd.run is not served)
@@ -84,6 +89,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	dir := fs.String("dir", ".", "skills and sequences to load and watch")
 	data := fs.String("data", "", "JetStream store directory")
 	port := fs.Int("port", 4222, "client port (0 = free port)")
+	uiPort := fs.Int("ui-port", 4280, "web console port (0 = free port, -1 = none)")
 	host := fs.String("host", "127.0.0.1", "listen address")
 	toolsRoot := fs.String("tools-root", ".", "built-in tools' root")
 	var allow stringList
@@ -101,6 +107,10 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	}
 	if *port < 0 || *port > 65535 {
 		fmt.Fprintf(env.Stderr, "skillbus dev: --port %d is not a port (0-65535)\n", *port)
+		return ExitUsage
+	}
+	if *uiPort < -1 || *uiPort > 65535 {
+		fmt.Fprintf(env.Stderr, "skillbus dev: --ui-port %d is not a port (0-65535, or -1 for no console)\n", *uiPort)
 		return ExitUsage
 	}
 	if err := loopbackOnly(*host); err != nil {
@@ -178,8 +188,22 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	} else {
 		defer stopProblems()
 	}
+	uiURL := ""
+	if *uiPort >= 0 {
+		stopUI, url, err := startConsole(ctx, stack.URL(), net.JoinHostPort(*host, strconv.Itoa(*uiPort)), log)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: the web console is not served: %v (pick another port with --ui-port N, a free one with --ui-port 0)\n", err)
+		} else {
+			defer stopUI()
+			uiURL = url
+		}
+	}
 	absDir, _ := filepath.Abs(*dir)
-	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", stack.URL(), stack.StoreDir(), absDir, stack.ToolsRoot())
+	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n", stack.URL())
+	if uiURL != "" {
+		fmt.Fprintf(env.Stdout, "  console:    %s\n", uiURL)
+	}
+	fmt.Fprintf(env.Stdout, "  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", stack.StoreDir(), absDir, stack.ToolsRoot())
 	fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", stack.URL())
 	if *agent != "" {
 		if err := announce(ctx, stack.URL(), *agent); err != nil {
@@ -191,6 +215,34 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 	<-ctx.Done()
 	return ExitOK
+}
+
+// startConsole serves the web console (internal/console) on listen, a
+// loopback address, with a connection of its own to the dev stack, and
+// returns the function that stops it and its URL.
+func startConsole(ctx context.Context, natsURL, listen string, log *slog.Logger) (func(), string, error) {
+	nc, err := nats.Connect(natsURL, nats.Name("skillbus dev console"), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, "", err
+	}
+	user := "skillbus dev"
+	if u := os.Getenv("USER"); u != "" {
+		user += " (" + u + ")"
+	}
+	srv, err := console.New(nc, console.Config{Listen: listen, NATSURL: natsURL, User: user, Logger: log})
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, "", err
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = srv.Stop(sctx)
+		drainWait(nc, 2*time.Second)
+	}, srv.URL(), nil
 }
 
 // loopbackOnly refuses a listen address other than loopback: the dev stack
