@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,10 +11,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 func seqsCommand() command {
@@ -71,10 +72,10 @@ func runSeqs(ctx context.Context, env Env, args []string) int {
 		if len(pos) != 0 {
 			return bad()
 		}
-		return withConn(env, "seqs", func(nc *nats.Conn) int {
-			var list registry.SeqList
-			if err := request(ctx, nc, registry.SubjectSeqList, struct{}{}, &list); err != nil {
-				fmt.Fprintf(env.Stderr, "skillbus seqs: %v\n", err)
+		return withClient(env, "seqs", func(c *client.Client) int {
+			list, err := c.SeqList(ctx)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "skillbus seqs: %v\n", describeRegistry(err, ""))
 				return ExitFailure
 			}
 			if *asJSON {
@@ -136,10 +137,10 @@ func runSeqs(ctx context.Context, env Env, args []string) int {
 		if len(pos) != 1 {
 			return bad()
 		}
-		return withConn(env, "seqs", func(nc *nats.Conn) int {
-			var del registry.SeqDeleted
-			if err := request(ctx, nc, registry.SubjectSeqDelete, registry.NameRequest{Name: pos[0]}, &del); err != nil {
-				fmt.Fprintf(env.Stderr, "skillbus seqs rm: %v\n", err)
+		return withClient(env, "seqs", func(c *client.Client) int {
+			del, err := c.SeqDelete(ctx, pos[0])
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "skillbus seqs rm: %v\n", describeRegistry(err, ""))
 				return ExitFailure
 			}
 			fmt.Fprintf(env.Stdout, "deleted sequence %s\n", del.Name)
@@ -169,10 +170,10 @@ func withSequence(ctx context.Context, env Env, cmd, name string, fn func(*seq.S
 		fmt.Fprintf(env.Stderr, "skillbus %s: no sequence file %s\n", cmd, name)
 		return ExitUsage
 	}
-	return withConn(env, cmd, func(nc *nats.Conn) int {
-		var raw json.RawMessage
-		if err := request(ctx, nc, registry.SubjectSeqGet, registry.NameRequest{Name: name}, &raw); err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", cmd, describe(err, "list the stored sequences with `skillbus seqs`"))
+	return withClient(env, cmd, func(c *client.Client) int {
+		raw, err := c.SeqGet(ctx, name)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", cmd, describeRegistry(err, "list the stored sequences with `skillbus seqs`"))
 			return ExitFailure
 		}
 		s, err := seq.Decode(raw)
@@ -182,6 +183,20 @@ func withSequence(ctx context.Context, env Env, cmd, name string, fn func(*seq.S
 		}
 		return fn(s, raw)
 	})
+}
+
+// describeRegistry turns an error of a pkg/client registry method into
+// text: the registry's own message (with hint404 added to a "not found"
+// that names no command), or what to start when no registry answers.
+func describeRegistry(err error, hint404 string) string {
+	var te *toolcall.Error
+	if errors.As(err, &te) {
+		return describe(te, hint404)
+	}
+	if errors.Is(err, client.ErrUnavailable) {
+		return err.Error() + ": " + whoServes(events.RegistryPrefix)
+	}
+	return err.Error()
 }
 
 // describeSequence prints a sequence for a person.

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 func skillsCommand() command {
@@ -51,10 +50,10 @@ func runSkills(ctx context.Context, env Env, args []string) int {
 	}
 	switch {
 	case sub == "ls" && len(pos) == 0:
-		return withConn(env, "skills", func(nc *nats.Conn) int {
-			var list registry.SkillList
-			if err := request(ctx, nc, registry.SubjectSkillList, struct{}{}, &list); err != nil {
-				fmt.Fprintf(env.Stderr, "skillbus skills: %v\n", err)
+		return withClient(env, "skills", func(c *client.Client) int {
+			list, err := c.SkillList(ctx)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "skillbus skills: %v\n", describeRegistry(err, ""))
 				return ExitFailure
 			}
 			if *asJSON {
@@ -67,7 +66,7 @@ func runSkills(ctx context.Context, env Env, args []string) int {
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
-			var warned []registry.SkillSummary
+			var warned []events.SkillSummary
 			for _, s := range list.Skills {
 				desc := oneLine(s.Description, 80)
 				if len(s.Warnings) > 0 {
@@ -88,14 +87,14 @@ func runSkills(ctx context.Context, env Env, args []string) int {
 			return ExitOK
 		})
 	case sub == "info" && (len(pos) == 1 || len(pos) == 2):
-		req := registry.NameRequest{Name: pos[0]}
+		name, section := pos[0], ""
 		if len(pos) == 2 {
-			req.Section = pos[1]
+			section = pos[1]
 		}
-		return withConn(env, "skills", func(nc *nats.Conn) int {
-			var info registry.SkillInfo
-			if err := request(ctx, nc, registry.SubjectSkillInfo, req, &info); err != nil {
-				fmt.Fprintf(env.Stderr, "skillbus skills info: %v\n", describe(err, "list the skills with `skillbus skills`"))
+		return withClient(env, "skills", func(c *client.Client) int {
+			info, err := c.SkillInfo(ctx, name, section)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "skillbus skills info: %v\n", describeRegistry(err, "list the skills with `skillbus skills`"))
 				return ExitFailure
 			}
 			if *asJSON {

@@ -157,12 +157,25 @@ func eval[T any](b *browser, expr string) T {
 	return v
 }
 
-// wait polls a JavaScript predicate until it is true.
+// wait polls a JavaScript predicate until it is true. A poll that lost
+// its document (a navigation replaced it while the poll started) is
+// started again.
 func (b *browser) wait(what, predicate string, d time.Duration) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, d+5*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](predicate, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		ctx, cancel := context.WithTimeout(b.ctx, left+5*time.Second)
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](predicate, chromedp.WithPollingTimeout(left), chromedp.WithPollingInterval(50*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return
+		}
+		lost := strings.Contains(err.Error(), "Cannot find context with specified id") || strings.Contains(err.Error(), "Execution context was destroyed") || strings.Contains(err.Error(), "Inspected target navigated or closed")
+		if lost && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
 		txt, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText.slice(0, 1500)`))
 		b.t.Fatalf("%s: not within %s (%v); the page says:\n%s", what, d, err, txt)
 	}

@@ -70,6 +70,7 @@ func (x *runIndex) wait(ctx context.Context) {
 // it at its start).
 func (x *runIndex) run(ctx context.Context) {
 	defer close(x.done)
+	warned := false
 	for delay := 500 * time.Millisecond; ; delay = min(2*delay, 30*time.Second) {
 		err := x.follow(ctx)
 		if ctx.Err() != nil {
@@ -78,7 +79,12 @@ func (x *runIndex) run(ctx context.Context) {
 		x.mu.Lock()
 		x.err, x.ready = err, false
 		x.mu.Unlock()
-		x.s.log.Warn("console: cannot watch the RUNS bucket; the runs page lists through seq.list meanwhile", "err", err, "retry_in", delay)
+		if !warned {
+			x.s.log.Warn("console: cannot watch the RUNS bucket; the runs page lists through seq.list meanwhile (retrying)", "err", err)
+			warned = true
+		} else {
+			x.s.log.Debug("console: cannot watch the RUNS bucket", "err", err, "retry_in", delay)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -151,6 +151,7 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 	s.hub = newHub()
 	s.hub.onRegistry = s.onRegistry
 	s.index = newRunIndex(s)
+	s.hub.indexLive = s.index.live
 	s.skills = newSkillCache(s)
 	s.routes()
 	return s, nil

@@ -58,6 +58,9 @@ type hub struct {
 	// onRegistry, when set, sees every registry event first (the preview's
 	// skill cache).
 	onRegistry func(*events.RegistryEvent)
+	// indexLive, when set, tells whether the RUNS watch runs; when it does
+	// not, run events stand in for its summaries (a partial summary each).
+	indexLive func() bool
 }
 
 func newHub() *hub {
@@ -95,6 +98,9 @@ func (h *hub) event(m *nats.Msg) {
 			return
 		}
 		h.send(ev.RunID, "run", &ev)
+		if h.indexLive != nil && !h.indexLive() {
+			h.summary(summaryOf(&ev))
+		}
 	case strings.HasPrefix(m.Subject, "events.registry."):
 		var ev events.RegistryEvent
 		if events.Decode(m.Data, &ev) != nil {
@@ -182,6 +188,20 @@ func (h *hub) flush() {
 			}
 		}
 	}
+}
+
+// summaryOf is what a run event tells of its run's summary, for the
+// runs page when the RUNS watch is not running.
+func summaryOf(ev *events.RunEvent) events.RunSummary {
+	s := events.RunSummary{RunID: ev.RunID, Sequence: ev.Sequence, Status: ev.Status, Worker: ev.Worker, Attempt: ev.Attempt,
+		Trigger: ev.Trigger, Groups: ev.Groups, Error: ev.Error, UpdatedAt: ev.At}
+	switch ev.Kind {
+	case events.RunGroup:
+		s.Status, s.FinishedGroups = events.StatusRunning, ev.Group
+	case events.RunFinished:
+		s.FinishedAt = ev.At
+	}
+	return s
 }
 
 func (h *hub) add(run string) *subscriber {

@@ -310,6 +310,13 @@ var errStopped = errors.New("mcpbridge: stopped")
 func (b *Bridge) restart() (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.StartTimeout)
 	defer cancel()
+	go func() { // Stop ends a start under way
+		select {
+		case <-b.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	session, err := b.connect(ctx)
 	if err != nil {
 		return nil, err

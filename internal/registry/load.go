@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -33,40 +34,10 @@ type definition struct {
 	warnings []Problem
 }
 
-// Problem is one thing wrong with a definition file: where and what. A
-// warning does not stop the file from loading.
-type Problem struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"` // 1-based; 0 when unknown
-	Where   string `json:"where,omitempty"`
-	Message string `json:"message"`
-	Warning bool   `json:"warning,omitempty"`
-}
-
-// String returns "FILE:LINE: WHERE: MESSAGE" ("FILE:LINE: warning: …" for a
-// warning), the parts that are empty left out.
-func (p Problem) String() string {
-	s := p.File
-	if p.Line > 0 {
-		s = fmt.Sprintf("%s:%d", s, p.Line)
-	}
-	if p.Warning {
-		if s != "" {
-			s += ": "
-		}
-		s += "warning"
-	}
-	if p.Where != "" {
-		if s != "" {
-			s += ": "
-		}
-		s += p.Where
-	}
-	if s != "" {
-		s += ": "
-	}
-	return s + p.Message
-}
+// Problem is one thing wrong with a definition file: where and what (a
+// warning does not stop the file from loading). It is public as
+// events.Problem, the type of the seq.create error reply's problems.
+type Problem = events.Problem
 
 // hasError reports whether probs holds a problem that is not a warning.
 func hasError(probs []Problem) bool {

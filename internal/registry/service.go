@@ -20,101 +20,35 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-// Endpoint subjects of the registry's micro service (events.RegistryPrefix
-// + "." + the suffix). Requests and replies are JSON; an error reply has the
-// micro error headers (Nats-Service-Error-Code: 400 bad request, 404 not
-// found, 409 conflict, 500 internal, 503 unavailable) and an ErrorReply
-// body.
+// The registry's endpoint subjects and wire types are public in pkg/events
+// (registryservice.go), where pkg/client and other programs find them;
+// these aliases keep the registry's own names.
 const (
-	SubjectSkillList = events.RegistryPrefix + ".skill.list" // {} → SkillList
-	SubjectSkillGet  = events.RegistryPrefix + ".skill.get"  // {"name"} → the skill record (pkg/skill.Skill JSON)
-	SubjectSkillInfo = events.RegistryPrefix + ".skill.info" // {"name","section"?} → SkillInfo
-	SubjectSeqList   = events.RegistryPrefix + ".seq.list"   // {} → SeqList
-	SubjectSeqGet    = events.RegistryPrefix + ".seq.get"    // {"name"} → the stored sequence AST (canonical JSON)
-	SubjectSeqCreate = events.RegistryPrefix + ".seq.create" // the JSON form of a sequence → SeqCreated
-	SubjectSeqDelete = events.RegistryPrefix + ".seq.delete" // {"name"} → SeqDeleted
+	SubjectSkillList = events.RegistrySkillListSubject // {} → SkillList
+	SubjectSkillGet  = events.RegistrySkillGetSubject  // {"name"} → the skill record (pkg/skill.Skill JSON)
+	SubjectSkillInfo = events.RegistrySkillInfoSubject // {"name","section"?} → SkillInfo
+	SubjectSeqList   = events.RegistrySeqListSubject   // {} → SeqList
+	SubjectSeqGet    = events.RegistrySeqGetSubject    // {"name"} → the stored sequence AST (canonical JSON)
+	SubjectSeqCreate = events.RegistrySeqCreateSubject // the JSON form of a sequence → SeqCreated
+	SubjectSeqDelete = events.RegistrySeqDeleteSubject // {"name"} → SeqDeleted
 )
 
-// ErrorReply is the body of every error reply.
-type ErrorReply struct {
-	Code  string `json:"code"`
-	Error string `json:"error"`
-	// Problems lists every problem of an invalid sequence (seq.create).
-	Problems []Problem `json:"problems,omitempty"`
-}
+// Wire types of the endpoints (pkg/events).
+type (
+	ErrorReply   = events.RegistryErrorReply
+	NameRequest  = events.RegistryNameRequest
+	SkillSummary = events.SkillSummary
+	SkillList    = events.SkillList
+	SkillInfo    = events.SkillInfo
+	SeqSummary   = events.SequenceSummary
+	SeqList      = events.SequenceList
+	SeqCreated   = events.SeqCreated
+	SeqDeleted   = events.SeqDeleted
+)
 
-// NameRequest is the request of the get, info and delete endpoints.
-type NameRequest struct {
-	Name string `json:"name"`
-	// Section (skill.info only) is a section title; "" asks for the whole
-	// skill or its table of contents (docs/skills.md, "What is injected").
-	Section string `json:"section,omitempty"`
-}
-
-// SkillSummary is one entry of SkillList.
-type SkillSummary struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Source      string `json:"source"`
-	// Warnings are the skill's warnings (an unknown field, an empty
-	// allowed-tools …), one "FILE:LINE: message" line each; the skill is
-	// loaded, but may not behave as its author meant.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// SkillList is the reply of skill.list, sorted by name.
-type SkillList struct {
-	Skills []SkillSummary `json:"skills"`
-}
-
-// SkillInfo is the reply of skill.info.
-type SkillInfo struct {
-	Name    string `json:"name"`
-	Section string `json:"section,omitempty"`
-	// Text is what a model reads: the skill, its head and table of
-	// contents, or one section with its subsections — at most MaxInfoBytes,
-	// cut at a line end with a note saying what was left out.
-	Text string `json:"text"`
-	// Warnings are the skill's warnings, as in SkillSummary (for people;
-	// not part of Text).
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// MaxInfoBytes bounds the text of a skill.info reply (64 KiB): a section
-// longer than that (or a whole skill of few but very long lines) is cut at
-// the last line end that fits, and a note gives the lines left out and how
-// to read them, so the reply always fits in a NATS message and in a
-// model's context.
-const MaxInfoBytes = 64 << 10
-
-// SeqSummary is one entry of SeqList.
-type SeqSummary struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description,omitempty"`
-	Source      string            `json:"source"`
-	Groups      []string          `json:"groups"`
-	Boot        bool              `json:"boot,omitempty"`
-	Schedule    string            `json:"schedule,omitempty"`
-	Signature   map[string]string `json:"signature"`
-}
-
-// SeqList is the reply of seq.list, sorted by name.
-type SeqList struct {
-	Sequences []SeqSummary `json:"sequences"`
-}
-
-// SeqCreated is the reply of seq.create.
-type SeqCreated struct {
-	Name      string            `json:"name"`
-	Replaced  bool              `json:"replaced"`
-	Signature map[string]string `json:"signature"`
-}
-
-// SeqDeleted is the reply of seq.delete.
-type SeqDeleted struct {
-	Name    string `json:"name"`
-	Deleted bool   `json:"deleted"`
-}
+// MaxInfoBytes bounds the text of a skill.info reply: see
+// events.MaxSkillInfoBytes.
+const MaxInfoBytes = events.MaxSkillInfoBytes
 
 // replyError is an error with an error reply code.
 type replyError struct {

@@ -1,9 +1,11 @@
-// Package client is the Go client of skillbus runs: start a sequence run,
-// follow it to its end, read its state, list runs, cancel or rerun one,
-// and call a single group — everything `skillbus run`, `skillbus runs` and
-// `skillbus call` do, for a Go program that embeds skillbus. It needs only
-// a NATS connection to a cluster where a seqworker runs; no internal
-// package.
+// Package client is the Go client of skillbus runs and of its registry:
+// start a sequence run, follow it to its end, read its state, list runs,
+// cancel or rerun one, and call a single group — everything `skillbus
+// run`, `skillbus runs` and `skillbus call` do — and list, read, create and
+// delete skills and sequences as `skillbus skills` and `skillbus seqs` do
+// (registry.go), for a Go program that embeds skillbus. It needs only a
+// NATS connection to a cluster where a seqworker (and a registry) runs; no
+// internal package.
 //
 // # The model
 //
@@ -24,6 +26,13 @@
 // service matches ErrBadRequest, ErrNotFound, ErrConflict or
 // ErrUnavailable with errors.Is, and holds the service's code and message
 // as a *toolcall.Error (errors.As).
+//
+// The registry methods (SkillList, SkillGet, SkillInfo, SeqList, SeqGet,
+// SeqCreate, SeqDelete) call the skillbus-registry service
+// (skillbus.registry.*), with the request and reply types of
+// pkg/events/registryservice.go and the same errors; an invalid sequence
+// given to SeqCreate is an ErrBadRequest whose every problem Problems
+// returns.
 //
 // # Example
 //

@@ -16,7 +16,9 @@
 //     for a RUNS entry, with the RUNS retention).
 //   - The run lifecycle (RunState, the Status constants, RunEvent kinds)
 //     and the request and reply types of every skillbus.seq.* endpoint
-//     (seqservice.go); docs/runs.md describes them. pkg/client calls them.
+//     (seqservice.go); docs/runs.md describes them. pkg/client calls them,
+//     and the registry's skillbus.registry.* endpoints
+//     (registryservice.go).
 //   - The SEQ_RUNS stream: a work queue of run requests on seq.run.<name>,
 //     deduplicated by run id (Nats-Msg-Id), consumed by the durable pull
 //     consumer "seqworker"; and server-side message schedules on

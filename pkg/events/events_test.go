@@ -672,3 +672,130 @@ func TestProvisionRetentionAndLegacyAckWait(t *testing.T) {
 		t.Errorf("ack wait set on purpose to 3m became %s after a Provision without it; want it kept", got)
 	}
 }
+
+// TestRunStateLegacy: states written before the run lifecycle (status
+// pending, trigger call, no created time) are read, and Normalize maps them
+// onto the current vocabulary; the summary headers round-trip.
+func TestRunStateLegacy(t *testing.T) {
+	var st events.RunState
+	old := `{"v":1,"run_id":"r1","sequence":"s","status":"pending","request":"sha256:x","updated_at":"2026-11-01T00:00:00Z"}`
+	if err := events.Decode([]byte(old), &st); err != nil {
+		t.Fatalf("Decode(legacy pending state) = %v", err)
+	}
+	st.Normalize()
+	if st.Status != events.StatusQueued || st.Trigger != events.TriggerManual || st.CreatedAt.IsZero() {
+		t.Errorf("normalised legacy state: status %q trigger %q created %v; want queued, manual, the update time", st.Status, st.Trigger, st.CreatedAt)
+	}
+	st = events.RunState{RunID: "r2", Sequence: "开机自检", Status: events.StatusFailed, Trigger: events.TriggerBoot, Worker: "w1", FinishedGroups: 1, Groups: 3, Attempt: 2,
+		Error: "line one\nline two", CreatedAt: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC)}
+	h := nats.Header{}
+	st.Summary().SetHeader(h)
+	got, ok := events.SummaryFromHeader("r2", h)
+	want := st.Summary()
+	want.Error = "line one"
+	if !ok || got != want {
+		t.Errorf("summary round trip:\n got %+v\nwant %+v", got, want)
+	}
+	if _, ok := events.SummaryFromHeader("r3", nats.Header{}); ok {
+		t.Error("SummaryFromHeader of an entry without headers: ok; want false")
+	}
+}
+
+// FuzzSummaryFromHeader: any header values read without a panic, and a
+// summary written by SetHeader reads back with its status and counts.
+func FuzzSummaryFromHeader(f *testing.F) {
+	f.Add("running", "seq", "3/5", "2", "2026-11-30T01:02:03Z", "boom")
+	f.Add("pending", "", "x/y", "-1", "yesterday", "")
+	f.Fuzz(func(t *testing.T, status, sequence, groups, attempt, created, errText string) {
+		h := nats.Header{}
+		h.Set(events.RunHeaderStatus, status)
+		h.Set(events.RunHeaderSequence, sequence)
+		h.Set(events.RunHeaderGroups, groups)
+		h.Set(events.RunHeaderAttempt, attempt)
+		h.Set(events.RunHeaderCreated, created)
+		h.Set(events.RunHeaderError, errText)
+		s, ok := events.SummaryFromHeader("r", h)
+		if ok != (status != "") {
+			t.Fatalf("ok = %v for status %q", ok, status)
+		}
+		if !ok {
+			return
+		}
+		h2 := nats.Header{}
+		s.SetHeader(h2)
+		back, ok := events.SummaryFromHeader("r", h2)
+		if !ok || back.Status != s.Status || back.FinishedGroups != s.FinishedGroups || back.Groups != s.Groups {
+			t.Fatalf("round trip of %+v gave %+v", s, back)
+		}
+	})
+}
+
+// TestProvisionOwner checks Options.Owner: a service creates what is
+// missing, updates only what it owns, and leaves the seqworker consumer to
+// the seqworker — so it never sends an update another service's
+// resources, which a least-privilege user may not (docs/security.md).
+func TestProvisionOwner(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The registry starts first on an empty server: everything but the
+	// seqworker's consumer exists afterwards.
+	if err := events.Provision(ctx, js, events.Options{Owner: events.OwnerRegistry}); err != nil {
+		t.Fatalf("Provision as the registry on an empty server: %v", err)
+	}
+	for _, name := range []string{"KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "KV_SKILLFACE_SESSIONS", "OBJ_RUN_SLOTS", events.StreamSeqRuns, events.StreamEvents} {
+		if _, err := js.Stream(ctx, name); err != nil {
+			t.Errorf("stream %s after the registry's Provision: %v", name, err)
+		}
+	}
+	if _, err := js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err == nil {
+		t.Errorf("the registry's Provision created the seqworker consumer; want it left to the seqworker")
+	}
+	// skillface asks for other TTLs: only its own bucket changes.
+	o := events.Options{Owner: events.OwnerSkillface, RunsTTL: time.Hour, SessionsTTL: 30 * time.Minute, EventsMaxAge: time.Hour}
+	if err := events.Provision(ctx, js, o); err != nil {
+		t.Fatalf("Provision as skillface: %v", err)
+	}
+	ttl := func(bucket string) time.Duration {
+		kv, err := js.KeyValue(ctx, bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := kv.Status(ctx)
+		return st.TTL()
+	}
+	if got := ttl(events.BucketSessions); got != 30*time.Minute {
+		t.Errorf("SKILLFACE_SESSIONS TTL after skillface's Provision = %v; want 30m (its own)", got)
+	}
+	if got := ttl(events.BucketRuns); got != events.DefaultRunsTTL {
+		t.Errorf("RUNS TTL after skillface's Provision = %v; want %v (the seqworker's to change)", got, events.DefaultRunsTTL)
+	}
+	ev, _ := js.Stream(ctx, events.StreamEvents)
+	if got := ev.CachedInfo().Config.MaxAge; got != events.DefaultEventsMaxAge {
+		t.Errorf("EVENTS max age after skillface's Provision = %v; want %v", got, events.DefaultEventsMaxAge)
+	}
+	// The seqworker applies its own settings and makes its consumer.
+	o.Owner = events.OwnerSeqworker
+	if err := events.Provision(ctx, js, o); err != nil {
+		t.Fatalf("Provision as the seqworker: %v", err)
+	}
+	if got := ttl(events.BucketRuns); got != time.Hour {
+		t.Errorf("RUNS TTL after the seqworker's Provision = %v; want 1h", got)
+	}
+	if _, err := js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err != nil {
+		t.Errorf("the seqworker consumer after the seqworker's Provision: %v", err)
+	}
+	if err := (events.Options{Owner: "tools"}).Validate(); !errors.Is(err, events.ErrOptions) {
+		t.Errorf("Validate(Owner tools) = %v; want ErrOptions", err)
+	}
+	for stream, want := range map[string]string{"KV_SKILLS": "registry", "KV_SEQUENCES": "registry", "KV_SKILLFACE_SESSIONS": "skillface", "KV_RUNS": "seqworker", "OBJ_RUN_SLOTS": "seqworker", "SEQ_RUNS": "seqworker", "EVENTS": "seqworker"} {
+		if got := events.OwnerOf(stream); got != want {
+			t.Errorf("OwnerOf(%s) = %q; want %q", stream, got, want)
+		}
+	}
+}

@@ -36,7 +36,7 @@
 //
 // Every call is checked against the Schema before Func runs: arguments
 // that do not fit are answered with code "400" naming the argument and
-// what was expected (`"max_bytes": got a string (ten), want an integer`),
+// what was expected (`"max_bytes": got a string ("ten"), want an integer`),
 // and Func never sees them. A Func returns any JSON-marshalable value (a
 // json.RawMessage is sent as is) or an error; return an *Error (Errorf) to
 // choose the code, any other error is code "500" ("504" when it wraps

@@ -196,6 +196,12 @@ func describe(err error, root *jsonschema.Schema) string {
 				got, _ := strconv.Unquote(rest[:j])
 				want := strings.TrimPrefix(rest[j+len(", want "):], "one of ")
 				want, _ = strconv.Unquote(want)
+				switch got {
+				case "object", "array": // printed the Go way: leave it out
+					return fmt.Sprintf("%sgot %s, want %s", where(field), article(got), orList(want))
+				case "string":
+					value = strconv.Quote(value)
+				}
 				return fmt.Sprintf("%sgot %s (%s), want %s", where(field), article(got), clipValue(value), orList(want))
 			}
 		}

@@ -40,12 +40,13 @@ func TestSchemaIsEnforced(t *testing.T) {
 	cases := []struct{ args, want string }{
 		{`{"from":"a"}`, `missing argument "to"`},
 		{`{"from":"a","to":7}`, `"to": got an integer (7), want a string`},
-		{`{"from":"a","to":"b","force":"yes"}`, `"force": got a string (yes), want a boolean`},
+		{`{"from":"a","to":"b","force":"yes"}`, `"force": got a string ("yes"), want a boolean`},
 		{`{"from":"a","to":"b","tags":["x",2]}`, `"tags[]": got an integer (2), want a string`},
 		{`{"from":"a","to":"b","limit":1.5}`, `"limit": got a number (1.5), want an integer`},
 		{`{"from":"a","to":"b","opts":{"mode":1}}`, `"opts.mode": got an integer (1), want a string`},
 		{`{"from":"a","to":"b","dry_run":true}`, `unknown argument "dry_run"; the tool takes "force", "from", "limit", "opts", "tags", "to"`},
 		{`{"from":"a","to":"b","opts":{"x":1}}`, `"opts": unknown argument "x"; the tool takes "mode"`},
+		{`{"from":"a","to":"b","tags":{"a":1}}`, `"tags": got an object, want null or an array`},
 	}
 	for _, tc := range cases {
 		_, err := f.client.Call(context.Background(), "fs.copy", json.RawMessage(tc.args))
@@ -73,7 +74,7 @@ func TestCheckKnown(t *testing.T) {
 		{`{"from":"$args.src","to":"$args.dst"}`, ""},
 		{`{"from":"$args.src"}`, `missing argument "to"`},
 		{`{"from":"$args.src","to":"b","limit":"$args.n"}`, ""},
-		{`{"from":"$args.src","to":"b","limit":"ten"}`, `"limit": got a string (ten), want an integer`},
+		{`{"from":"$args.src","to":"b","limit":"ten"}`, `"limit": got a string ("ten"), want an integer`},
 		{`{"from":"a","to":"b","tags":["$args.t",3]}`, ""},
 		{`{"from":"a","to":"b","opts":{"mode":"$args.m"}}`, ""},
 		{`{"from":"a","to":"b","opts":{"mode":5}}`, `"opts.mode"`},
@@ -132,4 +133,35 @@ func TestConflicts(t *testing.T) {
 	if strings.Join(got, ",") != "b,c,d" {
 		t.Errorf("Conflicts = %v; want b, c, d", got)
 	}
+}
+
+// FuzzCheck checks any arguments against a schema: Check and CheckKnown
+// never panic, and refuse only with a code-400 *Error that names no Go
+// type.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`{}`, `{"from":"a","to":"b"}`, `{"from":7}`, `{"tags":[1,{"x":null}]}`, `{"opts":{"mode":"$args.m"},"x":1}`, `[1]`, `"s"`, `{"from":"a","to":"b","limit":1e400}`} {
+		f.Add(s)
+	}
+	schema, _ := tool.SchemaFor[copyArgs]()
+	s, err := tool.CompileSchema(schema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		for _, err := range []error{
+			s.Check(json.RawMessage(args)),
+			s.CheckKnown(json.RawMessage(args), func(v string) bool { return strings.Contains(v, "$") }),
+		} {
+			if err == nil {
+				continue
+			}
+			var te *tool.Error
+			if !errors.As(err, &te) || te.Code != "400" {
+				t.Fatalf("Check(%q) = %v; want nil or a code-400 *Error", args, err)
+			}
+			if strings.Contains(te.Description, "interface {}") || strings.Contains(te.Description, "map[") && !strings.Contains(args, "map[") {
+				t.Fatalf("Check(%q) = %q; names a Go type", args, te.Description)
+			}
+		}
+	})
 }

@@ -117,7 +117,7 @@ func TestValidateChecksArgsAgainstTheCluster(t *testing.T) {
 	}
 	for _, want := range []string{
 		`: warning: group 1 "args-look": tool 1 "fs.read": args: "path": got an integer (7), want a string`,
-		`: warning: group 1 "args-look": tool 2 "fs.grep": args: "max_matches": got a string (many), want an integer`,
+		`: warning: group 1 "args-look": tool 2 "fs.grep": args: "max_matches": got a string ("many"), want an integer`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate output lacks %q:\n%s", want, out)

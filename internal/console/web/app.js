@@ -365,7 +365,7 @@
       }
       if (!live()) return;
       replace(note, pg.note ? h("p", { class: "notice" }, pg.note) : null,
-        !pg.live ? h("p", { class: "notice" }, "The run list is not live (the console cannot watch the RUNS bucket); it shows what seq.list answered. ",
+        !pg.live ? h("p", { class: "notice" }, "The console cannot watch the RUNS bucket (its NATS user may not create a consumer on KV_RUNS), so this list is read through seq.list and read again when a run starts, moves or ends; a queued run shows once it starts. ",
           h("button", { type: "button", class: "link", onclick: load }, "Refresh")) : null);
       renderCounts(pg);
       const rows = pg.runs.map((r) => {
