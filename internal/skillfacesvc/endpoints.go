@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -164,6 +165,7 @@ func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
 }
 
 func (s *Service) handle(subject string, h handlerFunc, in incoming) {
+	start := time.Now()
 	ctx, span := events.StartSpan(events.Extract(context.Background(), in.hdr), "skillface "+subject, trace.SpanKindServer, subject, len(in.data))
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -186,9 +188,12 @@ func (s *Service) handle(subject string, h handlerFunc, in incoming) {
 	s.requests.Add(1)
 	if err != nil {
 		s.failures.Add(1)
-		s.replyError(ctx, subject, in, s.classify(ctx, err))
+		re := s.classify(ctx, err)
+		s.noteRequest(ctx, subject, start, re.code)
+		s.replyError(ctx, subject, in, re)
 		return
 	}
+	s.noteRequest(ctx, subject, start, "")
 	s.send(ctx, subject, in, &nats.Msg{Data: out, Header: nats.Header{}})
 }
 
@@ -300,6 +305,7 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.noteAssembled(ctx, &resp)
 	if req.Restricted {
 		// DESIGN.md §6: the messages come back unchanged — the request's
 		// own bytes, not a re-encoding.
