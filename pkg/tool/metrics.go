@@ -81,9 +81,7 @@ func (sm serverMetrics) observe(eps []*endpointMetrics) metric.Registration {
 		for _, em := range eps {
 			em.byStatus.Range(func(_, v any) bool {
 				so := v.(*statusOpts)
-				if n := so.n.Load(); n > 0 {
-					o.ObserveInt64(sm.calls, n, so.calls)
-				}
+				o.ObserveInt64(sm.calls, so.n.Load(), so.calls) // "ok" from 0: rate() works from the start
 				return true
 			})
 		}

@@ -69,6 +69,7 @@ func TestServerMetrics(t *testing.T) {
 	wantCalls := map[[2]string]int64{
 		{"m.echo", "ok"}: 3, {"m.echo", "400"}: 1,
 		{"m.fail", "404"}: 2, {"m.fail", "error"}: 1, {"m.fail", "500"}: 1,
+		{"m.fail", "ok"}: 0, // reported from the start
 	}
 	wantDur := map[[2]string]uint64{
 		{"tool.m.echo", ""}: 3, {"tool.m.echo", "400"}: 1,

@@ -85,8 +85,9 @@ type ServerConfig struct {
 	// Meters is the meter provider the provider records its calls on
 	// (MetricCalls and MetricProcessDuration, see metrics.go); nil uses
 	// OpenTelemetry's global one (otel.GetMeterProvider) as it is when
-	// Serve is called, a no-op until a program installs an SDK. A skillbus
-	// service passes its own (internal/servicecmd's Runtime.Meters).
+	// Serve is called, a no-op until a program installs an SDK. The
+	// skillbus tool providers pass the one of their metric pipeline
+	// (docs/operations.md, "Metrics").
 	Meters metric.MeterProvider
 }
 
