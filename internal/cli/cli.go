@@ -35,10 +35,13 @@ type Env struct {
 }
 
 // command is one subcommand: its one-line summary, usage text and body.
+// subs, when set, are its own subcommands (`skillbus mcp serve`), found by
+// the next argument before run is called; their usage is their own.
 type command struct {
 	summary string
 	usage   string
 	run     func(ctx context.Context, env Env, args []string) int
+	subs    func() map[string]command
 }
 
 // commands returns the subcommand table. Each subcommand file adds its entry
@@ -57,6 +60,7 @@ func commands() map[string]command {
 		"tools":       toolsCommand(),
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
+		"auth":        authCommand(),
 	}
 }
 
@@ -88,8 +92,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "skillbus: unknown command %q; run `skillbus help` for the list of commands\n", args[0])
 		return ExitUsage
 	}
+	name := args[0]
+	if c.subs != nil && len(args) > 1 {
+		if sc, ok := c.subs()[args[1]]; ok {
+			name, c, args = args[0]+" "+args[1], sc, args[1:]
+		}
+	}
 	if wantsHelp(args[1:]) {
-		fmt.Fprint(stdout, usageOf(args[0], c))
+		fmt.Fprint(stdout, usageOf(name, c))
 		return ExitOK
 	}
 	return c.run(ctx, env, args[1:])

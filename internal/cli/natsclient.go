@@ -57,14 +57,36 @@ func connect(env Env, command string, opts ...nats.Option) (*nats.Conn, error) {
 	if !s.Given() {
 		return nil, errNoURL
 	}
+	opts = append([]nats.Option{refusalHandler(env, command)}, opts...)
 	nc, _, err := natsconn.Connect(s, "skillbus "+command, opts...)
 	if err != nil {
 		if errors.Is(err, natsconn.ErrConfig) {
 			return nil, err
 		}
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, fmt.Errorf("%v: the server wants credentials these settings do not give (or refuses them): give the creds file of your role with --creds FILE or NATS_CREDS (`skillbus dev --auth` prints it; docs/security.md)", err)
+		}
 		return nil, fmt.Errorf("%v; check the URL, or start a local stack with `skillbus dev`", err)
 	}
 	return nc, nil
+}
+
+// refusalHandler reports what the server refused this command's user
+// (docs/security.md: each role may publish and subscribe only to its own
+// subjects) on stderr, at once. A refused publish means the command cannot
+// do its job: the connection is closed, so the command fails now instead of
+// waiting for a reply that cannot come.
+func refusalHandler(env Env, command string) nats.Option {
+	return nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			return
+		}
+		what := strings.TrimPrefix(err.Error(), nats.ErrPermissionViolation.Error()+": ")
+		fmt.Fprintf(env.Stderr, "skillbus %s: NATS refused it: %s; the credentials in use do not allow it (docs/security.md lists what each role may do)\n", command, what)
+		if strings.Contains(err.Error(), "Publish to") {
+			nc.Close()
+		}
+	})
 }
 
 // connectExit is the exit code of a connect error: 2 for settings that
@@ -238,7 +260,7 @@ func newFlags(env Env, name string, c func() command) *flag.FlagSet {
 // named name talks to NATS and so takes the connection flags.
 func connects(name string) bool {
 	switch strings.Fields(name + " x")[0] {
-	case "validate", "sections", "dev", "help":
+	case "validate", "sections", "dev", "help", "auth":
 		return false
 	}
 	return true

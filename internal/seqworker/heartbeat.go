@@ -23,7 +23,8 @@ func (w *Worker) beatEvery() time.Duration {
 // heartbeat keeps the run alive until the returned stop is called (safe to
 // call twice): every beatEvery it sends an in-progress ack (the server then
 // does not redeliver the request to another worker, however long a tool
-// call takes) and, once the run is claimed, renews RunState.Heartbeat. A state write that finds a cancel request
+// call takes) and, once the run is claimed, renews RunState.Heartbeat when
+// no write did so in the last two beats. A state write that finds a cancel request
 // or a later owner cancels the run's context (store does).
 func (r *run) heartbeat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
@@ -41,10 +42,13 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 			case <-t.C:
 			}
 			_ = r.msg.InProgress()
+			// The state's heartbeat is renewed every second beat, and not
+			// at all while checkpoints renew it: enough for seq.cancel,
+			// which takes a holder silent for two ack waits as gone.
 			r.mu.Lock()
-			claimed := r.st != nil && r.st.Status == events.StatusRunning
+			due := r.st != nil && r.st.Status == events.StatusRunning && time.Since(r.st.Heartbeat) >= 2*r.w.beatEvery()-r.w.beatEvery()/4
 			r.mu.Unlock()
-			if !claimed {
+			if !due {
 				continue
 			}
 			wctx, cancel := context.WithTimeout(ctx, r.w.beatEvery())

@@ -2,9 +2,11 @@ package skillfacesvc
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
@@ -43,7 +45,19 @@ func (s *Service) noteRequest(ctx context.Context, subject string, start time.Ti
 	if code == "" {
 		code = "ok"
 	}
-	s.met.AssembleDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(metrics.AttrStatus.String(code)))
+	s.met.AssembleDuration.Record(ctx, time.Since(start).Seconds(), statusOption(code)...)
+}
+
+// statusOpts holds the record options of each reply status (a handful of
+// codes), built once so that timing a request allocates nothing.
+var statusOpts sync.Map // code → []metric.RecordOption
+
+func statusOption(code string) []metric.RecordOption {
+	if o, ok := statusOpts.Load(code); ok {
+		return o.([]metric.RecordOption)
+	}
+	o, _ := statusOpts.LoadOrStore(code, []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(metrics.AttrStatus.String(code)))})
+	return o.([]metric.RecordOption)
 }
 
 // noteAssembled counts what one assembled response did: the skills that

@@ -144,13 +144,43 @@ func (c *Client) request(ctx context.Context, subject string, m events.Message, 
 // call idempotent (the same request again returns the same run). Errors:
 // ErrBadRequest, ErrNotFound (no such stored sequence), ErrConflict (the
 // run id was used for another request), ErrUnavailable.
+//
+// With a run id the request is idempotent, so Start sends it again when a
+// seqworker does not answer within StartAttemptTimeout (a stalled replica
+// of the queue group took it; the next attempt goes to a replica chosen at
+// random again), until the context's deadline or the client's timeout.
 func (c *Client) Start(ctx context.Context, req events.SeqRunRequest) (string, error) {
 	var reply events.SeqRunReply
-	if err := c.request(ctx, events.SeqRunSubject, &req, &reply); err != nil {
-		return "", err
+	if req.RunID == "" {
+		if err := c.request(ctx, events.SeqRunSubject, &req, &reply); err != nil {
+			return "", err
+		}
+		return reply.RunID, nil
 	}
-	return reply.RunID, nil
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	var err error
+	for {
+		actx, cancel := context.WithTimeout(ctx, StartAttemptTimeout)
+		err = c.request(actx, events.SeqRunSubject, &req, &reply)
+		cancel()
+		if err == nil {
+			return reply.RunID, nil
+		}
+		var te *toolcall.Error
+		if ctx.Err() != nil || !errors.Is(err, ErrUnavailable) || errors.As(err, &te) || errors.Is(err, nats.ErrNoResponders) || strings.Contains(err.Error(), "no seqworker answers") {
+			break // an answer, no seqworker at all, or out of time
+		}
+	}
+	return "", err
 }
+
+// StartAttemptTimeout is how long Start waits for one attempt of an
+// idempotent request (one with a run id) before sending it again.
+const StartAttemptTimeout = 2 * time.Second
 
 // Status returns a run's state (normalised: see events.RunState.Normalize).
 // Errors: ErrBadRequest (not a run id), ErrNotFound, ErrUnavailable.

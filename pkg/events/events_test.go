@@ -672,3 +672,60 @@ func TestProvisionRetentionAndLegacyAckWait(t *testing.T) {
 		t.Errorf("ack wait set on purpose to 3m became %s after a Provision without it; want it kept", got)
 	}
 }
+
+// TestRunStateLegacy: states written before the run lifecycle (status
+// pending, trigger call, no created time) are read, and Normalize maps them
+// onto the current vocabulary; the summary headers round-trip.
+func TestRunStateLegacy(t *testing.T) {
+	var st events.RunState
+	old := `{"v":1,"run_id":"r1","sequence":"s","status":"pending","request":"sha256:x","updated_at":"2026-11-01T00:00:00Z"}`
+	if err := events.Decode([]byte(old), &st); err != nil {
+		t.Fatalf("Decode(legacy pending state) = %v", err)
+	}
+	st.Normalize()
+	if st.Status != events.StatusQueued || st.Trigger != events.TriggerManual || st.CreatedAt.IsZero() {
+		t.Errorf("normalised legacy state: status %q trigger %q created %v; want queued, manual, the update time", st.Status, st.Trigger, st.CreatedAt)
+	}
+	st = events.RunState{RunID: "r2", Sequence: "开机自检", Status: events.StatusFailed, Trigger: events.TriggerBoot, Worker: "w1", FinishedGroups: 1, Groups: 3, Attempt: 2,
+		Error: "line one\nline two", CreatedAt: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC)}
+	h := nats.Header{}
+	st.Summary().SetHeader(h)
+	got, ok := events.SummaryFromHeader("r2", h)
+	want := st.Summary()
+	want.Error = "line one"
+	if !ok || got != want {
+		t.Errorf("summary round trip:\n got %+v\nwant %+v", got, want)
+	}
+	if _, ok := events.SummaryFromHeader("r3", nats.Header{}); ok {
+		t.Error("SummaryFromHeader of an entry without headers: ok; want false")
+	}
+}
+
+// FuzzSummaryFromHeader: any header values read without a panic, and a
+// summary written by SetHeader reads back with its status and counts.
+func FuzzSummaryFromHeader(f *testing.F) {
+	f.Add("running", "seq", "3/5", "2", "2026-11-30T01:02:03Z", "boom")
+	f.Add("pending", "", "x/y", "-1", "yesterday", "")
+	f.Fuzz(func(t *testing.T, status, sequence, groups, attempt, created, errText string) {
+		h := nats.Header{}
+		h.Set(events.RunHeaderStatus, status)
+		h.Set(events.RunHeaderSequence, sequence)
+		h.Set(events.RunHeaderGroups, groups)
+		h.Set(events.RunHeaderAttempt, attempt)
+		h.Set(events.RunHeaderCreated, created)
+		h.Set(events.RunHeaderError, errText)
+		s, ok := events.SummaryFromHeader("r", h)
+		if ok != (status != "") {
+			t.Fatalf("ok = %v for status %q", ok, status)
+		}
+		if !ok {
+			return
+		}
+		h2 := nats.Header{}
+		s.SetHeader(h2)
+		back, ok := events.SummaryFromHeader("r", h2)
+		if !ok || back.Status != s.Status || back.FinishedGroups != s.FinishedGroups || back.Groups != s.Groups {
+			t.Fatalf("round trip of %+v gave %+v", s, back)
+		}
+	})
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,5 +190,53 @@ func TestSeqworkerIdentifierBounds(t *testing.T) {
 	m, err := env.nc.Request(events.SeqStatusSubject, []byte(`{"v":1,"run_id":"r-ib-after"}`), 10*time.Second)
 	if err != nil || m.Header.Get(micro.ErrorCodeHeader) != "" {
 		t.Errorf("status after the poison: %v %v; want the service still serving", err, m)
+	}
+}
+
+// TestSeqworkerStalledReplica: one of two seqworkers is stopped with
+// SIGSTOP, so the seq.run requests the queue group hands it go unanswered;
+// pkg/client's Start (what `skillbus run` uses) sends an idempotent request
+// again after StartAttemptTimeout and every run starts and succeeds.
+func TestSeqworkerStalledReplica(t *testing.T) {
+	t.Parallel()
+	env := swStart(t, natsserver.Options{}, swOptions())
+	var calls swCounter
+	swServe(t, env, swEcho("stall.echo", &calls))
+	swStore(t, env, "name: stall\ngroups:\n  - name: stall-one\n    tools: [{tool: stall.echo}]\n")
+	cmd, out := swChild(t, env, time.Second)
+	c, err := client.New(env.nc, client.WithTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The child serves seq.run once it answers a request.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := c.Start(ctx, events.SeqRunRequest{RunID: "r-stall-warm", Sequence: "stall"}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child never answered; its output:\n%s", out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	swWorker(t, env, seqworker.Config{WorkerID: "live"})
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGCONT) }()
+	const n = 6
+	t0 := time.Now()
+	for i := range n {
+		id := fmt.Sprintf("r-stall-%d", i)
+		if _, err := c.Start(ctx, events.SeqRunRequest{RunID: id, Sequence: "stall"}); err != nil {
+			t.Fatalf("start %s with a stalled replica: %v", id, err)
+		}
+	}
+	t.Logf("%d runs started in %s with one of two replicas stalled", n, time.Since(t0).Round(time.Millisecond))
+	_ = cmd.Process.Signal(syscall.SIGCONT) // its queued work may now go on
+	for i := range n {
+		if st := swWait(t, env, fmt.Sprintf("r-stall-%d", i), 60*time.Second); st.Status != events.StatusSucceeded {
+			t.Errorf("run %d: %s (%s)", i, st.Status, st.Error)
+		}
 	}
 }

@@ -88,8 +88,8 @@ groups:
 	close(killed)
 	swWorker(t, env, seqworker.Config{WorkerID: "survivor"})
 	st = swWait(t, env, "r-big-state", 60*time.Second)
-	if st.Status != events.StatusSucceeded || st.Attempt != 2 {
-		t.Fatalf("after the kill: %s attempt %d (%s); want succeeded on attempt 2", st.Status, st.Attempt, st.Error)
+	if st.Status != events.StatusSucceeded || st.Attempt < 2 {
+		t.Fatalf("after the kill: %s attempt %d (%s); want succeeded on a later delivery", st.Status, st.Attempt, st.Error)
 	}
 	if n := calls.get("big.read"); n != 6 {
 		t.Errorf("big.read called %d times; want 6 (group 1 not run again)", n)

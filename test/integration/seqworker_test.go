@@ -311,7 +311,12 @@ func TestSeqworkerRuns(t *testing.T) {
 // succeeded in RUNS with exactly one finished event and one delivery.
 func TestSeqworkerShare200Runs(t *testing.T) {
 	t.Parallel()
-	env := swStart(t, natsserver.Options{}, swOptions())
+	// One delivery per run is the point: an ack wait that a loaded machine
+	// (race detector, other suites) cannot overrun between a delivery and
+	// its first in-progress ack.
+	opts := swOptions()
+	opts.AckWait = 5 * time.Second
+	env := swStart(t, natsserver.Options{}, opts)
 	var calls swCounter
 	swServe(t, env, swEcho("sw.count", &calls))
 	swStore(t, env, `
