@@ -73,7 +73,8 @@ Flags:
 
 Examples:
   skillbus mcp serve --local ./skills
-  NATS_URL=nats://nats:4222 skillbus mcp serve --creds runner.creds
+  NATS_URL=nats://nats:4222 skillbus mcp serve --creds agent.creds
+  NATS_URL=nats://nats:4222 skillbus mcp serve --creds reader.creds --read-only
   skillbus mcp serve --local . --listen :8931
   claude mcp add skillbus -- skillbus mcp serve --local ./skills
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/mcpserver/mcpservertest"
 	"github.com/skillbus/skillbus/internal/natsconn"
 )
 
@@ -75,10 +78,6 @@ type authEnv struct {
 // registry on a copy of the example sequences and skills.
 func authStart(t *testing.T) *authEnv {
 	t.Helper()
-	setup, err := auth.Generate(auth.Options{Dir: filepath.Join(t.TempDir(), "auth"), ToolPrefixes: []string{"web"}})
-	if err != nil {
-		t.Fatalf("auth.Generate: %v", err)
-	}
 	defs := t.TempDir()
 	for _, rel := range []string{"examples/sequences/project-survey.seq.yaml", "examples/sequences/agent-boot.seq.json"} {
 		cliCopy(t, rel, defs)
@@ -92,6 +91,16 @@ func authStart(t *testing.T) *authEnv {
 	root := cliProject(t)
 	// A file larger than a RUNS entry keeps inline: its slot goes to RUN_SLOTS.
 	os.WriteFile(filepath.Join(root, "big.txt"), []byte(strings.Repeat("0123456789abcdef\n", 6000)), 0o644)
+	return authStartOn(t, defs, root)
+}
+
+// authStartOn is authStart with the registry on defs and the tools on root.
+func authStartOn(t *testing.T, defs, root string) *authEnv {
+	t.Helper()
+	setup, err := auth.Generate(auth.Options{Dir: filepath.Join(t.TempDir(), "auth"), ToolPrefixes: []string{"web"}})
+	if err != nil {
+		t.Fatalf("auth.Generate: %v", err)
+	}
 	log := &authLog{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -456,6 +465,19 @@ func TestAuthDenies(t *testing.T) {
 		}
 		for _, r := range []string{auth.RoleRegistry, auth.RoleSkillface} {
 			refusePub(t, r, conns[r], errs[r], "$JS.API.CONSUMER.MSG.NEXT.SEQ_RUNS.seqworker", nil)
+			refusePub(t, r, conns[r], errs[r], "$JS.API.CONSUMER.CREATE.SEQ_RUNS.seqworker.seq.run.>", nil)
+		}
+		// A service reconfigures only the streams it owns: a stream update
+		// (a source added to a bucket, say) is how one could feed another's
+		// bucket.
+		for r, streams := range map[string][]string{
+			auth.RoleRegistry:  {"KV_RUNS", "KV_SKILLFACE_SESSIONS", "SEQ_RUNS", "EVENTS", "OBJ_RUN_SLOTS"},
+			auth.RoleSkillface: {"KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "EVENTS"},
+			auth.RoleSeqworker: {"KV_SKILLS", "KV_SEQUENCES", "KV_SKILLFACE_SESSIONS"},
+		} {
+			for _, s := range streams {
+				refusePub(t, r, conns[r], errs[r], "$JS.API.STREAM.UPDATE."+s, nil)
+			}
 		}
 	})
 	t.Run("nobody but skillface reads the prompts", func(t *testing.T) {
@@ -585,5 +607,32 @@ func TestAuthDev(t *testing.T) {
 	}
 	if strings.Contains(errb.String(), "Violation") {
 		t.Errorf("dev --auth logged a permission violation:\n%s", errb)
+	}
+}
+
+// TestAuthMCPServe runs `skillbus mcp serve` with the agent's creds on the
+// locked-down stack: the whole model-style exchange (skills, sequences
+// stored and deleted, runs, one group, tools) works, and the server logs
+// no permission violation.
+func TestAuthMCPServe(t *testing.T) {
+	defs, root := mcpservertest.Fixture(t)
+	e := authStartOn(t, defs, root)
+	mark := e.log.mark()
+	port := freePort(t)
+	_, stderr, stop := cliBackground(t, "mcp", "serve", "--listen", ":"+strconv.Itoa(port), "--creds", e.setup.CredsFile(auth.RoleAgent))
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
+	cliEventually(t, "the HTTP server", func() bool { return strings.Contains(stderr.String(), url) })
+	r := &mcpservertest.Recorder{}
+	cs, err := mcpservertest.NewClient(r).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTP: %v; stderr %s", err, stderr.String())
+	}
+	mcpservertest.Exchange(t, cs, r, defs)
+	_ = cs.Close()
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("mcp serve exit %d; stderr %s", code, stderr.String())
+	}
+	if v := e.log.violations(mark); len(v) > 0 {
+		t.Errorf("mcp serve as the agent: the server logged %d permission violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
 }
