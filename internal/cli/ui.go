@@ -5,14 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/skillbus/skillbus/internal/console"
 	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/internal/servicecmd"
 )
 
 func uiCommand() command {
@@ -101,9 +99,9 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	cfg := console.Config{Listen: *listen, Token: *token, TLSCert: *cert, TLSKey: *key, User: *user, NATSURL: natsconn.Redact(connSettings(env).URL.V)}
-	return serveService(ctx, env, "ui", &sf, func(ctx context.Context, nc *nats.Conn, _ func(error)) (func(context.Context) error, error) {
-		cfg.Logger = uiLogger(env, &sf)
-		srv, err := console.New(nc, cfg)
+	return serveService(ctx, env, "ui", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
+		cfg.Logger = rt.Log
+		srv, err := console.New(rt.Conn, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -121,18 +119,6 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		}
 		return srv.Stop, nil
 	})
-}
-
-// uiLogger logs the console's own warnings on stderr, as --log-level and
-// --log-json say.
-func uiLogger(env Env, sf *serveFlags) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(sf.logLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if sf.logJSON {
-		return slog.New(slog.NewJSONHandler(env.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(env.Stderr, opts))
 }
 
 // newToken returns 128 random bits, URL-safe.
