@@ -100,25 +100,36 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return ExitOK
 	}
-	c, ok := cmds[args[0]]
+	name, c, rest, ok := resolve(cmds, args)
 	if !ok {
 		fmt.Fprintf(stderr, "skillbus: unknown command %q; run `skillbus help` for the list of commands\n", args[0])
 		return ExitUsage
-	}
-	name, rest := args[0], args[1:]
-	for {
-		i, sc := findSub(c, rest)
-		if i < 0 {
-			break
-		}
-		name, c = name+" "+rest[i], sc
-		rest = append(append([]string(nil), rest[:i]...), rest[i+1:]...)
 	}
 	if wantsHelp(rest) {
 		fmt.Fprint(stdout, usageOf(name, c))
 		return ExitOK
 	}
 	return c.run(ctx, env, rest)
+}
+
+// resolve finds the command a command line names: its first word, then
+// subcommand by subcommand (findSub: flags may come before a subcommand's
+// name). It returns the full name ("runs ls"), the command and the
+// arguments left for it; ok is false for an unknown first word.
+func resolve(cmds map[string]command, args []string) (name string, c command, rest []string, ok bool) {
+	c, ok = cmds[args[0]]
+	if !ok {
+		return "", command{}, nil, false
+	}
+	name, rest = args[0], args[1:]
+	for {
+		i, sc := findSub(c, rest)
+		if i < 0 {
+			return name, c, rest, true
+		}
+		name, c = name+" "+rest[i], sc
+		rest = append(append([]string(nil), rest[:i]...), rest[i+1:]...)
+	}
 }
 
 // lookup finds the command a help request names ("seqs", "seqs show"):
