@@ -147,6 +147,7 @@ func cobraTree(ctx context.Context, conn *natsconn.Settings) *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.Flags().Bool("version", false, "print the version (skillbus version)")
 	root.SetHelpCommand(&cobra.Command{Use: "help", Short: "print a command's usage and examples", Run: func(*cobra.Command, []string) {},
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			var names []string
