@@ -20,7 +20,7 @@ func completionStack(t *testing.T) string {
 	t.Helper()
 	defs := t.TempDir()
 	files := map[string]string{
-		"inventory.seq.yaml": "name: inventory\ngroups:\n  - name: inventory-list\n    tools:\n      - tool: fs.list\n        args: {path: .}\n",
+		"inventory.seq.yaml":     "name: inventory\ngroups:\n  - name: inventory-list\n    tools:\n      - tool: fs.list\n        args: {path: .}\n",
 		"skills/triage/SKILL.md": "---\nname: triage\ndescription: Triage an incident.\n---\n# Steps\n\nLook.\n",
 	}
 	for name, text := range files {
@@ -141,7 +141,7 @@ func TestBashCompletion(t *testing.T) {
 	for i, l := range lines {
 		var got []string
 		for _, c := range strings.Split(strings.TrimSpace(blocks[i]), "\n") {
-			got = append(got, strings.Fields(c+" ")[0:min(1, len(strings.Fields(c)))]...)
+			got = append(got, strings.Fields(c + " ")[0:min(1, len(strings.Fields(c)))]...)
 		}
 		for _, w := range l.want {
 			if !slices.Contains(got, w) {

@@ -42,7 +42,7 @@ func readStack(t *testing.T) *devstack.Stack {
 		"defs/cafe.seq.yaml": "name: " + nfcSeq + "\ndescription: Lists the root, for the read commands' tests.\ngroups:\n  - name: " + nfcGroup +
 			"\n    in: {root: string}\n    out: {top: object}\n    tools:\n      - tool: fs.list\n        args: {path: $args.root}\n        as: top\n",
 		"defs/skills/read-demo/SKILL.md": "---\nname: read-demo\ndescription: A skill for the read commands' tests, with a description longer than eighty characters so that wide shows more.\n---\n# Usage\n\nRead it.\n\n# Limits\n\nNone.\n",
-		"root/a.txt": "a\n",
+		"root/a.txt":                     "a\n",
 	} {
 		p := filepath.Join(base, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
