@@ -141,7 +141,9 @@ func TestBashCompletion(t *testing.T) {
 	for i, l := range lines {
 		var got []string
 		for _, c := range strings.Split(strings.TrimSpace(blocks[i]), "\n") {
-			got = append(got, strings.Fields(c + " ")[0:min(1, len(strings.Fields(c)))]...)
+			if f := strings.Fields(c); len(f) > 0 {
+				got = append(got, f[0]) // a candidate, without a description
+			}
 		}
 		for _, w := range l.want {
 			if !slices.Contains(got, w) {
