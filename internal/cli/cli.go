@@ -69,6 +69,7 @@ func commands() map[string]command {
 		"tools":       toolsCommand(),
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
+		"auth":        authCommand(),
 		"version":     versionCommand(),
 		"completion":  completionCommand(),
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/skillbus/skillbus/internal/auth"
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/telemetry"
@@ -25,7 +26,7 @@ import (
 func devCommand() command {
 	return command{
 		summary: "run the all-in-one stack (NATS, registry, seqworker, skillface, tools) until Ctrl-C",
-		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
+		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--host HOST] [--auth] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
 
 Runs all of skillbus in this process until interrupted, like
 ` + "`temporal server start-dev`" + `: an embedded NATS server with JetStream and a
@@ -41,9 +42,15 @@ Flags:
   --data DIR          JetStream store, kept across restarts
                       (default $XDG_DATA_HOME/skillbus/dev or ~/.local/share/skillbus/dev)
   --port N            client port (default 4222; 0 picks a free one)
-  --host HOST         listen address (default 127.0.0.1); only a loopback
-                      address (127.0.0.1, ::1, localhost): the dev server
-                      has no authentication
+  --host HOST         listen address (default 127.0.0.1); without --auth
+                      only a loopback address (127.0.0.1, ::1, localhost):
+                      the dev server then has no authentication
+  --auth              lock the bus down (docs/security.md): the server
+                      trusts the users of a ` + "`skillbus auth`" + ` setup in
+                      --auth-dir (made or brought up to date at start), each
+                      service connects as its own role, and the creds for
+                      your commands are printed
+  --auth-dir DIR      the setup --auth uses (default DATA/auth)
   --tools-root DIR    the built-in tools' root (default .)
   --allow-cmd NAMES   commands cmd.run may run, comma-separated (default none:
                       cmd.run is not served)
@@ -55,6 +62,7 @@ Flags:
 Examples:
   skillbus dev --dir examples
   skillbus dev --port 0 --data /tmp/sb --allow-cmd git,go
+  skillbus dev --auth --host 0.0.0.0     # reachable from other machines, with users
   export NATS_URL=nats://127.0.0.1:4222; skillbus seqs
 
 Ctrl-C or SIGTERM stops the services gracefully (runs in flight get up to
@@ -91,6 +99,8 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	fs.Var(&allow, "allow-cmd", "commands cmd.run may run")
 	agent := fs.String("agent", "dev", "agent announced with agent_ready")
 	verbose := fs.Bool("verbose", false, "print the services' logs")
+	lock := fs.Bool("auth", false, "lock the bus down with a skillbus auth setup")
+	authDir := fs.String("auth-dir", "", "the setup of --auth")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -103,9 +113,15 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus dev: --port %d is not a port (0-65535)\n", *port)
 		return ExitUsage
 	}
-	if err := loopbackOnly(*host); err != nil {
-		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
+	if *authDir != "" && !*lock {
+		fmt.Fprintln(env.Stderr, "skillbus dev: --auth-dir is only used with --auth; add --auth")
 		return ExitUsage
+	}
+	if !*lock {
+		if err := loopbackOnly(*host); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
+			return ExitUsage
+		}
 	}
 	if *agent != "" {
 		*agent = seq.NormalizeName(*agent)
@@ -135,6 +151,16 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus dev: --data %s: %v\n", *data, err)
 		return ExitFailure
 	}
+	var setup *auth.Setup
+	if *lock {
+		if *authDir == "" {
+			*authDir = filepath.Join(*data, "auth")
+		}
+		if setup, err = auth.Generate(auth.Options{Dir: *authDir, URL: "nats://" + net.JoinHostPort(clientHost(*host), strconv.Itoa(*port))}); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: --auth: %v\n", err)
+			return ExitFailure
+		}
+	}
 	var log *slog.Logger
 	if *verbose {
 		log = slog.New(slog.NewTextHandler(env.Stderr, nil))
@@ -157,6 +183,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	stack, err := devstack.Start(ctx, devstack.Config{
 		DataDir: *data, Host: *host, Port: *port, Dir: *dir, Logger: log,
 		Tools: builtin.Config{Root: *toolsRoot, AllowCommands: allow.values},
+		Auth:  setup,
 		// A long-running stack polls less often than a single run.
 		FetchWait: 2 * time.Second,
 	})
@@ -172,17 +199,33 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		}
 		fmt.Fprintln(env.Stderr, "skillbus dev: stopped")
 	}()
+	url := dialURL(stack.URL())
+	var readerOpts, runnerOpts []nats.Option
+	if setup != nil {
+		if *port == 0 {
+			// The contexts name the port the server got.
+			if s, err := auth.Generate(auth.Options{Dir: *authDir, URL: url}); err == nil {
+				setup = s
+			}
+		}
+		readerOpts, _ = auth.ConnectOptions(setup.CredsFile(auth.RoleReader))
+		runnerOpts, _ = auth.ConnectOptions(setup.CredsFile(auth.RoleRunner))
+	}
 	// Registry problems (invalid files, clashes): devproblems.go.
-	if stopProblems, err := reportRegistryProblems(ctx, env.Stderr, stack.URL(), problemsSince); err != nil {
+	if stopProblems, err := reportRegistryProblems(ctx, env.Stderr, url, problemsSince, readerOpts...); err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus dev: registry problems will not be shown (`skillbus watch` shows them): %v\n", err)
 	} else {
 		defer stopProblems()
 	}
 	absDir, _ := filepath.Abs(*dir)
-	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", stack.URL(), stack.StoreDir(), absDir, stack.ToolsRoot())
-	fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", stack.URL())
+	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", url, stack.StoreDir(), absDir, stack.ToolsRoot())
+	if setup == nil {
+		fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", url)
+	} else {
+		printDevAuth(env, url, setup)
+	}
 	if *agent != "" {
-		if err := announce(ctx, stack.URL(), *agent); err != nil {
+		if err := announce(ctx, url, *agent, runnerOpts...); err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus dev: agent_ready not published: %v\n", err)
 		} else {
 			fmt.Fprintf(env.Stdout, "Published agent_ready for agent %q: boot sequences run now.\n", *agent)
@@ -205,13 +248,43 @@ func loopbackOnly(host string) error {
 	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("--host %q is not a loopback address: skillbus dev runs NATS without authentication, so anyone who can reach %q could store and run sequences, call the tools (cmd.run included) and read prompts; "+
-		"keep the default 127.0.0.1 (or ::1, localhost), and deploy the services against a secured NATS for remote use (docs/operations.md)", host, host)
+	return fmt.Errorf("--host %q is not a loopback address: without --auth skillbus dev runs NATS without authentication, so anyone who can reach %q could store and run sequences, call the tools (cmd.run included) and read prompts; "+
+		"keep the default 127.0.0.1 (or ::1, localhost), or add --auth to lock the bus down with one NATS user per role (docs/security.md)", host, host)
 }
 
-// announce publishes agent_ready for agent with a new boot id.
-func announce(ctx context.Context, url, agent string) error {
-	nc, err := nats.Connect(url, nats.Name("skillbus dev agent_ready"))
+// printDevAuth tells which creds the user's commands take on a locked-down
+// dev stack.
+func printDevAuth(env Env, url string, s *auth.Setup) {
+	fmt.Fprintf(env.Stdout, "The bus is locked down (docs/security.md): every service connects as its own\nNATS user, and so must your commands. Users and server configuration: %s\n\n", s.Dir)
+	fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  export NATS_CREDS=%s   # runs, prompts, seq_create, seqs rm\n  skillbus seqs && skillbus tools\n", url, s.CredsFile(auth.RoleAgent))
+	fmt.Fprintf(env.Stdout, "  # narrower: %s (start, watch, cancel runs), %s (read only)\n", s.CredsFile(auth.RoleRunner), s.CredsFile(auth.RoleReader))
+	fmt.Fprintf(env.Stdout, "  nats --context %s micro ls   # the nats CLI (the context sets the user's inbox prefix)\n\n", s.ContextFile(auth.RoleReader))
+}
+
+// dialURL returns the server's client URL with a wildcard listen address
+// (--host 0.0.0.0) replaced by the loopback, so the URL printed can be
+// dialled as it is.
+func dialURL(u string) string {
+	for _, w := range []string{"//0.0.0.0:", "//[::]:"} {
+		u = strings.Replace(u, w, "//127.0.0.1:", 1)
+	}
+	return u
+}
+
+// clientHost is the host clients dial for a listen address: a wildcard
+// address becomes the loopback.
+func clientHost(host string) string {
+	switch host {
+	case "", "0.0.0.0", "::", "[::]":
+		return "127.0.0.1"
+	}
+	return host
+}
+
+// announce publishes agent_ready for agent with a new boot id, connecting
+// with opts (a user's credentials on a locked-down stack).
+func announce(ctx context.Context, url, agent string, opts ...nats.Option) error {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("skillbus dev agent_ready")}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,8 @@ var registryProblemSubjects = []string{
 //
 // Errors: the connection or the consumer cannot be set up (the EVENTS
 // stream is provisioned by the registry at start).
-func reportRegistryProblems(ctx context.Context, w io.Writer, url string, since time.Time) (stop func(), err error) {
-	nc, err := nats.Connect(url, nats.Name("skillbus dev registry problems"))
+func reportRegistryProblems(ctx context.Context, w io.Writer, url string, since time.Time, opts ...nats.Option) (stop func(), err error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("skillbus dev registry problems")}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,12 @@ import (
 
 func mcpCommand() command {
 	return command{
-		summary: "serve the tools of a stdio MCP server on NATS (tool.<prefix>.<name>)",
-		usage: `Usage: skillbus mcp [--prefix P] [--only NAMES] [--name NAME] -- COMMAND [ARGS...]
+		summary: "MCP both ways: serve skillbus to agent runtimes (mcp serve), or an MCP server's tools on NATS (mcp bridge)",
+		usage: `Usage: skillbus mcp serve [--local DIR] [--listen ADDR] ...   (see skillbus mcp serve --help)
+       skillbus mcp [bridge] [--prefix P] [--only NAMES] [--name NAME] -- COMMAND [ARGS...]
+
+mcp serve serves skillbus itself as an MCP server to agent runtimes
+(docs/mcp.md). mcp bridge (the word may be left out) does the opposite:
 
 Starts COMMAND as a Model Context Protocol server over stdio, lists its
 tools and serves each on tool.<P>.<name> (characters other than letters,
@@ -50,8 +54,20 @@ Examples:
 Exit codes: 0 stopped by Ctrl-C, 1 the server could not start (or exited,
 with --no-restart), 2 bad command line.
 `,
-		run: runMCP,
+		run:      runMCP,
+		operands: operandCommand,
+		subs: func() map[string]command {
+			return map[string]command{"serve": mcpServeCommand(), "bridge": mcpBridgeCommand()}
+		},
 	}
+}
+
+// mcpBridgeCommand is `skillbus mcp bridge`: the same as `skillbus mcp`
+// without a subcommand.
+func mcpBridgeCommand() command {
+	c := mcpCommand()
+	c.subs = nil
+	return c
 }
 
 func runMCP(ctx context.Context, env Env, args []string) int {

@@ -58,14 +58,36 @@ func connect(env Env, command string, opts ...nats.Option) (*nats.Conn, error) {
 	if !s.Given() {
 		return nil, errNoURL
 	}
+	opts = append([]nats.Option{refusalHandler(env, command)}, opts...)
 	nc, _, err := natsconn.Connect(s, "skillbus "+command, opts...)
 	if err != nil {
 		if errors.Is(err, natsconn.ErrConfig) {
 			return nil, err
 		}
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, fmt.Errorf("%v: the server wants credentials these settings do not give (or refuses them): give the creds file of your role with --creds FILE or NATS_CREDS (`skillbus dev --auth` prints it; docs/security.md)", err)
+		}
 		return nil, fmt.Errorf("%v; check the URL, or start a local stack with `skillbus dev`", err)
 	}
 	return nc, nil
+}
+
+// refusalHandler reports what the server refused this command's user
+// (docs/security.md: each role may publish and subscribe only to its own
+// subjects) on stderr, at once. A refused publish means the command cannot
+// do its job: the connection is closed, so the command fails now instead of
+// waiting for a reply that cannot come.
+func refusalHandler(env Env, command string) nats.Option {
+	return nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			return
+		}
+		what := strings.TrimPrefix(err.Error(), nats.ErrPermissionViolation.Error()+": ")
+		fmt.Fprintf(env.Stderr, "skillbus %s: NATS refused it: %s; the credentials in use do not allow it (docs/security.md lists what each role may do)\n", command, what)
+		if strings.Contains(err.Error(), "Publish to") {
+			nc.Close()
+		}
+	})
 }
 
 // connectExit is the exit code of a connect error: 2 for settings that
@@ -235,7 +257,7 @@ func (s *stringList) Set(v string) error {
 // parseInterleaved hands it to the inspector instead of returning.
 func newFlags(env Env, name string, c func() command) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(prefixWriter{env.Stderr, "skillbus " + name + ": "})
+	fs.SetOutput(flagErrWriter{env.Stderr, "skillbus " + name + ": "})
 	// After a flag error (printed by fs), a pointer to the usage rather than
 	// all of it, so the error stays on the screen.
 	fs.Usage = func() { fmt.Fprintf(env.Stderr, "Run `skillbus %s --help` for the usage and examples.\n", name) }
@@ -250,13 +272,13 @@ func newFlags(env Env, name string, c func() command) *flag.FlagSet {
 	return fs
 }
 
-// prefixWriter writes each Write (one flag error) after a prefix.
-type prefixWriter struct {
+// flagErrWriter writes each Write (one flag error) after a prefix.
+type flagErrWriter struct {
 	w      io.Writer
 	prefix string
 }
 
-func (p prefixWriter) Write(b []byte) (int, error) {
+func (p flagErrWriter) Write(b []byte) (int, error) {
 	if _, err := io.WriteString(p.w, p.prefix); err != nil {
 		return 0, err
 	}
@@ -267,7 +289,7 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 // named name talks to NATS and so takes the connection flags.
 func connects(name string) bool {
 	switch strings.Fields(name + " x")[0] {
-	case "validate", "sections", "dev", "help", "version", "completion":
+	case "validate", "sections", "dev", "help", "auth", "version", "completion":
 		return false
 	}
 	return true

@@ -241,6 +241,8 @@ func seqCreate(url, body string) error {
 
 // TestRunPlaceFlags: flags that the place a run happens would ignore are
 // refused, saying why and how; --local runs here even with NATS_URL set.
+// So are the flags other commands would ignore (a file read without NATS,
+// an embedded stack, a Secret namespace without Secrets).
 func TestRunPlaceFlags(t *testing.T) {
 	clearNATSEnv(t)
 	seqFile := filepath.Join("..", "..", "examples", "sequences", "project-survey.seq.yaml")
@@ -275,6 +277,20 @@ func TestRunPlaceFlags(t *testing.T) {
 	code, _, errb = runMain(t, "run", seqFile, "--local", "--detach")
 	if code != ExitUsage || !strings.Contains(errb, "--detach needs NATS_URL (and no --local)") {
 		t.Errorf("run --local --detach = %d %q; want 2", code, errb)
+	}
+	// The other commands' flags that would be ignored.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"seqs", "show", seqFile, "--context", "prod"}, "is a file, read from disk without NATS, so --context would be ignored"},
+		{[]string{"seqs", "graph", "--creds", "x.creds", seqFile}, "so --creds would be ignored"},
+		{[]string{"mcp", "serve", "--local", root, "--context", "prod"}, "--context and --local contradict"},
+		{[]string{"auth", "--dir", t.TempDir(), "--namespace", "skillbus"}, "only -o k8s prints"},
+	} {
+		if code, _, errb := runMain(t, tc.args...); code != ExitUsage || !strings.Contains(errb, tc.want) {
+			t.Errorf("%q = %d %q; want 2 and %q", tc.args, code, errb, tc.want)
+		}
 	}
 	// --local: the in-process stack, with its flags, although NATS_URL is
 	// set (to a port where nothing listens).

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -140,6 +141,9 @@ func runSeqsShow(ctx context.Context, env Env, args []string) int {
 	if code >= 0 {
 		return code
 	}
+	if code := fileTakesNoConn(env, "seqs show", fs, pos[0]); code >= 0 {
+		return code
+	}
 	return withSequence(ctx, env, "seqs show", pos[0], func(s *seq.Sequence, raw json.RawMessage) int {
 		if out.Structured(env.Stdout, raw) {
 			return ExitOK
@@ -159,6 +163,9 @@ func runSeqsGraph(ctx context.Context, env Env, args []string) int {
 	format := choiceFlag(fs, "format", "mermaid", "graph format: mermaid or dot", "mermaid", "dot")
 	pos, code := seqsArgs(env, "graph", fs, args, 1)
 	if code >= 0 {
+		return code
+	}
+	if code := fileTakesNoConn(env, "seqs graph", fs, pos[0]); code >= 0 {
 		return code
 	}
 	return withSequence(ctx, env, "seqs graph", pos[0], func(s *seq.Sequence, _ json.RawMessage) int {
@@ -187,6 +194,20 @@ func runSeqsRm(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "deleted sequence %s\n", del.Name)
 		return ExitOK
 	})
+}
+
+// fileTakesNoConn refuses connection flags given with a sequence file,
+// which is read from disk (the flags would be ignored); -1 when there is
+// nothing to refuse.
+func fileTakesNoConn(env Env, cmd string, fs *flag.FlagSet, name string) int {
+	if st, err := os.Stat(name); err != nil || st.IsDir() {
+		return -1
+	}
+	if f := givenAny(fs, natsconn.FlagNames()...); f != "" {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %s is a file, read from disk without NATS, so %s would be ignored; leave %s out, or give a stored sequence's name\n", cmd, name, f, f)
+		return ExitUsage
+	}
+	return -1
 }
 
 // withSequence loads a sequence from a file (when name is one) or from the

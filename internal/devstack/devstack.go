@@ -16,14 +16,17 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/auth"
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/internal/seqworker"
 	"github.com/skillbus/skillbus/internal/skillfacesvc"
 	"github.com/skillbus/skillbus/internal/version"
+	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -52,13 +55,24 @@ type Config struct {
 	FetchWait time.Duration
 	// Logger receives the services' logs; nil discards them.
 	Logger *slog.Logger
+	// Auth, when set, locks the bus down with a `skillbus auth` setup
+	// (docs/security.md): the embedded server runs its operator, accounts
+	// and resolver, and each component connects as its own user — the
+	// registry, the seqworker and skillface with their roles' creds, the
+	// built-in tools as the "tools" role. nil (default): no
+	// authentication, for a loopback address only.
+	Auth *auth.Setup
+	// ServerLogger, when set, receives the embedded server's log
+	// (permission violations among it).
+	ServerLogger server.Logger
 }
 
 // Stack is a running all-in-one skillbus.
 type Stack struct {
 	srv      *natsserver.Server
-	nc       *nats.Conn // the services' connection
-	tnc      *nats.Conn // the tools' connection
+	auth     *auth.Setup
+	conns    []*nats.Conn // the components' connections, in start order
+	shared   *nats.Conn   // without auth: the services' one connection
 	reg      *registry.Registry
 	worker   *seqworker.Worker
 	face     *skillfacesvc.Service
@@ -79,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if cfg.FetchWait == 0 {
 		cfg.FetchWait = 500 * time.Millisecond
 	}
-	s := &Stack{}
+	s := &Stack{auth: cfg.Auth}
 	defer func() {
 		if err != nil {
 			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -92,41 +106,102 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	s.srv, err = natsserver.Start(natsserver.Options{Name: "skillbus-dev", Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.DataDir})
+	so := natsserver.Options{Name: "skillbus-dev", Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.DataDir, Logger: cfg.ServerLogger}
+	if cfg.Auth != nil {
+		so.ConfigFile = cfg.Auth.AuthConfig()
+	}
+	s.srv, err = natsserver.Start(so)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
-	if s.nc, err = s.srv.Connect(nats.Name("skillbus-dev services")); err != nil {
-		return nil, fmt.Errorf("connect to the embedded server: %w", err)
+	regNC, err := s.connect(auth.RoleRegistry, "skillbus-dev registry")
+	if err != nil {
+		return nil, err
 	}
-	if s.reg, err = registry.New(s.nc, registry.Config{Dir: cfg.Dir, Logger: log.With("service", "registry")}); err != nil {
+	if s.reg, err = registry.New(regNC, registry.Config{Dir: cfg.Dir, Logger: log.With("service", "registry"), Provision: s.owner(events.OwnerRegistry)}); err != nil {
 		return nil, err
 	}
 	if err = s.reg.Start(ctx); err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
-	if s.face, err = skillfacesvc.New(s.nc, skillfacesvc.Config{Logger: log.With("service", "skillface")}); err != nil {
+	faceNC, err := s.connect(auth.RoleSkillface, "skillbus-dev skillface")
+	if err != nil {
+		return nil, err
+	}
+	if s.face, err = skillfacesvc.New(faceNC, skillfacesvc.Config{Logger: log.With("service", "skillface"), Provision: s.owner(events.OwnerSkillface)}); err != nil {
 		return nil, err
 	}
 	if err = s.face.Start(ctx); err != nil {
 		return nil, fmt.Errorf("skillface: %w", err)
 	}
 	if s.provider != nil {
-		if s.tnc, err = s.srv.Connect(nats.Name("skillbus-dev tools")); err != nil {
-			return nil, fmt.Errorf("connect to the embedded server: %w", err)
+		tnc, err := s.connect(auth.RoleTools, "skillbus-dev tools")
+		if err != nil {
+			return nil, err
 		}
-		s.tools, err = tool.Serve(s.tnc, tool.ServerConfig{Name: BuiltinProvider, Version: version.String(), Description: "skillbus built-in tools rooted at " + s.provider.Root(), Metadata: s.provider.Metadata()}, s.provider.Tools()...)
+		s.tools, err = tool.Serve(tnc, tool.ServerConfig{Name: BuiltinProvider, Version: version.String(), Description: "skillbus built-in tools rooted at " + s.provider.Root(), Metadata: s.provider.Metadata()}, s.provider.Tools()...)
 		if err != nil {
 			return nil, fmt.Errorf("built-in tools: %w", err)
 		}
 	}
-	if s.worker, err = seqworker.New(s.nc, seqworker.Config{FetchWait: cfg.FetchWait, ShutdownTimeout: 5 * time.Second, Logger: log.With("service", "seqworker")}); err != nil {
+	workerNC, err := s.connect(auth.RoleSeqworker, "skillbus-dev seqworker")
+	if err != nil {
+		return nil, err
+	}
+	if s.worker, err = seqworker.New(workerNC, seqworker.Config{FetchWait: cfg.FetchWait, ShutdownTimeout: 5 * time.Second, Logger: log.With("service", "seqworker"), Provision: s.owner(events.OwnerSeqworker)}); err != nil {
 		return nil, err
 	}
 	if err = s.worker.Start(ctx); err != nil {
 		return nil, fmt.Errorf("seqworker: %w", err)
 	}
 	return s, nil
+}
+
+// connect returns the connection of the component in role: without Auth
+// one connection shared by the services (the tools get their own), with
+// Auth a connection per component as the role's user.
+func (s *Stack) connect(role, name string) (*nats.Conn, error) {
+	var opts []nats.Option
+	switch {
+	case s.auth != nil:
+		o, err := auth.ConnectOptions(s.auth.CredsFile(role))
+		if err != nil {
+			return nil, err
+		}
+		opts = o
+	case role != auth.RoleTools && s.shared != nil:
+		return s.shared, nil
+	case role != auth.RoleTools:
+		name = "skillbus-dev services"
+	}
+	nc, err := s.srv.Connect(append([]nats.Option{nats.Name(name)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the embedded server as %s: %w", role, err)
+	}
+	if s.auth == nil && role != auth.RoleTools {
+		s.shared = nc
+	}
+	s.conns = append(s.conns, nc)
+	return nc, nil
+}
+
+// owner returns the provisioning options of the service owner: with Auth
+// each service updates only what it owns (its user may not change the
+// rest, docs/security.md); without, every service provisions everything.
+func (s *Stack) owner(owner string) events.Options {
+	if s.auth == nil {
+		return events.Options{}
+	}
+	return events.Options{Owner: owner}
+}
+
+// Creds returns the creds file of role when the stack runs with Auth, else
+// "".
+func (s *Stack) Creds(role string) string {
+	if s.auth == nil {
+		return ""
+	}
+	return s.auth.CredsFile(role)
 }
 
 // URL returns the client URL of the embedded server (nats://HOST:PORT).
@@ -166,8 +241,8 @@ func (s *Stack) Stop(ctx context.Context) error {
 	if s.reg != nil {
 		errs = append(errs, s.reg.Stop(ctx))
 	}
-	for _, nc := range []*nats.Conn{s.tnc, s.nc} {
-		if nc != nil && !nc.IsClosed() {
+	for i := len(s.conns) - 1; i >= 0; i-- {
+		if nc := s.conns[i]; !nc.IsClosed() {
 			drain(ctx, nc)
 		}
 	}

@@ -1,5 +1,5 @@
 // Package kvsession stores skillface session state in a JetStream KV bucket
-// (SKILLFACE_SESSIONS, DESIGN.md §3): it implements skillface.SessionStore
+// (SKILLFACE_SESSIONS, docs/skills.md): it implements skillface.SessionStore
 // so that every skillface replica reads and writes the same sessions with
 // compare-and-set, and the bucket's TTL expires idle sessions.
 //
@@ -18,6 +18,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -46,15 +48,80 @@ type KeyValue interface {
 // are the bucket's stream sequence numbers. Expiry is the bucket's TTL
 // (events.Options.SessionsTTL for SKILLFACE_SESSIONS), counted from a
 // session's last write. Safe for concurrent use.
+//
+// Store also reports the bucket's TTL (skillface.SessionTTLReporter), read
+// from the bucket's status when kv has a Status method (a
+// jetstream.KeyValue has): RefreshTTL reads it, and SessionTTL reads it
+// again in the background once it is TTLRefresh old, so a TTL changed by a
+// later provisioning is seen within about a minute. Until the TTL has been
+// read, and when it cannot be, SessionTTL reports it unknown and the
+// Assembler writes the session on every call.
 type Store struct {
-	kv KeyValue
+	kv     KeyValue
+	direct *directGets // nil: reads with kv.Get (see direct.go)
+
+	ttl        atomic.Int64 // the bucket's TTL in nanoseconds; valid when ttlAt != 0
+	ttlAt      atomic.Int64 // when ttl was read (Unix nanoseconds); 0 = never
+	refreshing atomic.Bool  // a background RefreshTTL is running
 }
 
-var _ skillface.SessionStore = (*Store)(nil)
+// TTLRefresh is how old the TTL that Store reports may get before it is
+// read again from the bucket's status.
+const TTLRefresh = time.Minute
+
+// StatusKV is the optional method of a KeyValue that gives the bucket's
+// TTL; jetstream.KeyValue implements it.
+type StatusKV interface {
+	Status(ctx context.Context) (jetstream.KeyValueStatus, error)
+}
+
+var (
+	_ skillface.SessionStore       = (*Store)(nil)
+	_ skillface.SessionTTLReporter = (*Store)(nil)
+	_ skillface.SessionReadStarter = (*Store)(nil)
+)
 
 // New returns a Store over kv (for skillface: the SKILLFACE_SESSIONS
 // bucket, as provisioned by events.Provision).
 func New(kv KeyValue) *Store { return &Store{kv: kv} }
+
+// RefreshTTL reads the bucket's TTL from its status. Errors: the bucket's
+// error, wrapped; kv has no Status method.
+func (s *Store) RefreshTTL(ctx context.Context) error {
+	sk, ok := s.kv.(StatusKV)
+	if !ok {
+		return errors.New("kvsession: the bucket has no Status method; its TTL is unknown")
+	}
+	st, err := sk.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("kvsession: read the bucket status: %w", err)
+	}
+	s.ttl.Store(int64(st.TTL()))
+	s.ttlAt.Store(time.Now().UnixNano())
+	return nil
+}
+
+// SessionTTL implements skillface.SessionTTLReporter: the bucket's TTL as
+// last read (0: keys never expire), and whether it was read. A value
+// TTLRefresh old or older is still returned, and read again in the
+// background.
+func (s *Store) SessionTTL() (time.Duration, bool) {
+	at := s.ttlAt.Load()
+	if at == 0 || time.Since(time.Unix(0, at)) >= TTLRefresh {
+		if _, ok := s.kv.(StatusKV); ok && s.refreshing.CompareAndSwap(false, true) {
+			go func() {
+				defer s.refreshing.Store(false)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = s.RefreshTTL(ctx) // on failure the old value (or unknown) stays
+			}()
+		}
+	}
+	if at == 0 {
+		return 0, false
+	}
+	return time.Duration(s.ttl.Load()), true
+}
 
 // Key returns the KV key of a session id (events.KeyFor), or ErrSessionID.
 func Key(id string) (string, error) {
@@ -80,6 +147,14 @@ func (s *Store) Get(ctx context.Context, id string) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if s.direct != nil && !s.direct.off.Load() {
+		return s.StartGet(ctx, id)()
+	}
+	return s.kvGet(ctx, id, key)
+}
+
+// kvGet reads session id (at key) with the bucket's Get.
+func (s *Store) kvGet(ctx context.Context, id, key string) ([]byte, uint64, error) {
 	e, err := s.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):

@@ -46,6 +46,31 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceDirect runs the conformance suite against the store with
+// direct gets (NewDirect), the one skillface uses.
+func TestConformanceDirect(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, srv)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	sessiontest.Run(t, sessiontest.Suite{
+		New: func(t *testing.T, ttl time.Duration) skillface.SessionStore {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			bucket := fmt.Sprintf("SESSIONS_DIRECT_%d", n.Add(1))
+			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl})
+			if err != nil {
+				t.Fatalf("create bucket: %v", err)
+			}
+			return kvsession.NewDirect(kv, nc, bucket)
+		},
+		TTL: time.Second,
+	})
+}
+
 func TestKey(t *testing.T) {
 	tests := []struct {
 		name, id, want string

@@ -153,8 +153,16 @@ func (c *Config) Options() ([]nats.Option, error) {
 	if c.TLSCA.set() {
 		opts = append(opts, nats.RootCAs(c.TLSCA.V))
 	}
-	if c.InboxPrefix != "" {
-		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+	inbox := c.InboxPrefix
+	if inbox == "" && c.Creds.set() {
+		// A user restricted to a private inbox (skillbus auth) can only
+		// receive replies there: use it (docs/security.md).
+		if p, err := InboxPrefixOf(c.Creds.V); err == nil {
+			inbox = p
+		}
+	}
+	if inbox != "" {
+		opts = append(opts, nats.CustomInboxPrefix(inbox))
 	}
 	if c.TLSFirst {
 		opts = append(opts, nats.TLSHandshakeFirst())

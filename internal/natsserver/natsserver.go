@@ -56,6 +56,15 @@ type Options struct {
 	Cluster ClusterOptions
 	// Logs, when true, prints the server's own log to stderr; default off.
 	Logs bool
+	// ConfigFile, when set, is a nats-server configuration file read
+	// before the other options are applied: for example the one `skillbus
+	// auth` writes (operator mode, its accounts and resolver,
+	// docs/security.md). Name, Host, Port, StoreDir, MaxPayload and
+	// Cluster of these Options still win, and JetStream is always on.
+	ConfigFile string
+	// Logger, when set, receives the server's notices, warnings and errors
+	// (permission violations among them) instead of Logs' stderr.
+	Logger server.Logger
 }
 
 // ClusterOptions places an embedded server in a cluster.
@@ -83,15 +92,19 @@ type Server struct {
 // directory not writable, ErrStoreInUse (another server holds the store
 // directory: returned at once), or ErrNotReady.
 func Start(opts Options) (*Server, error) {
-	so := &server.Options{
-		ServerName: opts.Name,
-		Host:       opts.Host,
-		Port:       opts.Port,
-		JetStream:  true,
-		StoreDir:   opts.StoreDir,
-		MaxPayload: opts.MaxPayload,
-		NoSigs:     true,
-		NoLog:      !opts.Logs,
+	so := &server.Options{}
+	if opts.ConfigFile != "" {
+		fo, err := server.ProcessConfigFile(opts.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("natsserver: configuration %s: %w", opts.ConfigFile, err)
+		}
+		so = fo
+	}
+	so.ServerName, so.Host, so.Port = opts.Name, opts.Host, opts.Port
+	so.JetStream, so.StoreDir, so.NoSigs = true, opts.StoreDir, true
+	so.NoLog = !opts.Logs && opts.Logger == nil
+	if opts.MaxPayload != 0 || opts.ConfigFile == "" {
+		so.MaxPayload = opts.MaxPayload
 	}
 	if so.ServerName == "" {
 		so.ServerName = "skillbus-embedded"
@@ -140,7 +153,10 @@ func Start(opts Options) (*Server, error) {
 		s.release()
 		return nil, fmt.Errorf("natsserver: %w", err)
 	}
-	if opts.Logs {
+	switch {
+	case opts.Logger != nil:
+		srv.SetLoggerV2(opts.Logger, false, false, false)
+	case opts.Logs:
 		srv.ConfigureLogger()
 	}
 	s.srv = srv

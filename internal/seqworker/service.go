@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
@@ -77,17 +78,22 @@ func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
 			_ = req.Error("503", "the seqworker is stopping; retry", nil)
 			return
 		}
+		// The handler answers after this function returns: through a
+		// detached request, never through micro's (whose bookkeeping the
+		// service reads once the handler returns: replying through it
+		// from another goroutine is a data race).
+		dreq := detach(w.nc, req)
 		go func() {
 			defer w.inflight.Done()
 			defer func() { <-w.callSlots }()
 			defer func() {
 				if r := recover(); r != nil {
-					w.log.Error("seq endpoint panic", "subject", req.Subject(), "panic", r)
-					_ = req.Error("500", fmt.Sprintf("internal error: %v", r), nil)
+					w.log.Error("seq endpoint panic", "subject", dreq.Subject(), "panic", r)
+					_ = dreq.Error("500", fmt.Sprintf("internal error: %v", r), nil)
 				}
 			}()
-			ctx := events.Extract(w.runCtx, map[string][]string(req.Headers()))
-			h(ctx, req)
+			ctx := events.Extract(w.runCtx, map[string][]string(dreq.Headers()))
+			h(ctx, dreq)
 		}()
 	})
 }
@@ -250,3 +256,77 @@ func (w *Worker) respond(req micro.Request, m events.Message) {
 		_ = req.Error("500", fmt.Sprintf("reply of %d bytes not sent: %v", len(b), err), nil)
 	}
 }
+
+// detached is a micro.Request answered outside micro's request
+// bookkeeping: it publishes the reply on the request's reply subject
+// itself, so it may be used after the micro handler has returned (as
+// pkg/tool's providers do). Errors are sent as micro sends them (headers
+// Nats-Service-Error and Nats-Service-Error-Code); the service's error
+// statistics do not count them.
+type detached struct {
+	nc             *nats.Conn
+	subject, reply string
+	header         nats.Header
+	data           []byte
+}
+
+// detach copies what req's answer needs.
+func detach(nc *nats.Conn, req micro.Request) *detached {
+	return &detached{nc: nc, subject: req.Subject(), reply: req.Reply(), header: nats.Header(req.Headers()), data: req.Data()}
+}
+
+func (d *detached) publish(m *nats.Msg, opts []micro.RespondOpt) error {
+	for _, o := range opts {
+		o(m)
+	}
+	if d.reply == "" {
+		return nats.ErrMsgNoReply
+	}
+	m.Subject = d.reply
+	if err := d.nc.PublishMsg(m); err != nil {
+		return fmt.Errorf("%w: %s", micro.ErrRespond, err)
+	}
+	return nil
+}
+
+// Respond sends data as the reply.
+func (d *detached) Respond(data []byte, opts ...micro.RespondOpt) error {
+	return d.publish(&nats.Msg{Data: data}, opts)
+}
+
+// RespondJSON sends v encoded as JSON.
+func (d *detached) RespondJSON(v any, opts ...micro.RespondOpt) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return micro.ErrMarshalResponse
+	}
+	return d.Respond(b, opts...)
+}
+
+// Error sends a micro error reply with code and description.
+func (d *detached) Error(code, description string, data []byte, opts ...micro.RespondOpt) error {
+	if code == "" {
+		return fmt.Errorf("%w: error code", micro.ErrArgRequired)
+	}
+	if description == "" {
+		return fmt.Errorf("%w: description", micro.ErrArgRequired)
+	}
+	m := &nats.Msg{Header: nats.Header{micro.ErrorHeader: []string{description}, micro.ErrorCodeHeader: []string{code}}}
+	for _, o := range opts {
+		o(m)
+	}
+	m.Data = data
+	return d.publish(m, nil)
+}
+
+// Data returns the request's body.
+func (d *detached) Data() []byte { return d.data }
+
+// Headers returns the request's headers.
+func (d *detached) Headers() micro.Headers { return micro.Headers(d.header) }
+
+// Subject returns the subject the request arrived on.
+func (d *detached) Subject() string { return d.subject }
+
+// Reply returns the request's reply subject.
+func (d *detached) Reply() string { return d.reply }

@@ -121,6 +121,40 @@ func BenchmarkAssembleRoundTrip(b *testing.B) {
 		}
 		nsAssemble = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	})
+	// paired alternates one echo and one assemble request per iteration
+	// and reports both latencies and their ratio (x-echo): on a loaded
+	// machine the two are then measured under the same load. The goal
+	// (docs/skills.md, BENCHMARKS.md) is x-echo ≤ 2.
+	b.Run("paired", func(b *testing.B) {
+		ctx := context.Background()
+		run++
+		i := 0
+		var echo, asm time.Duration
+		for b.Loop() {
+			data := []byte(strings.Replace(string(reqs[i%len(reqs)]), `"bench-`, fmt.Sprintf(`"bench-r%d-%d-`, run, i/len(reqs)), 1))
+			t0 := time.Now()
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if _, err := nc.RequestWithContext(cctx, "bench.echo", data); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			m, err := nc.RequestWithContext(cctx, skillfacesvc.SubjectAssemble, data)
+			t2 := time.Now()
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if c := m.Header.Get(micro.ErrorCodeHeader); c != "" {
+				b.Fatalf("assemble: %s %s", c, m.Data)
+			}
+			echo += t1.Sub(t0)
+			asm += t2.Sub(t1)
+			i++
+		}
+		b.ReportMetric(float64(echo.Nanoseconds())/float64(b.N)/1e3, "echo-µs")
+		b.ReportMetric(float64(asm.Nanoseconds())/float64(b.N)/1e3, "assemble-µs")
+		b.ReportMetric(float64(asm)/float64(echo), "x-echo")
+	})
 	b.Run("assemble-in-process-kv", func(b *testing.B) {
 		js, err := jetstream.New(nc)
 		if err != nil {

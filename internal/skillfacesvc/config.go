@@ -34,11 +34,11 @@ const (
 )
 
 // Config configures a Service. The zero value is valid: the budgets of
-// DESIGN.md §6, sessions kept 24 h, on a single-node JetStream.
+// docs/skills.md, sessions kept 24 h, on a single-node JetStream.
 type Config struct {
 	// Provision sizes the streams and buckets every service provisions at
 	// start (replicas, storage); Provision.SessionsTTL is how long an idle
-	// session is kept in SKILLFACE_SESSIONS (default 24 h, DESIGN.md §3).
+	// session is kept in SKILLFACE_SESSIONS (default 24 h, docs/skills.md).
 	Provision events.Options
 
 	// EntryChars is the listing entry budget in characters; 0 means
@@ -60,7 +60,7 @@ type Config struct {
 
 	// Info sets the skill_info budgets (whole text up to 200 lines, else
 	// 30 lines and a table of contents); the zero value means the
-	// DESIGN.md §5 defaults.
+	// docs/skills.md defaults.
 	Info sections.Limits
 
 	// MaxRequestBytes is the largest request body accepted; a larger one

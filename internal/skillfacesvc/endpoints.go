@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -25,9 +26,9 @@ import (
 // (Nats-Service-Error-Code, Nats-Service-Error) and an ErrorReply body.
 const (
 	// SubjectAssemble: a skillface.Request → a skillface.Response
-	// (DESIGN.md §6).
+	// (docs/skills.md).
 	SubjectAssemble = events.SkillfaceAssembleSubject
-	// SubjectInfo: an InfoRequest → an InfoReply (skill_info, DESIGN.md §5).
+	// SubjectInfo: an InfoRequest → an InfoReply (skill_info, docs/skills.md).
 	SubjectInfo = events.SkillfaceInfoSubject
 )
 
@@ -74,7 +75,7 @@ type InfoRequest struct {
 	// Name of the skill; required.
 	Name string `json:"name"`
 	// Section is a section title; "" asks for the whole skill, or for its
-	// first lines and table of contents when it is long (DESIGN.md §5).
+	// first lines and table of contents when it is long (docs/skills.md).
 	Section string `json:"section,omitempty"`
 }
 
@@ -190,6 +191,28 @@ func (s *Service) handle(subject string, h handlerFunc, in incoming) {
 		return
 	}
 	s.send(ctx, subject, in, &nats.Msg{Data: out, Header: nats.Header{}})
+	putBuf(out) // the connection copied it
+}
+
+// replyBufs recycles reply buffers: a reply is copied into the
+// connection's write buffer when it is published, so its buffer can serve
+// the next reply (one large allocation less per request).
+var replyBufs sync.Pool
+
+// getBuf returns an empty buffer with room for at least n bytes.
+func getBuf(n int) []byte {
+	if b, ok := replyBufs.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// putBuf keeps b for getBuf unless it is very large.
+func putBuf(b []byte) {
+	if c := cap(b); c > 0 && c <= 1<<20 {
+		b = b[:0]
+		replyBufs.Put(&b)
+	}
 }
 
 // send publishes a reply to the request's inbox with the trace context.
@@ -284,7 +307,20 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 	}
 	data := in.data
 	var req skillface.Request
-	if err := decodeStrict(data, &req, assembleFields); err != nil {
+	// The session's state is read while the rest of the request is
+	// decoded and worked on (skillface.Assembler.Prefetch).
+	var release func() // collects the read if nothing used it
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	prefetch := func(id string) {
+		if id != "" && len(id) <= kvsession.MaxIDBytes {
+			ctx, release = s.asm.Prefetch(ctx, id)
+		}
+	}
+	if err := decodeRequest(data, &req, prefetch); err != nil {
 		return nil, err
 	}
 	if !req.Restricted && len(req.SessionID) > kvsession.MaxIDBytes {
@@ -301,7 +337,7 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 		return nil, err
 	}
 	if req.Restricted {
-		// DESIGN.md §6: the messages come back unchanged — the request's
+		// docs/skills.md: the messages come back unchanged — the request's
 		// own bytes, not a re-encoding.
 		var raw struct {
 			Messages json.RawMessage `json:"messages"`
@@ -331,7 +367,13 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 		out = append(out, ',')
 		return append(out, rest[1:]...), nil
 	}
-	return json.Marshal(resp)
+	// The same bytes as json.Marshal(resp), with the listing and the
+	// bodies escaped once per skill set rather than on every call.
+	n := 256
+	for _, m := range resp.Messages {
+		n += len(m.Content) + len(m.Role) + 32
+	}
+	return s.asm.AppendResponseJSON(getBuf(n+n/16), &resp), nil
 }
 
 // checkMounts removes repeated mounts (keeping the first, which changes

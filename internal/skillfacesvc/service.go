@@ -1,4 +1,4 @@
-// Package skillfacesvc is the skillface service (DESIGN.md §2, §6): it keeps
+// Package skillfacesvc is the skillface service (docs/skills.md): it keeps
 // a skillface.Assembler current by watching the SKILLS bucket, keeps session
 // state in the SKILLFACE_SESSIONS bucket (internal/kvsession), and serves
 // the NATS micro endpoints skillbus.skillface.assemble and
@@ -145,7 +145,13 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("skillfacesvc: bucket %s: %w", events.BucketSessions, err)
 	}
-	opts := append(s.cfg.options(), skillface.WithSessionStore(kvsession.New(sessKV)))
+	store := kvsession.NewDirect(sessKV, s.nc, events.BucketSessions)
+	if err := store.RefreshTTL(ctx); err != nil {
+		// Not fatal: with the TTL unknown every turn writes its session
+		// (see skillface.SessionTTLReporter); it is read again later.
+		s.log.Warn("cannot read the sessions bucket's TTL; every turn writes its session until it can", "err", err)
+	}
+	opts := append(s.cfg.options(), skillface.WithSessionStore(store))
 	if s.asm, err = skillface.New(opts...); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}

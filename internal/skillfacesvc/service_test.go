@@ -416,7 +416,7 @@ func (t recTracer) Start(ctx context.Context, name string, opts ...trace.SpanSta
 }
 
 // TestTraceContext: the handler's span continues the caller's trace
-// (W3C traceparent in the request headers, DESIGN.md §3).
+// (W3C traceparent in the request headers, docs/deploy.md "Traces").
 func TestTraceContext(t *testing.T) {
 	rec := &recorder{parents: map[string][]trace.SpanContext{}}
 	prev := otel.GetTracerProvider()

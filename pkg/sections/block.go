@@ -11,8 +11,12 @@ import (
 // block starts (block quote, ATX heading, fenced code, HTML block, setext
 // underline, thematic break, list item, indented code), then add the rest as
 // paragraph text, a lazy continuation line or code/HTML content. It keeps no
-// inline content: it only records the headings and whether each one is a
-// direct child of the document.
+// inline content: it only records the top-level headings.
+//
+// Speed: the parser holds no pointers in its per-line state (blocks are
+// values on a stack, paragraph lines are offsets into the text), so a line
+// costs no allocation and no GC write barrier; parsers are reused through a
+// sync.Pool, so splitting a document allocates only its result.
 
 type blockKind uint8
 
@@ -26,42 +30,53 @@ const (
 	kindHTML
 )
 
+// isContainer reports whether k can hold other blocks.
+func (k blockKind) isContainer() bool { return k <= kindItem }
+
 // block is one open block on the parser's stack.
 type block struct {
 	kind blockKind
-	// list item: the marker's column and the content's padding after it;
-	// hasChild is false while the item is still empty.
-	markerOffset, padding int
-	hasChild              bool
-	// fenced code
-	fenceChar             byte
-	fenceLen, fenceIndent int
+	// list item: hasChild is false while the item is still empty
+	hasChild bool
+	// fenced code: the fence character
+	fenceChar byte
 	// HTML block: 1–7, CommonMark §4.6
-	htmlType int
-	// paragraph: its lines (leading whitespace removed) and their numbers
-	lines   []string
-	lineNos []int
+	htmlType uint8
+	// list item: the column of its content (the marker's column plus the
+	// padding after the marker)
+	contentIndent int32
+	// fenced code: the fence's length and indentation
+	fenceLen, fenceIndent int32
 }
+
+// paraLine is one line of the open paragraph: text[start:end] (the line
+// without its container prefixes and leading whitespace) and its number.
+type paraLine struct{ start, end, lineNo int }
 
 // heading is one heading found by the block parser.
 type heading struct {
 	level    int
 	title    string
 	line     int  // 0-based first line
-	topLevel bool // a direct child of the document
+	topLevel bool // a direct child of the document (always true: nested headings are not recorded)
 }
 
 // blockParser holds the per-line state of the CommonMark parsing strategy.
 type blockParser struct {
-	stack    []*block // stack[0] is the document; only the last may be a leaf
-	headings []heading
-	// leaf is the one open leaf block (at most one is open at a time),
-	// reused with its line buffers; spare[i] is the container block last
-	// used at stack depth i, reused once the stack is shallower.
-	leaf  block
-	spare []*block
+	text string // the whole text (NUL already replaced)
+	// stack[:depth] are the open blocks: stack[0] is the document; only
+	// the last may be a leaf. The slice keeps its length (pushing and
+	// popping only change depth) so that no pointer is written per line.
+	stack    []block
+	depth    int
+	headings []heading // the top-level headings found so far
+	para     []paraLine
 
-	ln                 string // the current line without its line ending
+	// The current line is text[lnStart:lnEnd] (without its line ending);
+	// offset and nextNonspace are offsets in text, column counts from the
+	// line's start. The line is not kept as a string of its own: a pointer
+	// written on every line would cost a GC write barrier.
+	lnStart, lnEnd     int
 	lineNo             int
 	offset, column     int
 	nextNonspace       int
@@ -73,35 +88,24 @@ type blockParser struct {
 	lastMatched        int // index in stack of the last matched container
 }
 
-func (p *blockParser) tip() *block { return p.stack[len(p.stack)-1] }
+func (p *blockParser) tip() *block { return &p.stack[p.depth-1] }
 
-// newLeaf resets and returns the parser's single leaf block.
-func (p *blockParser) newLeaf(kind blockKind) *block {
-	p.leaf = block{kind: kind, lines: p.leaf.lines[:0], lineNos: p.leaf.lineNos[:0]}
-	return &p.leaf
-}
-
-// addContainer closes an open leaf and opens the block quote or list item b
-// under the tip.
-func (p *blockParser) addContainer(b block) {
-	p.popLeaf()
-	depth := len(p.stack)
-	for len(p.spare) <= depth {
-		p.spare = append(p.spare, nil)
+// reset prepares p for text, keeping its buffers.
+func (p *blockParser) reset(text string) {
+	p.text = text
+	if len(p.stack) < 8 {
+		p.stack = make([]block, 8)
 	}
-	c := p.spare[depth]
-	if c == nil {
-		c = new(block)
-		p.spare[depth] = c
-	}
-	*c = b
-	p.addChild(c)
+	p.stack[0] = block{kind: kindDocument}
+	p.depth = 1
+	p.headings = p.headings[:0]
+	p.para = p.para[:0]
 }
 
 func (p *blockParser) findNextNonspace() {
 	i, cols := p.offset, p.column
-	for i < len(p.ln) {
-		c := p.ln[i]
+	for i < p.lnEnd {
+		c := p.text[i]
 		if c == ' ' {
 			i++
 			cols++
@@ -112,7 +116,7 @@ func (p *blockParser) findNextNonspace() {
 			break
 		}
 	}
-	p.blank = i >= len(p.ln)
+	p.blank = i >= p.lnEnd
 	p.nextNonspace = i
 	p.nextNonspaceColumn = cols
 	p.indent = cols - p.column
@@ -128,8 +132,8 @@ func (p *blockParser) advanceNextNonspace() {
 // advanceOffset moves count characters (columns=false) or count columns
 // (columns=true; a tab may then be consumed partially) along the line.
 func (p *blockParser) advanceOffset(count int, columns bool) {
-	for count > 0 && p.offset < len(p.ln) {
-		if p.ln[p.offset] == '\t' {
+	for count > 0 && p.offset < p.lnEnd {
+		if p.text[p.offset] == '\t' {
 			toTab := 4 - p.column%4
 			if columns {
 				p.partialTab = toTab > count
@@ -155,8 +159,8 @@ func (p *blockParser) advanceOffset(count int, columns bool) {
 }
 
 func (p *blockParser) peek(i int) byte {
-	if i < len(p.ln) {
-		return p.ln[i]
+	if i < p.lnEnd {
+		return p.text[i]
 	}
 	return 0
 }
@@ -166,48 +170,66 @@ func isSpaceOrTab(c byte) bool { return c == ' ' || c == '\t' }
 // closeUnmatched closes every block below the last matched container.
 func (p *blockParser) closeUnmatched() {
 	if !p.allClosed {
-		p.stack = p.stack[:p.lastMatched+1]
+		p.depth = p.lastMatched + 1
 		p.allClosed = true
 	}
 }
 
-// addChild closes what must close and opens a block under the deepest
-// container that can hold it (a leaf tip is closed first).
-func (p *blockParser) addChild(b *block) {
-	for {
-		t := p.tip()
-		if t.kind == kindDocument || t.kind == kindQuote || t.kind == kindItem {
-			break
-		}
-		p.stack = p.stack[:len(p.stack)-1]
+// closeLeaf closes the open leaf block (the tip), if any, so that the tip
+// is a container.
+func (p *blockParser) closeLeaf() {
+	if !p.tip().kind.isContainer() {
+		p.depth--
 	}
-	p.tip().hasChild = true
-	p.stack = append(p.stack, b)
 }
 
-// containerDepth returns how many block quotes and list items are open: 0
-// means a block added now is a direct child of the document.
-func (p *blockParser) containerDepth() int {
-	n := 0
-	for _, b := range p.stack {
-		if b.kind == kindQuote || b.kind == kindItem {
-			n++
-		}
+// addChild closes an open leaf and opens a block of kind k under the
+// deepest container, and returns it for the caller to fill in. A new
+// paragraph starts with no lines. (The block is written field by field in
+// place: a block built elsewhere and copied in would be read back with one
+// wide load right after narrow stores, which stalls store forwarding.)
+func (p *blockParser) addChild(k blockKind) *block {
+	p.closeLeaf()
+	p.tip().hasChild = true
+	if k == kindParagraph {
+		p.para = p.para[:0]
 	}
-	return n
+	if p.depth == len(p.stack) {
+		p.stack = append(p.stack, make([]block, len(p.stack))...)
+	}
+	b := &p.stack[p.depth]
+	*b = block{}
+	b.kind = k
+	p.depth++
+	return b
 }
 
-func (p *blockParser) addHeading(level int, title string, line int) {
-	// A heading is a leaf: it closes a leaf tip and is itself closed at once.
-	for {
-		t := p.tip()
-		if t.kind == kindDocument || t.kind == kindQuote || t.kind == kindItem {
-			break
+// addParaLine adds the rest of the current line, from offset, to the open
+// paragraph.
+func (p *blockParser) addParaLine() {
+	p.para = append(p.para, paraLine{start: p.offset, end: p.lnEnd, lineNo: p.lineNo})
+}
+
+// topLevelNow reports whether a block added now is a direct child of the
+// document: the stack holds no block quote or list item.
+func (p *blockParser) topLevelNow() bool {
+	for i := 1; i < p.depth; i++ {
+		if k := p.stack[i].kind; k == kindQuote || k == kindItem {
+			return false
 		}
-		p.stack = p.stack[:len(p.stack)-1]
 	}
+	return true
+}
+
+// addLeafLine adds a leaf that takes its lines at once (a heading when
+// level > 0, else a thematic break): it closes a leaf tip and is itself
+// closed at once. Only top-level headings are recorded.
+func (p *blockParser) addLeafLine(level int, title string, line int) {
+	p.closeLeaf()
 	p.tip().hasChild = true
-	p.headings = append(p.headings, heading{level: level, title: title, line: line, topLevel: p.containerDepth() == 0})
+	if level > 0 && p.topLevelNow() {
+		p.headings = append(p.headings, heading{level: level, title: title, line: line, topLevel: true})
+	}
 }
 
 // continueBlock reports how an open block takes the current line:
@@ -232,20 +254,20 @@ func (p *blockParser) continueBlock(b *block) int {
 			p.advanceNextNonspace()
 			return 0
 		}
-		if p.indent >= b.markerOffset+b.padding {
-			p.advanceOffset(b.markerOffset+b.padding, true)
+		if p.indent >= int(b.contentIndent) {
+			p.advanceOffset(int(b.contentIndent), true)
 			return 0
 		}
 		return 1
 	case kindFence:
 		if p.indent <= 3 && p.peek(p.nextNonspace) == b.fenceChar {
-			rest := p.ln[p.nextNonspace:]
+			rest := p.text[p.nextNonspace:p.lnEnd]
 			n := 0
 			for n < len(rest) && rest[n] == b.fenceChar {
 				n++
 			}
-			if n >= b.fenceLen && strings.Trim(rest[n:], " \t") == "" {
-				p.stack = p.stack[:len(p.stack)-1]
+			if n >= int(b.fenceLen) && onlySpaceTab(rest[n:]) {
+				p.depth--
 				return 2
 			}
 		}
@@ -276,28 +298,62 @@ func (p *blockParser) continueBlock(b *block) int {
 	return 0
 }
 
-// maybeSpecial reports whether c can begin a block start other than
-// indented code.
-func maybeSpecial(c byte) bool {
-	switch c {
-	case '#', '`', '~', '*', '+', '_', '=', '<', '>', '-':
-		return true
-	}
-	return c >= '0' && c <= '9'
+// special marks the bytes that can begin a block start other than indented
+// code.
+var special = [256]bool{
+	'#': true, '`': true, '~': true, '*': true, '+': true, '_': true, '=': true, '<': true, '>': true, '-': true,
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
 }
 
-// incorporate adds one line (without its line ending) to the document.
-func (p *blockParser) incorporate(ln string, lineNo int) {
-	p.ln = ln
+// incorporate adds one line, text[start:end] without its line ending, to
+// the document.
+func (p *blockParser) incorporate(start, end, lineNo int) {
+	p.lnStart, p.lnEnd = start, end
 	p.lineNo = lineNo
-	p.offset, p.column, p.partialTab = 0, 0, false
+	p.offset, p.column, p.partialTab = start, 0, false
 	p.blank = false
+
+	// Fast paths for the most common lines at the top level (blank lines,
+	// paragraph text, fenced code content): each does exactly what the
+	// general steps below do for that line.
+	switch p.depth {
+	case 1: // nothing open
+		p.findNextNonspace()
+		if p.blank {
+			return
+		}
+		if !p.indented && !special[p.text[p.nextNonspace]] {
+			p.addChild(kindParagraph)
+			p.advanceNextNonspace()
+			p.addParaLine()
+			return
+		}
+	case 2:
+		switch t := &p.stack[1]; t.kind {
+		case kindParagraph:
+			p.findNextNonspace()
+			if p.blank {
+				p.depth = 1
+				return
+			}
+			if p.indented || !special[p.text[p.nextNonspace]] {
+				p.advanceNextNonspace()
+				p.addParaLine()
+				return
+			}
+		case kindFence:
+			p.findNextNonspace()
+			if p.indent > 3 || p.peek(p.nextNonspace) != t.fenceChar {
+				return // content
+			}
+		}
+	}
 
 	// 1. Match the open blocks.
 	matched := 0 // index of the deepest matched block
-	for i := 1; i < len(p.stack); i++ {
+	for i := 1; i < p.depth; i++ {
 		p.findNextNonspace()
-		r := p.continueBlock(p.stack[i])
+		r := p.continueBlock(&p.stack[i])
 		if r == 2 {
 			return
 		}
@@ -307,15 +363,16 @@ func (p *blockParser) incorporate(ln string, lineNo int) {
 		matched = i
 	}
 	p.lastMatched = matched
-	p.allClosed = matched == len(p.stack)-1
-	container := p.stack[matched]
+	p.allClosed = matched == p.depth-1
+	container := matched
 
 	// 2. Look for new block starts, unless the matched block takes raw lines.
-	matchedLeaf := container.kind == kindFence || container.kind == kindIndented || container.kind == kindHTML
+	k := p.stack[container].kind
+	matchedLeaf := k == kindFence || k == kindIndented || k == kindHTML
 starts:
 	for !matchedLeaf {
 		p.findNextNonspace()
-		if !p.indented && !maybeSpecial(p.peek(p.nextNonspace)) {
+		if !p.indented && !special[p.peek(p.nextNonspace)] {
 			p.advanceNextNonspace()
 			break
 		}
@@ -324,7 +381,7 @@ starts:
 			p.advanceNextNonspace()
 			break starts
 		case startContainer:
-			container = p.tip()
+			container = p.depth - 1
 		case startLeaf:
 			matchedLeaf = true
 		case startDone:
@@ -336,30 +393,25 @@ starts:
 	// new paragraph.
 	t := p.tip()
 	if !p.allClosed && !p.blank && t.kind == kindParagraph {
-		t.lines = append(t.lines, ln[p.offset:])
-		t.lineNos = append(t.lineNos, lineNo)
+		p.addParaLine()
 		return
 	}
 	p.closeUnmatched()
 	t = p.tip()
 	switch t.kind {
 	case kindParagraph:
-		t.lines = append(t.lines, ln[p.offset:])
-		t.lineNos = append(t.lineNos, lineNo)
+		p.addParaLine()
 	case kindHTML:
-		if t.htmlType >= 1 && t.htmlType <= 5 && htmlBlockEnds(t.htmlType, ln[p.offset:]) {
-			p.stack = p.stack[:len(p.stack)-1]
+		if t.htmlType >= 1 && t.htmlType <= 5 && htmlBlockEnds(int(t.htmlType), p.text[p.offset:p.lnEnd]) {
+			p.depth--
 		}
 	case kindFence, kindIndented:
 		// content: nothing to record
 	default:
-		if p.offset < len(ln) && !p.blank {
-			p.popLeaf()
-			b := p.newLeaf(kindParagraph)
-			p.addChild(b)
+		if p.offset < p.lnEnd && !p.blank {
+			p.addChild(kindParagraph)
 			p.advanceNextNonspace()
-			b.lines = append(b.lines, ln[p.offset:])
-			b.lineNos = append(b.lineNos, lineNo)
+			p.addParaLine()
 		}
 	}
 }
@@ -373,10 +425,12 @@ const (
 )
 
 // blockStart tries every block start in the spec's order and reports what
-// it opened (startNone … startDone).
-func (p *blockParser) blockStart(container *block) int {
+// it opened (startNone … startDone). container is the stack index of the
+// deepest matched or opened container (or the matched paragraph).
+func (p *blockParser) blockStart(container int) int {
 	c := p.peek(p.nextNonspace)
-	rest := p.ln[p.nextNonspace:]
+	rest := p.text[p.nextNonspace:p.lnEnd]
+	ck := p.stack[container].kind
 	if !p.indented {
 		switch {
 		case c == '>': // block quote
@@ -386,7 +440,7 @@ func (p *blockParser) blockStart(container *block) int {
 				p.advanceOffset(1, true)
 			}
 			p.closeUnmatched()
-			p.addContainer(block{kind: kindQuote})
+			p.addChild(kindQuote)
 			return startContainer
 		case c == '#': // ATX heading
 			n := 0
@@ -395,7 +449,7 @@ func (p *blockParser) blockStart(container *block) int {
 			}
 			if n <= 6 && (n == len(rest) || isSpaceOrTab(rest[n])) {
 				p.closeUnmatched()
-				p.addHeading(n, atxTitle(rest[n:]), p.lineNo)
+				p.addLeafLine(n, atxTitle(rest[n:]), p.lineNo)
 				return startDone
 			}
 		case c == '`' || c == '~': // fenced code
@@ -403,122 +457,117 @@ func (p *blockParser) blockStart(container *block) int {
 			for n < len(rest) && rest[n] == c {
 				n++
 			}
-			if n >= 3 && (c == '~' || !strings.ContainsRune(rest[n:], '`')) {
+			if n >= 3 && (c == '~' || strings.IndexByte(rest[n:], '`') < 0) {
 				p.closeUnmatched()
 				indent := p.indent
-				p.popLeaf()
-				b := p.newLeaf(kindFence)
-				b.fenceChar, b.fenceLen, b.fenceIndent = c, n, indent
-				p.addChild(b)
+				b := p.addChild(kindFence)
+				b.fenceChar, b.fenceLen, b.fenceIndent = c, int32(n), int32(indent)
 				p.advanceNextNonspace()
 				p.advanceOffset(n, false)
 				return startLeaf
 			}
 		case c == '<': // HTML block
-			interruptsPara := container.kind == kindParagraph || (!p.allClosed && !p.blank && p.tip().kind == kindParagraph)
+			interruptsPara := ck == kindParagraph || (!p.allClosed && !p.blank && p.tip().kind == kindParagraph)
 			if t := htmlBlockStart(rest, interruptsPara); t > 0 {
 				p.closeUnmatched()
-				p.popLeaf()
-				b := p.newLeaf(kindHTML)
-				b.htmlType = t
-				p.addChild(b)
+				p.addChild(kindHTML).htmlType = uint8(t)
 				return startLeaf
 			}
 		}
 		// setext underline
-		if (c == '=' || c == '-') && container.kind == kindParagraph && isSetextUnderline(rest) {
+		if (c == '=' || c == '-') && ck == kindParagraph && isSetextUnderline(rest) {
 			p.closeUnmatched()
-			if p.setextHeading(container, c) {
+			if p.setextHeading(c) {
 				return startDone
 			}
 		}
 		if (c == '*' || c == '_' || c == '-') && isThematicBreak(rest) {
 			p.closeUnmatched()
-			p.addHeadingless()
+			p.addLeafLine(0, "", p.lineNo)
 			return startDone
 		}
 	}
-	if p.listItemStart(container) {
+	if p.listItemStart(ck == kindParagraph) {
 		return startContainer
 	}
 	if p.indented && p.tip().kind != kindParagraph && !p.blank {
 		p.advanceOffset(4, true)
 		p.closeUnmatched()
-		p.popLeaf()
-		p.addChild(p.newLeaf(kindIndented))
+		p.addChild(kindIndented)
 		return startLeaf
 	}
 	return startNone
 }
 
-// popLeaf closes the open leaf block, if any, before the leaf is reused.
-func (p *blockParser) popLeaf() {
-	if t := p.tip(); t == &p.leaf {
-		p.stack = p.stack[:len(p.stack)-1]
-	}
-}
-
-// addHeadingless adds a leaf that takes no lines (a thematic break).
-func (p *blockParser) addHeadingless() {
-	for {
-		t := p.tip()
-		if t.kind == kindDocument || t.kind == kindQuote || t.kind == kindItem {
-			break
+// setextHeading turns the open paragraph (the tip) into a setext heading,
+// after removing the link reference definitions at its start (CommonMark
+// §4.3, §4.7). It reports false when nothing but definitions was left.
+func (p *blockParser) setextHeading(c byte) bool {
+	var content string
+	if len(p.para) == 1 {
+		content = p.text[p.para[0].start:p.para[0].end]
+	} else {
+		var b strings.Builder
+		for i, l := range p.para {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.text[l.start:l.end])
 		}
-		p.stack = p.stack[:len(p.stack)-1]
+		content = b.String()
 	}
-	p.tip().hasChild = true
-}
-
-// setextHeading turns the paragraph para into a setext heading, after
-// removing the link reference definitions at its start (CommonMark §4.3,
-// §4.7). It reports false when nothing but definitions was left.
-func (p *blockParser) setextHeading(para *block, c byte) bool {
-	content := strings.Join(para.lines, "\n")
 	consumed := 0
-	for {
-		n := refDefLen(content)
-		if n == 0 {
-			break
+	if content != "" && content[0] == '[' {
+		for {
+			n := refDefLen(content)
+			if n == 0 {
+				break
+			}
+			consumed += strings.Count(content[:n], "\n")
+			if n == len(content) && !strings.HasSuffix(content, "\n") {
+				consumed++
+			}
+			content = content[n:]
 		}
-		consumed += strings.Count(content[:n], "\n")
-		if n == len(content) && !strings.HasSuffix(content, "\n") {
-			consumed++
-		}
-		content = content[n:]
 	}
-	if consumed > 0 {
-		para.lines = para.lines[consumed:]
-		para.lineNos = para.lineNos[consumed:]
-	}
-	if len(para.lines) == 0 {
+	lines := p.para[consumed:]
+	if len(lines) == 0 {
 		return false
 	}
-	parts := make([]string, len(para.lines))
-	for i, l := range para.lines {
-		parts[i] = strings.Trim(l, " \t")
+	var title string
+	if len(lines) == 1 {
+		title = trimSpaceTab(p.text[lines[0].start:lines[0].end])
+	} else {
+		var b strings.Builder
+		for i, l := range lines {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(trimSpaceTab(p.text[l.start:l.end]))
+		}
+		title = b.String()
 	}
 	level := 2
 	if c == '=' {
 		level = 1
 	}
-	line := para.lineNos[0]
-	p.stack = p.stack[:len(p.stack)-1] // the paragraph is now the heading
-	p.addHeading(level, strings.Join(parts, "\n"), line)
+	line := lines[0].lineNo
+	p.depth-- // the paragraph is now the heading
+	p.addLeafLine(level, title, line)
 	return true
 }
 
 // listItemStart opens a list item when the line starts with a list marker
-// (CommonMark §5.2, §5.3).
-func (p *blockParser) listItemStart(container *block) bool {
+// (CommonMark §5.2, §5.3); inPara says whether it would interrupt a
+// paragraph.
+func (p *blockParser) listItemStart(inPara bool) bool {
 	if p.indent >= 4 {
 		return false
 	}
-	rest := p.ln[p.nextNonspace:]
+	rest := p.text[p.nextNonspace:p.lnEnd]
 	if rest == "" {
 		return false
 	}
-	inPara := container.kind == kindParagraph
 	n := 0
 	switch c := rest[0]; {
 	case c == '*' || c == '+' || c == '-':
@@ -541,7 +590,7 @@ func (p *blockParser) listItemStart(container *block) bool {
 	if n < len(rest) && !isSpaceOrTab(rest[n]) {
 		return false
 	}
-	if inPara && strings.Trim(rest[n:], " \t") == "" {
+	if inPara && onlySpaceTab(rest[n:]) {
 		return false
 	}
 	markerOffset := p.indent
@@ -554,7 +603,7 @@ func (p *blockParser) listItemStart(container *block) bool {
 			break
 		}
 	}
-	blankItem := p.offset >= len(p.ln)
+	blankItem := p.offset >= p.lnEnd
 	spaces := p.column - startCol
 	padding := n + spaces
 	if spaces >= 5 || spaces < 1 || blankItem {
@@ -566,14 +615,14 @@ func (p *blockParser) listItemStart(container *block) bool {
 		}
 	}
 	p.closeUnmatched()
-	p.addContainer(block{kind: kindItem, markerOffset: markerOffset, padding: padding})
+	p.addChild(kindItem).contentIndent = int32(markerOffset + padding)
 	return true
 }
 
 // atxTitle returns an ATX heading's text from what follows the opening
 // sequence: the optional closing sequence and surrounding spaces removed.
 func atxTitle(s string) string {
-	s = strings.Trim(s, " \t")
+	s = trimSpaceTab(s)
 	// a closing sequence is a run of # preceded by a space or tab (or the
 	// whole content)
 	end := len(s)
@@ -584,9 +633,37 @@ func atxTitle(s string) string {
 		return ""
 	}
 	if end < len(s) && isSpaceOrTab(s[end-1]) {
-		return strings.TrimRight(s[:end], " \t")
+		return trimRightSpaceTab(s[:end])
 	}
 	return s
+}
+
+// onlySpaceTab reports whether s holds nothing but spaces and tabs.
+func onlySpaceTab(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && s[i] != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// trimSpaceTab removes leading and trailing spaces and tabs.
+func trimSpaceTab(s string) string {
+	i := 0
+	for i < len(s) && isSpaceOrTab(s[i]) {
+		i++
+	}
+	return trimRightSpaceTab(s[i:])
+}
+
+// trimRightSpaceTab removes trailing spaces and tabs.
+func trimRightSpaceTab(s string) string {
+	j := len(s)
+	for j > 0 && isSpaceOrTab(s[j-1]) {
+		j--
+	}
+	return s[:j]
 }
 
 func isSetextUnderline(s string) bool {
@@ -595,7 +672,7 @@ func isSetextUnderline(s string) bool {
 	for i < len(s) && s[i] == c {
 		i++
 	}
-	return strings.Trim(s[i:], " \t") == ""
+	return onlySpaceTab(s[i:])
 }
 
 func isThematicBreak(s string) bool {

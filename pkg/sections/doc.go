@@ -1,6 +1,6 @@
 // Package sections splits Markdown into heading-delimited sections the way
 // a CommonMark 0.31.2 parser sees the document, and answers skill_info
-// (DESIGN.md §5): a table of contents with line counts, a section found by
+// (docs/skills.md): a table of contents with line counts, a section found by
 // title with its subsections, or the whole text when it is short.
 //
 // Only top-level headings cut sections: ATX (`#` … `######`) and setext

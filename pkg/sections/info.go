@@ -95,7 +95,7 @@ func normTitle(s string) string {
 
 // Resolve finds the section that title names and returns it extended over
 // its subsections: End becomes the start of the next section of the same or
-// a shallower level (or the end of the text). Matching (DESIGN.md §5), on
+// a shallower level (or the end of the text). Matching (docs/skills.md), on
 // titles folded by case, whitespace and `*`/`_`/"`" markers, and with
 // leading `#`s of the query ignored: an exact match beats a title that
 // contains the query, which beats a title contained in the query; ties go to
@@ -149,7 +149,7 @@ func titles(secs []Section) []string {
 	return out
 }
 
-// Limits are the budgets of Info (DESIGN.md §5). The zero value means the
+// Limits are the budgets of Info (docs/skills.md). The zero value means the
 // defaults.
 type Limits struct {
 	// WholeMaxLines: a text of at most this many lines is returned whole
@@ -173,7 +173,7 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Info answers skill_info (DESIGN.md §5) for text, a Markdown body without
+// Info answers skill_info (docs/skills.md) for text, a Markdown body without
 // front matter (a skill's Body), with the default Limits. See InfoWith.
 func Info(text, section string) (string, error) {
 	return InfoWith(text, SplitBody(text), section, Limits{})

@@ -1,7 +1,7 @@
 package sections
 
 // Section is one heading-delimited part of a Markdown document: the heading
-// line(s) and everything up to the next heading of any level (DESIGN.md §5).
+// line(s) and everything up to the next heading of any level (docs/skills.md).
 // Lines are 0-based lines of the original text; End is exclusive, so the
 // section's text is lines[Start:End] and the text stays the single source of
 // truth. The leading untitled section (text before the first heading) has

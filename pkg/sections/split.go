@@ -1,6 +1,9 @@
 package sections
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // Lines splits text into lines the way the splitter counts them: a line
 // ends at "\n" (a "\r" before it is part of the line ending, so CRLF files
@@ -114,59 +117,100 @@ func Split(text string) []Section {
 func SplitBody(text string) []Section { return split(text, 0) }
 
 func split(text string, skip int) []Section {
-	hs, n := parseHeadings(text, skip)
-	if n == 0 {
-		return nil
-	}
-	first := n
-	for _, h := range hs {
-		if h.topLevel {
-			first = h.line
-			break
-		}
-	}
-	out := make([]Section, 0, len(hs)+1)
-	if first > 0 {
-		out = append(out, Section{Level: 0, Title: "", Start: 0, End: first})
-	}
-	for _, h := range hs {
-		if !h.topLevel {
-			continue
-		}
-		if k := len(out); k > 0 {
-			out[k-1].End = h.line
-		}
-		out = append(out, Section{Level: h.level, Title: h.title, Start: h.line, End: n})
+	// The parser lives on the stack (so its per-line writes need no GC
+	// write barrier); its buffers come from a pool.
+	bufs := bufPool.Get().(*parserBufs)
+	var p blockParser
+	p.stack, p.headings, p.para = bufs.stack, bufs.headings, bufs.para
+	n := p.parse(text, skip)
+	out := sectionsOf(p.headings, n)
+	clear(p.headings) // the titles point into text
+	if cap(p.stack) <= 64 && cap(p.headings) <= 1024 && cap(p.para) <= 1024 {
+		bufs.stack, bufs.headings, bufs.para = p.stack, p.headings[:0], p.para[:0]
+		bufPool.Put(bufs)
 	}
 	return out
 }
 
+// sectionsOf turns the top-level headings of a text of n lines into its
+// sections.
+func sectionsOf(hs []heading, n int) []Section {
+	if n == 0 {
+		return nil
+	}
+	k := len(hs)
+	lead := k == 0 || hs[0].line > 0
+	if lead {
+		k++
+	}
+	out := make([]Section, k)
+	i := 0
+	if lead {
+		end := n
+		if len(hs) > 0 {
+			end = hs[0].line
+		}
+		out[0] = Section{Level: 0, Title: "", Start: 0, End: end}
+		i = 1
+	}
+	for j, h := range hs {
+		end := n
+		if j+1 < len(hs) {
+			end = hs[j+1].line
+		}
+		out[i] = Section{Level: h.level, Title: h.title, Start: h.line, End: end}
+		i++
+	}
+	return out
+}
+
+// parserBufs are the buffers of a blockParser, kept between calls.
+type parserBufs struct {
+	stack    []block
+	headings []heading
+	para     []paraLine
+}
+
+var bufPool = sync.Pool{New: func() any { return new(parserBufs) }}
+
 // parseHeadings runs the block parser over the lines of text from line skip
-// on and returns every heading it finds, nested ones included (topLevel
-// false), and the number of lines of text (as Lines counts them).
+// on and returns the top-level headings it finds and the number of lines of
+// text (as Lines counts them).
 func parseHeadings(text string, skip int) ([]heading, int) {
-	p := &blockParser{headings: make([]heading, 0, 16)}
-	p.stack = append(make([]*block, 0, 8), &block{kind: kindDocument})
+	var p blockParser
+	n := p.parse(text, skip)
+	return p.headings, n
+}
+
+// parse runs the block parser over the lines of text from line skip on,
+// leaving the top-level headings in p.headings, and returns the number of
+// lines of text (as Lines counts them). A NUL byte reads as U+FFFD
+// (CommonMark §2.3); a BOM at the start of the first line is ignored.
+func (p *blockParser) parse(text string, skip int) int {
+	if strings.IndexByte(text, 0) >= 0 {
+		// The replacement adds no line ending, so line numbers stay.
+		text = strings.ReplaceAll(text, "\x00", "\uFFFD")
+	}
+	p.reset(text)
 	n := 0
 	for pos := 0; pos < len(text); n++ {
-		ln := text[pos:]
-		if i := strings.IndexByte(ln, '\n'); i >= 0 {
-			ln = ln[:i]
-			pos += i + 1
+		start, end := pos, len(text)
+		if i := strings.IndexByte(text[pos:], '\n'); i >= 0 {
+			end = pos + i
+			pos = end + 1
 		} else {
 			pos = len(text)
 		}
 		if n < skip {
 			continue
 		}
-		ln = strings.TrimSuffix(ln, "\r")
-		if n == 0 {
-			ln = strings.TrimPrefix(ln, bom)
+		if end > start && text[end-1] == '\r' {
+			end--
 		}
-		if strings.IndexByte(ln, 0) >= 0 {
-			ln = strings.ReplaceAll(ln, "\x00", "\uFFFD")
+		if n == 0 && strings.HasPrefix(text[start:end], bom) {
+			start += len(bom)
 		}
-		p.incorporate(ln, n)
+		p.incorporate(start, end, n)
 	}
-	return p.headings, n
+	return n
 }

@@ -1,6 +1,7 @@
 package skillface
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-// Assembler implements DESIGN.md §6: it holds the current skill set and
+// Assembler assembles prompts as docs/skills.md describes: it holds the current skill set and
 // assembles prompts for any number of sessions. It is safe for concurrent
 // use; skill updates (PutSkill, DeleteSkill, SetSkills) are seen by every
 // Assemble that starts after they return.
@@ -31,16 +32,20 @@ type Assembler struct {
 	snap   atomic.Pointer[snapshot]
 
 	// cacheMu guards cache: rendered bodies by skill name, keyed further
-	// by fingerprint (DESIGN.md §6).
+	// by fingerprint (docs/skills.md).
 	cacheMu sync.RWMutex
 	cache   map[string]renderedBody
 
-	assembles, restricted, activations, renders, hits, truncations, conflicts atomic.Uint64
+	// states caches decoded session states (see stateCache).
+	states stateCache
+
+	assembles, restricted, activations, renders, hits, truncations, conflicts, skipped atomic.Uint64
 }
 
 type renderedBody struct {
 	fingerprint string
 	text        string
+	json        []byte // text as a JSON string (AppendResponseJSON)
 	truncated   bool
 }
 
@@ -54,6 +59,7 @@ func New(opts ...Option) (*Assembler, error) {
 		sessionBodies:  DefaultSessionBodies,
 		bodyBytes:      DefaultBodyBytes,
 		maxAttempts:    DefaultMaxAttempts,
+		now:            time.Now,
 	}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
@@ -156,6 +162,9 @@ type Stats struct {
 	CacheHits   uint64 `json:"cache_hits"`   // bodies served from the render cache
 	Truncations uint64 `json:"truncations"`  // listing entries cut, listings cut short and bodies cut, summed over responses
 	Conflicts   uint64 `json:"conflicts"`    // session compare-and-set conflicts retried
+	// SkippedWrites: calls that changed nothing in their session but the
+	// round and were not written (see SessionTTLReporter).
+	SkippedWrites uint64 `json:"skipped_writes"`
 }
 
 // Stats returns the current counters.
@@ -168,11 +177,13 @@ func (a *Assembler) Stats() Stats {
 		CacheHits:   a.hits.Load(),
 		Truncations: a.truncations.Load(),
 		Conflicts:   a.conflicts.Load(),
+
+		SkippedWrites: a.skipped.Load(),
 	}
 }
 
 // Assemble inserts the skill listing and the active skills' bodies into
-// req.Messages and computes the tool surface (DESIGN.md §6; the rules are in
+// req.Messages and computes the tool surface (docs/skills.md; the rules are in
 // the package documentation). The request's slices are not modified.
 //
 // Errors: ErrInvalidRequest (no session id, round below 1, a message without
@@ -192,16 +203,23 @@ func (a *Assembler) Assemble(ctx context.Context, req Request) (Response, error)
 	if err := validate(&req); err != nil {
 		return Response{}, err
 	}
+	// The session is read at once (or was, by Prefetch), while the hits
+	// are worked out (see update).
+	read := a.prefetched(ctx, req.SessionID)
+	if read == nil {
+		read = a.startRead(ctx, req.SessionID)
+	}
 	sn := a.snapshot()
 
 	// Which skills activate or trigger again in this call: mounts first in
 	// request order, then triggers and paths by name.
 	hits, err := sn.hits(&req)
 	if err != nil {
+		discard(read)
 		return Response{}, err
 	}
 
-	st, newly, dropped, err := a.update(ctx, sn, &req, hits)
+	st, newly, dropped, err := a.update(ctx, sn, &req, hits, read)
 	if err != nil {
 		return Response{}, err
 	}
@@ -270,12 +288,139 @@ func (sn *snapshot) hits(req *Request) ([]int, error) {
 	return out, nil
 }
 
+// stateRead is the result of a SessionStore.Get.
+type stateRead struct {
+	raw []byte
+	rev uint64
+	err error
+}
+
+// reader waits for a session read started by startRead. It must be called
+// exactly once (discard does it for a read nobody needs).
+type reader func() stateRead
+
+// startRead starts reading the session and returns the function that waits
+// for the result: the store's own StartGet when it has one
+// (SessionReadStarter), else a read in a goroutine.
+func (a *Assembler) startRead(ctx context.Context, id string) reader {
+	if rs, ok := a.cfg.store.(SessionReadStarter); ok {
+		wait := rs.StartGet(ctx, id)
+		return func() stateRead {
+			raw, rev, err := wait()
+			return stateRead{raw, rev, err}
+		}
+	}
+	ch := make(chan stateRead, 1)
+	go func() {
+		raw, rev, err := a.cfg.store.Get(ctx, id)
+		ch <- stateRead{raw, rev, err}
+	}()
+	return func() stateRead { return <-ch }
+}
+
+// discard collects a read nobody needs, in the background.
+func discard(r reader) { go r() }
+
+// Prefetch starts reading the state of session id now and returns ctx
+// extended with that read, and a release function. The first Assemble of
+// that session called with the returned context (or one derived from it)
+// uses the read instead of reading again. A service calls Prefetch as soon
+// as it knows a request's session id — before decoding the rest of the
+// request, say — so that the read, a round trip to the session store,
+// overlaps that work; the read starts after the request was received, so
+// it sees every write made before, as Assemble's own read would. Call
+// release when the request is done (defer it): it collects the read if no
+// Assemble used it.
+func (a *Assembler) Prefetch(ctx context.Context, id string) (context.Context, func()) {
+	p := &prefetch{id: id, read: a.startRead(ctx, id)}
+	return context.WithValue(ctx, prefetchKey{a}, p), func() {
+		if p.used.CompareAndSwap(false, true) {
+			discard(p.read)
+		}
+	}
+}
+
+type prefetchKey struct{ a *Assembler }
+
+type prefetch struct {
+	id   string
+	read reader
+	used atomic.Bool
+}
+
+// prefetched returns the read Prefetch started for session id in ctx, once,
+// or nil.
+func (a *Assembler) prefetched(ctx context.Context, id string) reader {
+	p, ok := ctx.Value(prefetchKey{a}).(*prefetch)
+	if !ok || p.id != id || !p.used.CompareAndSwap(false, true) {
+		return nil
+	}
+	return p.read
+}
+
 // update applies this call to the session state with compare-and-set,
 // retrying conflicts. It returns the new state, the skills injected for the
-// first time by this call and the skills dropped by it.
-func (a *Assembler) update(ctx context.Context, sn *snapshot, req *Request, hits []int) (sessionState, []string, []string, error) {
+// first time by this call and the skills dropped by it. read delivers the
+// session as read when the call began.
+//
+// Speculation: the call is first worked out on the state this replica
+// last saw of the session (stateCache; a session it has not seen is taken
+// to be new) while read is under way. If that needs a write, the write is
+// a compare-and-set on the revision of the state it was worked out on, so
+// it succeeds only if that state is still the stored one — then read is
+// not waited for. If no write is needed, the result stands once read shows
+// the very same stored bytes (or, for a new session, no session).
+// Otherwise the call is worked out again on what read returned, as without
+// speculation. Either way the answer is the one the stored state gives.
+func (a *Assembler) update(ctx context.Context, sn *snapshot, req *Request, hits []int, read reader) (sessionState, []string, []string, error) {
+	defer func() {
+		if read != nil { // not needed after all
+			discard(read)
+		}
+	}()
+	now := a.cfg.now()
+	spec, ok := a.states.speculate(req.SessionID, now)
+	st := spec.st.clone()
+	prev := st.clone()
+	newly, dropped := a.apply(&st, sn, req, hits)
+	if a.needsWrite(&prev, &st, spec.rev, now) {
+		b, err := a.encodeState(req.SessionID, &st, now)
+		if err != nil {
+			return sessionState{}, nil, nil, err
+		}
+		rev, err := a.cfg.store.CompareAndSet(ctx, req.SessionID, b, spec.rev)
+		switch {
+		case err == nil:
+			a.states.put(req.SessionID, b, rev, &st, now)
+			return st, newly, dropped, nil
+		case !errors.Is(err, ErrRevisionMismatch):
+			return sessionState{}, nil, nil, fmt.Errorf("skillface: session %q: write state: %w", req.SessionID, err)
+		}
+		// The speculation was wrong; fall through to what read returns.
+	} else {
+		r := read()
+		read = nil
+		switch {
+		case ok && r.err == nil && r.rev == spec.rev && bytes.Equal(r.raw, spec.raw),
+			!ok && errors.Is(r.err, ErrSessionNotFound):
+			if spec.rev != 0 {
+				a.skipped.Add(1)
+				a.states.confirm(req.SessionID, now)
+			}
+			return st, newly, dropped, nil
+		}
+		read = func() stateRead { return r }
+	}
+
 	for attempt := 1; ; attempt++ {
-		raw, rev, err := a.cfg.store.Get(ctx, req.SessionID)
+		var r stateRead
+		if read != nil {
+			r = read()
+			read = nil
+		} else {
+			r.raw, r.rev, r.err = a.cfg.store.Get(ctx, req.SessionID)
+		}
+		raw, rev, err := r.raw, r.rev, r.err
 		var st sessionState
 		switch {
 		case errors.Is(err, ErrSessionNotFound):
@@ -283,21 +428,25 @@ func (a *Assembler) update(ctx context.Context, sn *snapshot, req *Request, hits
 		case err != nil:
 			return sessionState{}, nil, nil, fmt.Errorf("skillface: session %q: read state: %w", req.SessionID, err)
 		default:
-			if st, err = decodeState(req.SessionID, raw); err != nil {
+			if st, err = a.states.decode(req.SessionID, raw, rev, now); err != nil {
 				return sessionState{}, nil, nil, err
 			}
 		}
-		wasEmpty := st.empty()
+		prev := st.clone()
 		newly, dropped := a.apply(&st, sn, req, hits)
-		if wasEmpty && st.empty() && rev == 0 {
-			return st, newly, dropped, nil // nothing to remember
+		if !a.needsWrite(&prev, &st, rev, now) {
+			if rev != 0 {
+				a.skipped.Add(1)
+			}
+			return st, newly, dropped, nil
 		}
-		b, err := json.Marshal(&st)
+		b, err := a.encodeState(req.SessionID, &st, now)
 		if err != nil {
-			return sessionState{}, nil, nil, fmt.Errorf("skillface: session %q: encode state: %w", req.SessionID, err)
+			return sessionState{}, nil, nil, err
 		}
-		_, err = a.cfg.store.CompareAndSet(ctx, req.SessionID, b, rev)
+		nrev, err := a.cfg.store.CompareAndSet(ctx, req.SessionID, b, rev)
 		if err == nil {
+			a.states.put(req.SessionID, b, nrev, &st, now)
 			return st, newly, dropped, nil
 		}
 		if !errors.Is(err, ErrRevisionMismatch) {
@@ -319,6 +468,53 @@ func (a *Assembler) update(ctx context.Context, sn *snapshot, req *Request, hits
 			}
 		}
 	}
+}
+
+// needsWrite reports whether the call turned the session state prev,
+// stored at revision rev (0: no session), into a state st that must be
+// written: a new session with something to remember, or a session whose
+// skills changed, or whose last write is too old to skip (fresh). When
+// nothing but the round changed, the stored state answers a retry of the
+// call exactly as the call was answered (each active skill keeps the round
+// it was injected in), so the write is skipped; see "Sessions" in the
+// package documentation.
+func (a *Assembler) needsWrite(prev, st *sessionState, rev uint64, now time.Time) bool {
+	if rev == 0 {
+		return !prev.empty() || !st.empty()
+	}
+	return !st.sameSkills(prev) || !a.fresh(prev.Written, now)
+}
+
+// encodeState stamps st with the time of this write and encodes it.
+func (a *Assembler) encodeState(id string, st *sessionState, now time.Time) ([]byte, error) {
+	st.Written = now.Unix()
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("skillface: session %q: encode state: %w", id, err)
+	}
+	return b, nil
+}
+
+// fresh reports whether a session last written at written (Unix seconds)
+// may go unwritten at now: the store's TTL is known and the write is less
+// than a quarter of it old (not in the future either, so that a writer
+// whose clock ran ahead cannot keep a session from being refreshed).
+func (a *Assembler) fresh(written int64, now time.Time) bool {
+	r, ok := a.cfg.store.(SessionTTLReporter)
+	if !ok {
+		return false
+	}
+	ttl, known := r.SessionTTL()
+	switch {
+	case !known:
+		return false
+	case ttl == 0:
+		return true // sessions never expire
+	case written == 0:
+		return false // written before Written existed
+	}
+	age := now.Sub(time.Unix(written, 0))
+	return age >= -time.Second && age < ttl/4
 }
 
 // apply updates st for this call: removed skills drop out, changed skills
@@ -479,5 +675,6 @@ func renderBody(s *skill.Skill, max int) renderedBody {
 		b.WriteString(` bytes; read the rest section by section with skill_info "` + s.Name + `".`)
 	}
 	rb.text = b.String()
+	rb.json = appendJSONString(make([]byte, 0, len(rb.text)+len(rb.text)/8+2), rb.text)
 	return rb
 }

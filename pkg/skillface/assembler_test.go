@@ -639,7 +639,7 @@ func TestStats(t *testing.T) {
 	assemble(t, a, user("s", 1, "go"))
 	assemble(t, a, user("s", 2, "hi"))
 	assemble(t, a, skillface.Request{Restricted: true})
-	want := skillface.Stats{Assembles: 3, Restricted: 1, Activations: 1, BodyRenders: 1, CacheHits: 1, Truncations: 4}
+	want := skillface.Stats{Assembles: 3, Restricted: 1, Activations: 1, BodyRenders: 1, CacheHits: 1, Truncations: 4, SkippedWrites: 1}
 	if got := a.Stats(); got != want {
 		t.Errorf("Stats() = %+v; want %+v", got, want)
 	}

@@ -61,6 +61,7 @@ func TestConversation(t *testing.T) {
 		req := skillface.Request{SessionID: "conv", Round: int64(i + 1), Messages: convo,
 			WorkFiles: turn.files, Tools: tools, Mounts: turn.mounts}
 		resp := assemble(t, a, req)
+		checkResponseJSON(t, a, &resp)
 		fmt.Fprintf(&out, "=== turn %d: files %q mounts %q\n", i+1, turn.files, turn.mounts)
 		for _, m := range resp.Messages {
 			fmt.Fprintf(&out, "--- %s\n%s\n", m.Role, m.Content)

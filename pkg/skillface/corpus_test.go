@@ -55,7 +55,7 @@ func listingEntries(listing string) []string {
 }
 
 // TestCorpusListingWithinBudgets loads the whole public skills corpus and
-// checks the listing the model sees against the budgets of DESIGN.md §6:
+// checks the listing the model sees against the budgets of docs/skills.md:
 // with the defaults and with budgets small enough that real descriptions
 // and the entry count overflow, every entry fits, every cut is marked and
 // the marks and counts agree.

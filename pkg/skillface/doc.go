@@ -1,6 +1,6 @@
 // Package skillface assembles prompts with skills: it lists the loaded skills
 // to the model, activates the relevant ones, injects their bodies into the
-// message list and narrows the tool surface on the turn in which they activate or trigger again (DESIGN.md §6).
+// message list and narrows the tool surface on the turn in which they activate or trigger again (docs/skills.md).
 // It is pure logic with no NATS dependency; cmd/skillface wires it to NATS
 // (the SKILLS bucket feeds [Assembler.PutSkill] and [Assembler.DeleteSkill],
 // the SKILLFACE_SESSIONS bucket implements [SessionStore]).
@@ -90,10 +90,27 @@
 // unchanged — the same slice, so the same bytes — and the caller's tools, and
 // no session state is read or written.
 //
-// Sessions. The per-session state (active skills with their fingerprints,
-// the dropped names, the last round) is a small JSON document in a
-// [SessionStore] read and written with compare-and-set on a revision, so any
-// number of replicas serve one session without losing an update; a conflict
-// is retried. [NewMemoryStore] is the in-memory store; the sessiontest
-// subpackage is the conformance suite every store must pass.
+// Sessions. The per-session state (active skills with their fingerprints
+// and the round each was injected in, the dropped names, the round and time
+// of the last write) is a small JSON document in a [SessionStore] read and
+// written with compare-and-set on a revision, so any number of replicas
+// serve one session without losing an update; a conflict is retried.
+// [NewMemoryStore] is the in-memory store; the sessiontest subpackage is the
+// conformance suite every store must pass.
+//
+// Writes. A call that changes nothing but the round is not written: the
+// answer to a retry of any call depends only on the active skills and the
+// round each was injected in, which did not change, so retries stay
+// idempotent. Because a store forgets a session its TTL after the last
+// write, a session in use is still written once its last write is a quarter
+// of the TTL old; that needs the store to report its TTL
+// ([SessionTTLReporter]) — a store that does not is written on every call.
+//
+// Speed. A call reads its session at once (or earlier, see
+// [Assembler.Prefetch]) and meanwhile works the call out on the state this
+// Assembler last saw of the session. A call that must write does so with a
+// compare-and-set on that state's revision, without waiting for the read; a
+// call that writes nothing answers once the read shows the same stored
+// bytes. When the guess was wrong the call is worked out again on what was
+// read, so the answer is always the one the stored state gives.
 package skillface

@@ -37,7 +37,7 @@ var (
 )
 
 // UnknownSkillError is returned by Assemble when Request.Mounts names skills
-// that are not loaded (DESIGN.md §6). It matches ErrUnknownSkill with
+// that are not loaded (docs/skills.md). It matches ErrUnknownSkill with
 // errors.Is.
 type UnknownSkillError struct {
 	// Names are the unknown mounts in request order, each once.

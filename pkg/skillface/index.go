@@ -14,7 +14,7 @@ import (
 )
 
 // truncMark ends a listing entry that was cut; it is also the prefix of the
-// lines that count what was cut (DESIGN.md §6).
+// lines that count what was cut (docs/skills.md).
 const truncMark = ".truncated"
 
 // entry is one compiled skill. It is immutable and shared by snapshots.
@@ -88,7 +88,7 @@ func listingLine(s *skill.Skill, max int) (string, bool) {
 	b.WriteString(s.Name)
 	switch s.Invocation {
 	case skill.InvocationModelOnly:
-		// Name only (DESIGN.md §6).
+		// Name only (docs/skills.md).
 	default:
 		if s.Invocation == skill.InvocationUserOnly {
 			b.WriteString(" (only the user can start this skill)")
@@ -145,7 +145,9 @@ type snapshot struct {
 	triggers triggerIndex
 	paths    pathIndex
 	listing  string // the listing text without the per-session ".dropped:" line
-	counts   Counts // EntriesTruncated and EntriesDropped
+	// listingJSON is listing as a JSON string (AppendResponseJSON).
+	listingJSON []byte
+	counts      Counts // EntriesTruncated and EntriesDropped
 }
 
 func buildSnapshot(skills map[string]*entry, listingEntries, entryChars int) *snapshot {
@@ -199,6 +201,7 @@ func buildSnapshot(skills map[string]*entry, listingEntries, entryChars int) *sn
 		b.WriteByte('\n')
 	}
 	sn.listing = strings.TrimSuffix(b.String(), "\n")
+	sn.listingJSON = appendJSONString(nil, sn.listing)
 	return sn
 }
 

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The default budgets of DESIGN.md §6.
+// The default budgets (docs/skills.md, "How skillface uses skills").
 const (
 	// DefaultEntryChars: a listing entry is at most this many characters
 	// (Unicode code points), the ".truncated" mark included.
@@ -35,6 +35,7 @@ type config struct {
 	bodyBytes      int
 	maxAttempts    int
 	store          SessionStore
+	now            func() time.Time // the clock of sessionState.Written; tests replace it
 }
 
 // Option configures an Assembler. An option given an out-of-range value

@@ -14,7 +14,7 @@ type Message struct {
 }
 
 // Request is one prompt-assembly request: one model call of one agent
-// session (DESIGN.md §6). It travels as JSON.
+// session (docs/skills.md). It travels as JSON.
 type Request struct {
 	// SessionID identifies the conversation; the session state is stored
 	// under it. Required unless Restricted.
@@ -40,7 +40,7 @@ type Request struct {
 	Mounts []string `json:"mounts,omitempty"`
 }
 
-// Response is the answer to a Request (DESIGN.md §6). It travels as JSON.
+// Response is the answer to a Request (docs/skills.md). It travels as JSON.
 type Response struct {
 	// Messages: the request's messages with the listing and one system
 	// message per active skill inserted after the leading system messages.

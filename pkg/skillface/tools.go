@@ -70,7 +70,7 @@ func (p toolPattern) matches(tool string) bool {
 }
 
 // toolSurface computes the surface for the skills that triggered in this
-// call (DESIGN.md §6): (∪ allowed of those declaring it, else caller) ∩
+// call (docs/skills.md): (∪ allowed of those declaring it, else caller) ∩
 // caller − ∪ disallowed, plus the argument limits of specifier patterns.
 func toolSurface(caller []string, skills []*entry) ([]string, []ToolLimit) {
 	anyAllow := false

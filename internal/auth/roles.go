@@ -1,0 +1,386 @@
+package auth
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/events"
+)
+
+// Role names. A tool provider for a prefix P is the role "tools-P"
+// (ToolRole).
+const (
+	RoleRegistry  = "registry"
+	RoleSeqworker = "seqworker"
+	RoleSkillface = "skillface"
+	RoleTools     = "tools"
+	RoleAgent     = "agent"
+	RoleRunner    = "runner"
+	RoleReader    = "reader"
+)
+
+// BuiltinToolFamilies are the first subject tokens of the built-in tools
+// (internal/builtin): fs.*, text.render and cmd.run. The "tools" role may
+// answer exactly these families; a test keeps the list in step with the
+// tools internal/builtin serves.
+var BuiltinToolFamilies = []string{"fs", "text", "cmd"}
+
+// Grant is one subject a role may publish to or subscribe to, and why it
+// needs it (the docs/security.md tables show Why).
+type Grant struct {
+	// Subject is a NATS subject or pattern (* one token, > the rest).
+	Subject string
+	// Why says which operation needs the subject.
+	Why string
+}
+
+// Role is one NATS user of a skillbus deployment and exactly what it may
+// do: nothing is allowed that is not listed here (docs/security.md).
+type Role struct {
+	// Name is the user's name and the base of its files: NAME.creds,
+	// the Kubernetes Secret skillbus-NAME-creds.
+	Name string
+	// Summary says who uses the role, on one line.
+	Summary string
+	// Pub and Sub are the publish and subscribe allow-lists.
+	Pub, Sub []Grant
+	// DenyPub are subjects refused even though an allow pattern matches
+	// them (the durable consumers of other roles).
+	DenyPub []Grant
+	// Responds lets the user answer requests it received (allow_responses:
+	// one reply per request, within ResponseWindow), which is how services
+	// and tool providers reply without a publish grant on _INBOX.>.
+	Responds bool
+}
+
+// InboxPrefix returns the role's private inbox prefix, _INBOX.<name>: its
+// replies arrive under it and no other role may subscribe there. A client
+// must use it as its inbox prefix (natsconn does so from the creds file,
+// InboxPrefixOf; the nats CLI takes --inbox-prefix or a context's
+// inbox_prefix).
+func (r Role) InboxPrefix() string { return "_INBOX." + r.Name }
+
+// ToolRole returns the role name of a tool provider for prefix:
+// "tools-" + prefix with the prefix's dots replaced by '-'.
+func ToolRole(prefix string) string { return RoleTools + "-" + strings.ReplaceAll(prefix, ".", "-") }
+
+// The JetStream names a role's grants are made of. KV bucket B is the
+// stream KV_B with subjects $KV.B.>; object store B is OBJ_B with $O.B.>.
+const (
+	jsAPI = "$JS.API."
+	kvSK  = "KV_" + events.BucketSkills
+	kvSQ  = "KV_" + events.BucketSequences
+	kvRU  = "KV_" + events.BucketRuns
+	kvSS  = "KV_" + events.BucketSessions
+	objRS = "OBJ_" + events.BucketRunSlots
+)
+
+// streams are every stream skillbus provisions (events.Provision), with
+// the durable consumers on each and the role that owns them.
+var streams = []string{kvSK, kvSQ, kvRU, kvSS, objRS, events.StreamSeqRuns, events.StreamEvents}
+
+// durables maps a stream to the durable consumers on it; only the
+// seqworker creates, reads and acks them, and every other role that may
+// create consumers on the stream is denied these names.
+var durables = map[string][]string{
+	events.StreamSeqRuns: {events.ConsumerSeqworker},
+	events.StreamEvents:  {events.ConsumerSeqworkerBoot},
+}
+
+// Roles returns the permission table: the service roles, the built-in tool
+// provider, one tool provider per prefix in toolPrefixes (each may answer
+// only tool.<prefix>.>), and the client roles. The table is data:
+// Generate turns it into user JWTs and docs/security.md renders it
+// (Markdown).
+func Roles(toolPrefixes ...string) ([]Role, error) {
+	roles := []Role{registryRole(), seqworkerRole(), skillfaceRole(), toolsRole(RoleTools, "the built-in tools (`skillbus tools serve`, skillbus dev)", BuiltinToolFamilies)}
+	seen := map[string]bool{}
+	for _, p := range toolPrefixes {
+		if err := checkToolPrefix(p); err != nil {
+			return nil, err
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		roles = append(roles, toolsRole(ToolRole(p), fmt.Sprintf("a tool provider for the prefix `%s` (`tools serve --prefix %s`, `skillbus mcp --prefix %s`)", p, p, p), []string{p}))
+	}
+	roles = append(roles, agentRole(), runnerRole(), readerRole())
+	names := map[string]bool{}
+	for _, r := range roles {
+		if names[r.Name] {
+			return nil, fmt.Errorf("%w: two roles are named %q: pick tool prefixes whose names differ once dots become '-'", ErrConfig, r.Name)
+		}
+		names[r.Name] = true
+	}
+	return roles, nil
+}
+
+// checkToolPrefix reports a prefix that is not one or more subject tokens
+// of letters, digits, '-' and '_' separated by dots, or that is a built-in
+// family (its tools belong to the "tools" role).
+func checkToolPrefix(p string) error {
+	if p == "" {
+		return fmt.Errorf("%w: --tool-prefix is empty", ErrConfig)
+	}
+	for _, part := range strings.Split(p, ".") {
+		if part == "" {
+			return fmt.Errorf("%w: --tool-prefix %q has an empty part", ErrConfig, p)
+		}
+		for _, c := range part {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return fmt.Errorf("%w: --tool-prefix %q: use letters, digits, '-' and '_', with dots between parts (as tools serve --prefix)", ErrConfig, p)
+			}
+		}
+	}
+	if slices.Contains(BuiltinToolFamilies, strings.Split(p, ".")[0]) {
+		return fmt.Errorf("%w: --tool-prefix %q starts with a built-in tool family (%s), which the \"tools\" role answers; pick another prefix", ErrConfig, p, strings.Join(BuiltinToolFamilies, ", "))
+	}
+	return nil
+}
+
+// grants builds a list of grants sharing one reason.
+func grants(why string, subjects ...string) []Grant {
+	out := make([]Grant, len(subjects))
+	for i, s := range subjects {
+		out[i] = Grant{Subject: s, Why: why}
+	}
+	return out
+}
+
+// cat joins grant lists, keeping the first grant of each subject.
+func cat(lists ...[]Grant) []Grant {
+	var out []Grant
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, g := range l {
+			if !seen[g.Subject] {
+				seen[g.Subject] = true
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// inbox is the subscribe grant of a role's private inbox.
+func inbox(name string) []Grant {
+	return grants("replies to its requests (private inbox)", "_INBOX."+name+".>")
+}
+
+// provisioning is what events.Provision does at the start of the service
+// owner (Options.Owner = owner): it creates every stream, bucket and object
+// store that is missing — creating one that exists with the same
+// configuration changes nothing, and the server refuses one with another —
+// so start order does not matter (docs/operations.md), and it updates only
+// the ones it owns (events.OwnerOf).
+func provisioning(owner string) []Grant {
+	create := []string{jsAPI + "INFO"}
+	var update []string
+	for _, s := range streams {
+		create = append(create, jsAPI+"STREAM.CREATE."+s, jsAPI+"STREAM.INFO."+s)
+		if events.OwnerOf(s) == owner {
+			update = append(update, jsAPI+"STREAM.UPDATE."+s)
+		}
+	}
+	return cat(
+		grants("provisioning at start: create what is missing (start order does not matter)", create...),
+		grants("provisioning at start: apply its settings to what it owns", update...))
+}
+
+// streamRead is reading single messages of a stream: its info, and a
+// message by sequence or the last one of a subject (KV get, object
+// metadata). KV and object store streams answer direct gets; SEQ_RUNS and
+// EVENTS the STREAM.MSG.GET API.
+func streamRead(why, stream string) []Grant {
+	if strings.HasPrefix(stream, "KV_") || strings.HasPrefix(stream, "OBJ_") {
+		return grants(why, jsAPI+"STREAM.INFO."+stream, jsAPI+"DIRECT.GET."+stream, jsAPI+"DIRECT.GET."+stream+".>")
+	}
+	return grants(why, jsAPI+"STREAM.INFO."+stream, jsAPI+"STREAM.MSG.GET."+stream)
+}
+
+// ephemeral is reading a stream through consumers of the client's own
+// (ordered consumers: KV watches and key lists, object reads, `skillbus
+// watch`), named by the client: create (with one filter subject, it is
+// part of the API subject), fetch, info, delete, flow control.
+func ephemeral(why, stream string) []Grant {
+	return grants(why,
+		jsAPI+"CONSUMER.CREATE."+stream+".*", jsAPI+"CONSUMER.CREATE."+stream+".*.>", jsAPI+"CONSUMER.MSG.NEXT."+stream+".*",
+		jsAPI+"CONSUMER.INFO."+stream+".*", jsAPI+"CONSUMER.DELETE."+stream+".*", "$JS.FC."+stream+".>")
+}
+
+// denyDurables refuses creating, deleting, reading or pulling from the
+// durable consumers on stream (the seqworker's), which the ephemeral
+// patterns would otherwise match.
+func denyDurables(stream string) []Grant {
+	var out []Grant
+	for _, d := range durables[stream] {
+		why := "the seqworker's durable consumer " + d + " (only the seqworker may change or drain it)"
+		out = append(out, grants(why,
+			jsAPI+"CONSUMER.CREATE."+stream+"."+d, jsAPI+"CONSUMER.CREATE."+stream+"."+d+".>",
+			jsAPI+"CONSUMER.MSG.NEXT."+stream+"."+d, jsAPI+"CONSUMER.DELETE."+stream+"."+d,
+			jsAPI+"CONSUMER.INFO."+stream+"."+d)...)
+	}
+	return out
+}
+
+// microService is what a NATS micro service needs beyond its endpoints:
+// answering discovery ($SRV.PING, $SRV.INFO, $SRV.STATS).
+func microService() []Grant {
+	return grants("NATS micro discovery (`nats micro ls`, `skillbus tools`)", "$SRV.>")
+}
+
+// discovery is asking the micro services who they are (`skillbus tools`,
+// `nats micro ls`).
+func discovery() []Grant {
+	return grants("list services and tools (`skillbus tools`, `nats micro ls`)", "$SRV.PING", "$SRV.PING.>", "$SRV.INFO", "$SRV.INFO.>", "$SRV.STATS", "$SRV.STATS.>")
+}
+
+func registryRole() Role {
+	return Role{
+		Name:     RoleRegistry,
+		Summary:  "the registry (`cmd/registry`): the only writer of SKILLS and SEQUENCES",
+		Responds: true,
+		Pub: cat(
+			provisioning(events.OwnerRegistry),
+			grants("store skills and sequences (KV put and delete)", "$KV."+events.BucketSkills+".>", "$KV."+events.BucketSequences+".>"),
+			streamRead("read stored skills and sequences", kvSK), streamRead("read stored skills and sequences", kvSQ),
+			ephemeral("watch SKILLS and SEQUENCES (revert writes of others) and list their keys", kvSK),
+			ephemeral("watch SKILLS and SEQUENCES (revert writes of others) and list their keys", kvSQ),
+			grants("registry events (put, delete, invalid, clash, warning, reverted)", events.SubjectRegistryEventsAll),
+		),
+		Sub: cat(inbox(RoleRegistry),
+			grants("its endpoints (skill and sequence list, get, info; seq.create, seq.delete)", events.RegistryPrefix+".>"),
+			microService()),
+	}
+}
+
+func seqworkerRole() Role {
+	sr, ev := events.StreamSeqRuns, events.StreamEvents
+	c, b := events.ConsumerSeqworker, events.ConsumerSeqworkerBoot
+	return Role{
+		Name:     RoleSeqworker,
+		Summary:  "the seqworker (`cmd/seqworker`): the only writer of RUNS and RUN_SLOTS, the only consumer of SEQ_RUNS, the only caller of tools",
+		Responds: true,
+		Pub: cat(
+			provisioning(events.OwnerSeqworker),
+			grants("provisioning at start: its consumer of run requests",
+				jsAPI+"CONSUMER.CREATE."+sr+"."+c+".>", jsAPI+"CONSUMER.INFO."+sr+"."+c),
+			grants("run states and checkpoints (KV put)", "$KV."+events.BucketRuns+".>"),
+			grants("slot values too large for RUNS (object put)", "$O."+events.BucketRunSlots+".>"),
+			streamRead("read run states", kvRU), ephemeral("list runs (skillbus.seq.list)", kvRU),
+			streamRead("read large slot values", objRS), ephemeral("read large slot values", objRS),
+			grants("replace or remove large slot values", jsAPI+"STREAM.PURGE."+objRS),
+			streamRead("read stored sequences", kvSQ), ephemeral("watch SEQUENCES (schedules, boot sequences)", kvSQ),
+			grants("queue run requests (seq.run, boot runs) and keep schedules", events.SubjectRunAll, events.SubjectScheduleAll),
+			streamRead("read schedules", sr),
+			grants("replace a sequence's schedule", jsAPI+"STREAM.PURGE."+sr),
+			grants("pull run requests from its durable consumer and ack them (in-progress heartbeats included)",
+				jsAPI+"CONSUMER.MSG.NEXT."+sr+"."+c, "$JS.ACK."+sr+"."+c+".>"),
+			grants("boot runs: its durable consumer of agent_ready events",
+				jsAPI+"CONSUMER.CREATE."+ev+"."+b+".>", jsAPI+"CONSUMER.INFO."+ev+"."+b,
+				jsAPI+"CONSUMER.MSG.NEXT."+ev+"."+b, "$JS.ACK."+ev+"."+b+".>"),
+			grants("run and schedule events (started, group, finished, cancelling ...)", events.SubjectRunEventsAll, "events.schedule.>"),
+			grants("call tools", events.SubjectToolAll),
+		),
+		Sub: cat(inbox(RoleSeqworker),
+			grants("its endpoints (seq.run, status, cancel, list, rerun, call)", events.SeqPrefix+".>"),
+			grants("cancel signals to the worker holding a run", "events.run.*."+events.RunCancelling),
+			grants("runs that used up their deliveries (server advisory)", events.AdvisoryMaxDeliveriesSeqworker),
+			microService()),
+	}
+}
+
+func skillfaceRole() Role {
+	return Role{
+		Name:     RoleSkillface,
+		Summary:  "skillface (`cmd/skillface`): prompt assembly; the only reader of prompts and the only writer of SKILLFACE_SESSIONS",
+		Responds: true,
+		Pub: cat(
+			provisioning(events.OwnerSkillface),
+			streamRead("read skills", kvSK), ephemeral("watch SKILLS", kvSK),
+			grants("session activation state (KV create and compare-and-set update)", "$KV."+events.BucketSessions+".>"),
+			streamRead("read session state", kvSS),
+		),
+		Sub: cat(inbox(RoleSkillface),
+			grants("its endpoints (assemble, info): the prompts", events.SkillfacePrefix+".>"),
+			microService()),
+	}
+}
+
+func toolsRole(name, who string, families []string) Role {
+	var answer []string
+	for _, f := range families {
+		answer = append(answer, events.ToolPrefix+f+".>")
+	}
+	return Role{
+		Name:     name,
+		Summary:  who + ": may answer only `" + strings.Join(answer, "`, `") + "`",
+		Responds: true,
+		Pub:      grants("warn when instances of one tool disagree (tools serve)", "$SRV.INFO"),
+		Sub: cat(inbox(name),
+			grants("answer its tools (queue group)", answer...),
+			microService()),
+	}
+}
+
+// reads are the requests and stream reads of every client role: list and
+// read skills, sequences and runs, watch events.
+func reads(name string) []Grant {
+	ev := events.StreamEvents
+	return cat(
+		grants("list and read skills and sequences (`skillbus skills`, `seqs`)",
+			events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject,
+			events.RegistrySeqListSubject, events.RegistrySeqGetSubject),
+		grants("list and read runs (`skillbus runs ls`, `runs show`)", events.SeqStatusSubject, events.SeqListSubject),
+		streamRead("watch events (`skillbus watch`)", ev), ephemeral("watch events (`skillbus watch`)", ev),
+		streamRead("a run's state (`skillbus watch RUN`)", kvRU),
+		streamRead("a run's large slot values", objRS), ephemeral("a run's large slot values", objRS),
+		discovery(),
+	)
+}
+
+// clientSub is what a client role subscribes to: its inbox and the live
+// events (the EVENTS stream, which it may read anyway, as core messages).
+func clientSub(name string) []Grant {
+	return cat(inbox(name), grants("live events: a run's progress (`skillbus run`, `watch`)", events.SubjectEventsAll))
+}
+
+func runnerRole() Role {
+	return Role{
+		Name:    RoleRunner,
+		Summary: "a client that starts, watches and cancels runs (`skillbus run`, `call`, `runs cancel`, `agent-ready`, CI jobs): runs start only through the `skillbus.seq` endpoints",
+		Pub: cat(
+			grants("start, cancel and re-run runs, run one group (`skillbus run`, `call`, `runs cancel`, `runs rerun`)",
+				events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqCallSubject),
+			grants("announce an agent boot (`skillbus agent-ready`): boot sequences run once per boot id", events.SubjectAgentReadyAll),
+			reads(RoleRunner),
+		),
+		DenyPub: denyDurables(events.StreamEvents),
+		Sub:     clientSub(RoleRunner),
+	}
+}
+
+func agentRole() Role {
+	r := runnerRole()
+	r.Name = RoleAgent
+	r.Summary = "an agent runtime: what a runner may do, plus prompt assembly (`skillbus.skillface.assemble`, `info`) and storing or deleting sequences through the registry (seq_create, `skillbus seqs rm`)"
+	r.Pub = cat(
+		grants("assemble prompts and read skill sections (its own requests only)", events.SkillfaceAssembleSubject, events.SkillfaceInfoSubject),
+		grants("store and delete sequences through the registry, which validates them (seq_create, `skillbus seqs rm`)", events.RegistrySeqCreateSubject, events.RegistrySeqDeleteSubject),
+		r.Pub,
+	)
+	r.Sub = clientSub(RoleAgent)
+	return r
+}
+
+func readerRole() Role {
+	return Role{
+		Name:    RoleReader,
+		Summary: "a read-only client (`skillbus skills`, `seqs`, `runs ls`, `runs show`, `watch`, `tools`, dashboards): starts nothing",
+		Pub:     reads(RoleReader),
+		DenyPub: denyDurables(events.StreamEvents),
+		Sub:     clientSub(RoleReader),
+	}
+}
