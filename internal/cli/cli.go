@@ -1,9 +1,10 @@
 // Package cli implements the skillbus command line (README.md, "Using
-// skillbus"): one file per subcommand, each a func(ctx, env, args) int
-// returning the exit code. Every command parses its flags with newFlags and
-// parseInterleaved (flags anywhere on the line; flags.go), prints read
-// results with an output flag (-o json|yaml|wide; output.go), and is
-// described to shell completion by its entry in commands (completion.go).
+// skillbus"; docs/architecture.md, Components): one file per subcommand,
+// each a func(ctx, env, args) int returning the exit code. Every command
+// parses its flags with newFlags and parseInterleaved (flags anywhere on the
+// line; flags.go), prints read results with an output flag (-o
+// json|yaml|wide; output.go), and is described to shell completion by its
+// entry in commands (completion.go).
 //
 // Exit codes: 0 success; 1 the command ran and found a problem (an invalid
 // file, a failed run); 2 the command line itself was wrong (unknown command
