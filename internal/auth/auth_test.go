@@ -20,6 +20,7 @@ import (
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 var update = flag.Bool("update", false, "rewrite the roles section of docs/security.md from the table")
@@ -249,6 +250,26 @@ func TestRolesTable(t *testing.T) {
 		if r.Responds != service {
 			t.Errorf("%s: Responds = %v; want %v (only services and tool providers answer requests)", r.Name, r.Responds, service)
 		}
+	}
+	// Every stream and bucket events.Provision makes is in the table.
+	var made []string
+	for _, kv := range events.KeyValueConfigs(events.Options{}) {
+		made = append(made, "KV_"+kv.Bucket)
+	}
+	for _, sc := range events.StreamConfigs(events.Options{}) {
+		made = append(made, sc.Name)
+	}
+	made = append(made, "OBJ_"+events.RunSlotsConfig(events.Options{}).Bucket)
+	for _, m := range made {
+		if !slices.Contains(streams, m) {
+			t.Errorf("events.Provision makes the stream %s, which the permission table does not know (internal/auth streams)", m)
+		}
+	}
+	if len(made) != len(streams) {
+		t.Errorf("the table knows the streams %v; events.Provision makes %v", streams, made)
+	}
+	if !slices.Contains(durables[events.StreamSeqRuns], events.ConsumerSeqworker) || !slices.Contains(durables[events.StreamEvents], events.ConsumerSeqworkerBoot) {
+		t.Errorf("durables = %v; want the seqworker's consumers on SEQ_RUNS and EVENTS", durables)
 	}
 	p, err := builtin.New(builtin.Config{Root: t.TempDir(), AllowCommands: []string{"true"}})
 	if err != nil {
