@@ -484,3 +484,40 @@ func TestRotateReload(t *testing.T) {
 	}
 	nc.Close()
 }
+
+// TestK8sServerConfig lays out the NATS pods' files as
+// deploy/k8s/components/nats-auth mounts them — the overlay's nats.conf
+// and the component's nats-auth.conf under /etc/nats-config, auth.conf
+// from the Secret under /etc/nats-auth — and has nats-server read them: the
+// server trusts the generated operator and accounts, for both the cluster
+// and the single-server configuration.
+func TestK8sServerConfig(t *testing.T) {
+	s := generate(t, Options{Dir: t.TempDir()})
+	t.Setenv("SERVER_NAME", "nats-0")
+	k8s := filepath.Join("..", "..", "deploy", "k8s")
+	comp, err := os.ReadFile(filepath.Join(k8s, "components", "nats-auth", "nats-auth.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	authConf, _ := os.ReadFile(s.AuthConfig())
+	for _, kind := range []string{"cluster", "single"} {
+		base, err := os.ReadFile(filepath.Join(k8s, "nats", kind, "nats.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		etc := t.TempDir()
+		os.MkdirAll(filepath.Join(etc, "nats-config"), 0o755)
+		os.MkdirAll(filepath.Join(etc, "nats-auth"), 0o755)
+		os.WriteFile(filepath.Join(etc, "nats-config", "nats.conf"), base, 0o644)
+		os.WriteFile(filepath.Join(etc, "nats-config", "nats-auth.conf"), comp, 0o644)
+		os.WriteFile(filepath.Join(etc, "nats-auth", "auth.conf"), authConf, 0o644)
+		o, err := server.ProcessConfigFile(filepath.Join(etc, "nats-config", "nats-auth.conf"))
+		if err != nil {
+			t.Fatalf("%s: nats-server refuses nats-auth.conf with auth.conf: %v", kind, err)
+		}
+		if len(o.TrustedOperators) != 1 || o.SystemAccount != s.SystemKey || o.AccountResolver == nil || o.MaxControlLine != MaxControlLine || !o.JetStream {
+			t.Errorf("%s: operators %d, system account %q, resolver %v, max_control_line %d, JetStream %v; want the generated setup on a JetStream server",
+				kind, len(o.TrustedOperators), o.SystemAccount, o.AccountResolver, o.MaxControlLine, o.JetStream)
+		}
+	}
+}
