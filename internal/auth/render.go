@@ -64,8 +64,9 @@ func SecretName(role string) string { return "skillbus-" + role + "-creds" }
 const AuthSecretName = "skillbus-nats-auth"
 
 // K8sSecrets returns the setup as Kubernetes Secrets, one YAML document
-// each: skillbus-<role>-creds (key nats.creds) for every role and the
-// system user, and skillbus-nats-auth (key auth.conf) for the servers. An
+// each: skillbus-<role>-creds (key nats.creds) for every role, and
+// skillbus-nats-auth (key auth.conf) for the servers; the system user's
+// creds stay in the directory (no pod needs them). An
 // empty namespace leaves it to kubectl's -n. Errors: a creds file that
 // cannot be read.
 func (s *Setup) K8sSecrets(namespace string) ([]byte, error) {
@@ -92,7 +93,6 @@ func (s *Setup) K8sSecrets(namespace string) ([]byte, error) {
 	for _, r := range s.Roles {
 		names = append(names, r.Name)
 	}
-	names = append(names, SystemUser)
 	for _, n := range names {
 		b, err := os.ReadFile(s.CredsFile(n))
 		if err != nil {
