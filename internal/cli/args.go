@@ -153,7 +153,7 @@ func argValue(t seq.Type, v string) (json.RawMessage, error) {
 }
 
 // fileValue checks one --args-file value (JSON) against type t, by the
-// rules the engine applies to run arguments (DESIGN.md §4): null fits every
+// rules the engine applies to run arguments (docs/sequences.md, Types): null fits every
 // type; a number without fraction is an integer and also fits number; an
 // array<T>'s items must each fit T. The error says what to give instead.
 func fileValue(t seq.Type, raw json.RawMessage) error {

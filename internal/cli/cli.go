@@ -1,4 +1,4 @@
-// Package cli implements the skillbus command line (DESIGN.md §2): one file
+// Package cli implements the skillbus command line (docs/architecture.md, Components): one file
 // per subcommand, each a func(ctx, env, args) int returning the exit code.
 //
 // Exit codes: 0 success; 1 the command ran and found a problem (an invalid

@@ -6,9 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/skillbus/skillbus/internal/mcpbridge"
+	"github.com/skillbus/skillbus/internal/servicecmd"
 )
 
 func mcpCommand() command {
@@ -98,8 +97,9 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
 		return ExitUsage
 	}
-	return serveService(ctx, env, "mcp", &sf, func(ctx context.Context, nc *nats.Conn, fail func(error)) (func(context.Context) error, error) {
-		b, err := mcpbridge.Start(ctx, nc, cfg)
+	return serveService(ctx, env, "mcp", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
+		cfg.Meters = rt.Meters
+		b, err := mcpbridge.Start(ctx, rt.Conn, cfg)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
 			return nil, err
@@ -112,7 +112,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		}
 		go func() {
 			<-b.Done() // the MCP server ended for good (--no-restart), or Stop
-			fail(fmt.Errorf("the MCP server ended: %v", b.Err()))
+			rt.Fail(fmt.Errorf("the MCP server ended: %v", b.Err()))
 		}()
 		return b.Stop, nil
 	})

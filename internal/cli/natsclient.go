@@ -361,23 +361,23 @@ func serveService(ctx context.Context, env Env, name string, sf *serveFlags, sta
 	log := slog.New(telemetry.LogHandler(h))
 	o := servicecmd.Options{Name: strings.Fields(name)[0], Conn: connSettings(env), HealthAddr: sf.healthAddr, ShutdownBudget: sf.budget}
 	return servicecmd.Serve(ctx, log, o, servicecmd.Spec{New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
-		return &funcService{nc: rt.Conn, fail: rt.Fail, start: start}, nil
+		return &funcService{rt: rt, start: start}, nil
 	}})
 }
 
-// startFunc starts serving on nc; see serveService.
-type startFunc func(ctx context.Context, nc *nats.Conn, fail func(error)) (stop func(context.Context) error, err error)
+// startFunc starts serving on rt.Conn (recording its metrics on
+// rt.Meters, reporting a failure with rt.Fail); see serveService.
+type startFunc func(ctx context.Context, rt servicecmd.Runtime) (stop func(context.Context) error, err error)
 
 // funcService adapts a startFunc to servicecmd.Service.
 type funcService struct {
-	nc    *nats.Conn
-	fail  func(error)
+	rt    servicecmd.Runtime
 	start startFunc
 	stop  func(context.Context) error
 }
 
 func (s *funcService) Start(ctx context.Context) error {
-	stop, err := s.start(ctx, s.nc, s.fail)
+	stop, err := s.start(ctx, s.rt)
 	s.stop = stop
 	return err
 }

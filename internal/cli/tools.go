@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
@@ -181,8 +182,8 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	// The root is closed after the connection is drained (serveService), so
 	// a call still in flight never finds it closed.
 	defer p.Close()
-	return serveService(ctx, env, "tools serve", &sf, func(ctx context.Context, nc *nats.Conn, _ func(error)) (func(context.Context) error, error) {
-		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root(), Metadata: p.Metadata()}, p.Tools()...)
+	return serveService(ctx, env, "tools serve", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
+		srv, err := tool.Serve(rt.Conn, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root(), Metadata: p.Metadata(), Meters: rt.Meters}, p.Tools()...)
 		if err != nil {
 			return nil, err
 		}
