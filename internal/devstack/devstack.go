@@ -1,6 +1,6 @@
 // Package devstack runs the whole of skillbus in one process: an embedded
 // nats-server with JetStream, the registry, the seqworker, the skillface
-// service and the built-in tools (DESIGN.md §2). `skillbus dev` runs it until
+// service and the built-in tools (docs/architecture.md, Components). `skillbus dev` runs it until
 // interrupted; `skillbus run` without NATS_URL starts one for a single run.
 //
 // Every component talks to the others only through the embedded server,

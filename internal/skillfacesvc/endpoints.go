@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
@@ -207,6 +208,7 @@ func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
 }
 
 func (s *Service) handle(subject string, h handlerFunc, in incoming) {
+	start := time.Now()
 	base := context.Background()
 	if in.base != nil {
 		base = in.base
@@ -235,9 +237,12 @@ func (s *Service) handle(subject string, h handlerFunc, in incoming) {
 	s.requests.Add(1)
 	if err != nil {
 		s.failures.Add(1)
-		s.replyError(ctx, subject, in, s.classify(ctx, err))
+		re := s.classify(ctx, err)
+		s.noteRequest(ctx, subject, start, re.code)
+		s.replyError(ctx, subject, in, re)
 		return
 	}
+	s.noteRequest(ctx, subject, start, "")
 	s.send(ctx, subject, in, &nats.Msg{Data: out, Header: nats.Header{}})
 	putBuf(out) // the connection copied it
 }
@@ -384,6 +389,7 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.noteAssembled(ctx, &resp)
 	if req.Restricted {
 		// docs/skills.md: the messages come back unchanged — the request's
 		// own bytes, not a re-encoding.

@@ -111,7 +111,7 @@ func TestFastDecoderTakesOrdinaryRequests(t *testing.T) {
 func TestLeadingSessionID(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"session_id":"chat-42","round":1}`: "chat-42",
-		`{"session_id":"é漢","round":1}`:     "é漢",
+		`{"session_id":"é漢","round":1}`:      "é漢",
 		`{"session_id":"","round":1}`:        "",
 		`{"round":1,"session_id":"s"}`:       "",
 		`{ "session_id":"s"}`:                "",

@@ -473,7 +473,7 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// TestScheduleTicksReachConsumer checks the DESIGN.md §4 arrangement: a
+// TestScheduleTicksReachConsumer checks the arrangement of docs/architecture.md (A scheduled run): a
 // schedule on seq.schedule.<name> targeting seq.run.<name> delivers ticks
 // to the seqworker consumer, with Nats-Scheduler set.
 func TestScheduleTicksReachConsumer(t *testing.T) {
