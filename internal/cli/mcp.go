@@ -53,7 +53,8 @@ Examples:
 Exit codes: 0 stopped by Ctrl-C, 1 the server could not start (or exited,
 with --no-restart), 2 bad command line.
 `,
-		run: runMCP,
+		run:      runMCP,
+		operands: operandCommand,
 		subs: func() map[string]command {
 			return map[string]command{"serve": mcpServeCommand(), "bridge": mcpBridgeCommand()}
 		},
