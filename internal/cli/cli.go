@@ -70,6 +70,7 @@ func commands() map[string]command {
 		"tools":       toolsCommand(),
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
+		"ui":          uiCommand(),
 		"auth":        authCommand(),
 		"version":     versionCommand(),
 		"completion":  completionCommand(),
