@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -185,7 +186,28 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 		log.Error("bad NATS connection settings", "err", err)
 		return 2
 	}
-	var ready health.Readiness
+	// Every readiness condition is registered, not holding, before the
+	// health endpoint serves its first probe: /readyz is never 200 before
+	// the service is (docs/operations.md, "Health").
+	var (
+		ready       health.Readiness
+		connected   atomic.Pointer[natsconn.Conn]
+		provisioned *health.Gate
+	)
+	ready.Check("nats", func() error {
+		conn := connected.Load()
+		if conn == nil {
+			return errors.New("not dialled yet")
+		}
+		if conn.IsConnected() {
+			return nil
+		}
+		return errors.New(strings.ToLower(conn.Status().String()))
+	})
+	if spec.Provision != nil {
+		provisioned = ready.Gate("provisioned")
+	}
+	started := ready.Gate("started")
 	if o.HealthAddr != "" {
 		if hs, err = health.Listen(o.HealthAddr, &ready, mets.Handler()); err != nil {
 			log.Error("cannot serve the health endpoint", "err", err)
@@ -200,24 +222,14 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 		log.Error("bad NATS connection settings", "err", err)
 		return 2
 	}
-	ready.Check("nats", func() error {
-		if conn.IsConnected() {
-			return nil
-		}
-		return errors.New(strings.ToLower(conn.Status().String()))
-	})
-	var provisioned *health.Gate
-	if spec.Provision != nil {
-		provisioned = ready.Gate("provisioned")
-		if spec.Provision.Owner == "" && cfg.Creds.V != "" {
-			// A user of `skillbus auth` may update only what its role owns
-			// (docs/security.md): provision as that owner.
-			if role, err := natsconn.RoleOf(cfg.Creds.V); err == nil && (events.Options{Owner: role}).Validate() == nil {
-				spec.Provision.Owner = role
-			}
+	connected.Store(conn)
+	if spec.Provision != nil && spec.Provision.Owner == "" && cfg.Creds.V != "" {
+		// A user of `skillbus auth` may update only what its role owns
+		// (docs/security.md): provision as that owner.
+		if role, err := natsconn.RoleOf(cfg.Creds.V); err == nil && (events.Options{Owner: role}).Validate() == nil {
+			spec.Provision.Owner = role
 		}
 	}
-	started := ready.Gate("started")
 	if reg, err := metrics.ObserveConn(mets.Provider(), conn.Conn); err != nil {
 		log.Warn("NATS connection metrics unavailable", "err", err)
 	} else {
@@ -328,6 +340,11 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 		}
 		log.Error(o.Name+" failed", "err", err)
 		return 1, svc
+	}
+	// A round trip to the server: every subscription the service made
+	// (its endpoints) is registered there when the PONG comes back.
+	if err := conn.FlushTimeout(10 * time.Second); err != nil {
+		log.Warn("the NATS server did not confirm the endpoints' subscriptions", "err", err)
 	}
 	started.Open()
 	log.Info("ready", "startup", time.Since(o.Started).Round(time.Millisecond))
