@@ -51,6 +51,13 @@ type Config struct {
 	// Provision sizes the streams and buckets (replicas, storage, TTLs);
 	// the zero value suits one embedded server.
 	Provision events.Options
+	// Provisioned says Provision has been provisioned already (the service
+	// commands do it before building the service, retrying until it
+	// succeeds: internal/servicecmd): Start then only opens the buckets.
+	// Provisioning again there, with update-then-create calls and no
+	// retry, made services started together on a fresh cluster time out
+	// and exit (docs/operations.md, "Start-up").
+	Provisioned bool
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
 	// Meters is the meter provider of the registry's metrics (metrics.go;

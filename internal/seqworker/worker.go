@@ -202,7 +202,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	return w.Stop(sctx)
 }
 
-// Start provisions the NATS resources (events.Provision), loads the
+// Start provisions the NATS resources (events.Provision; not when
+// Config.Provisioned), loads the
 // SEQUENCES bucket, reconciles the schedules and starts taking run
 // requests, agent_ready events and micro requests. ctx bounds the start
 // only (30 s when it has no deadline). Errors: ErrStopped, events.ErrProvision, NATS errors.
@@ -227,8 +228,10 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 	}()
 
-	if err := events.Provision(ctx, w.js, w.cfg.Provision); err != nil {
-		return err
+	if !w.cfg.Provisioned {
+		if err := events.Provision(ctx, w.js, w.cfg.Provision); err != nil {
+			return err
+		}
 	}
 	if w.runs, err = w.js.KeyValue(ctx, events.BucketRuns); err != nil {
 		return fmt.Errorf("seqworker: bucket %s: %w", events.BucketRuns, err)

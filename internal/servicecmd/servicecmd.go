@@ -20,6 +20,7 @@ package servicecmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -64,6 +65,12 @@ type Runtime struct {
 	// Meters is the meter provider to create instruments on
 	// (internal/metrics).
 	Meters metric.MeterProvider
+	// Provisioned is true when Spec.Provision has been provisioned (with
+	// retries, ProvisionRetry) before New: the service must not provision
+	// again in its Start (registry.Config.Provisioned and the like) — a
+	// second round of update-then-create calls without retries is what
+	// timed out on a fresh cluster.
+	Provisioned bool
 	// Fail reports that the service can no longer do its job (a child
 	// process it bridges has ended for good, say): the process shuts down
 	// as at SIGTERM and exits 1 after logging err. Safe to call from any
@@ -320,7 +327,14 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 			log.Error("JetStream", "err", err)
 			return 1, nil
 		}
-		if err := ProvisionRetry(ctx, log, js, *spec.Provision); err != nil {
+		// /readyz says what provisioning waits for: "provisioned: waiting
+		// (attempt 2 failed): events: provisioning failed: stream EVENTS: …".
+		attempts := 0
+		waiting := func(err error) {
+			attempts++
+			provisioned.Fail(fmt.Errorf("waiting (attempt %d failed): %w", attempts, err))
+		}
+		if err := provisionRetry(ctx, log, js, *spec.Provision, waiting); err != nil {
 			if ctx.Err() != nil {
 				return 0, nil
 			}
@@ -329,7 +343,7 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 		}
 		provisioned.Open()
 	}
-	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider(), Fail: fail})
+	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider(), Fail: fail, Provisioned: spec.Provision != nil})
 	if err != nil {
 		log.Error(o.Name+" failed", "err", err)
 		return 1, nil
