@@ -25,7 +25,9 @@ type Config struct {
 	// or skill.yaml; sequences are files named *.seq.json, *.seq.yaml or
 	// *.seq.yml, anywhere in the tree. .git, .hg, .svn, .jj and
 	// node_modules directories are skipped (other hidden directories such
-	// as .claude/skills are loaded); symlinks are followed only when they
+	// as .claude/skills are loaded), and so is every entry whose name
+	// starts with ".." (a mounted ConfigMap's "..data" link and
+	// timestamped directory, so the mount point itself can be Dir); symlinks are followed only when they
 	// resolve inside Dir, each real directory visited once (loop guard);
 	// only regular files are read (see the package doc).
 	Dir string
