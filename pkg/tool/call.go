@@ -100,6 +100,13 @@ func (e *endpoint) receive(r micro.Request) {
 	s.calls.prev.next = in
 	s.calls.prev = in
 	s.ncalls++
+	if m.Reply != "" {
+		if _, dup := s.byReply[m.Reply]; !dup { // a call sent again after a reconnect may arrive twice
+			in.reply = m.Reply
+			s.byReply[m.Reply] = in
+			in.cancelled = s.tombs.take(m.Reply)
+		}
+	}
 	s.mu.Unlock()
 	j := job{msg: m, in: in}
 	if e.quick() {
@@ -150,6 +157,9 @@ func (s *Server) done(in *inflight) {
 	in.prev.next, in.next.prev = in.next, in.prev
 	in.prev, in.next = nil, nil
 	s.ncalls--
+	if in.reply != "" && s.byReply[in.reply] == in {
+		delete(s.byReply, in.reply)
+	}
 	s.mu.Unlock()
 }
 
@@ -181,6 +191,9 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) {
 	cctx := newCallCtx(ctx, deadline)
 	defer cctx.cancel(context.Canceled)
 	ctx = cctx
+	if !s.attach(m.Reply, cctx) {
+		return // its caller cancelled it before it started: nobody waits
+	}
 
 	args := json.RawMessage(m.Data)
 	if isBlank(args) {
@@ -200,7 +213,7 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) {
 	res, ferr := call(ctx, t.Func, args)
 	if ferr != nil {
 		err = ferr
-		if callerDeadline && ctx.Err() != nil && time.Now().After(deadline) {
+		if (callerDeadline && ctx.Err() != nil && time.Now().After(deadline)) || cctx.byCaller() {
 			return // the caller has given up: nobody reads a reply
 		}
 		var te *Error
