@@ -89,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		RunSlotsMaxBytes:   *runSlotsMax,
 		Logger:             log,
 		Provision:          common.Provision(),
+		Provisioned:        true, // by common.Run (servicecmd), with retries
 	}
 	cfg.Provision.AckWait = *ackWait
 	cfg.Provision.MaxDeliver = *maxDeliver

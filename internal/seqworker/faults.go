@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,7 +89,7 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 	wait := persistFirst
 	var logged time.Time
 	for try := 1; ; try++ {
-		octx, cancel := context.WithTimeout(ctx, persistTry)
+		octx, cancel := w.tryContext(ctx)
 		err := op(octx)
 		cancel()
 		if err == nil {
@@ -117,6 +118,71 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 		sleepCtx(ctx, d)
 		wait = min(2*wait, persistMax)
 	}
+}
+
+// tryContext returns the context of one try of persist: it ends after
+// persistTry, or as soon as the connection is back after a reconnect (a
+// request in flight when the connection dropped gets no reply: nats.go
+// waits for it until the deadline), so the try is made again at once on
+// the new connection.
+func (w *Worker) tryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	octx, cancel := context.WithTimeout(ctx, persistTry)
+	back := w.conn.next()
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-back:
+			cancel()
+		case <-stop:
+		case <-octx.Done():
+		}
+	}()
+	return octx, func() { close(stop); cancel() }
+}
+
+// connWatch tells when the worker's connection is back after a reconnect.
+type connWatch struct {
+	mu   sync.Mutex
+	back chan struct{} // closed at the next reconnect
+}
+
+func newConnWatch() *connWatch { return &connWatch{back: make(chan struct{})} }
+
+// next returns a channel closed when the connection is up again after the
+// next disconnect.
+func (c *connWatch) next() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.back
+}
+
+// reconnected wakes the waiters of next.
+func (c *connWatch) reconnected() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.back)
+	c.back = make(chan struct{})
+}
+
+// watch follows nc's status until it closes or done ends.
+func (c *connWatch) watch(nc *nats.Conn, done <-chan struct{}) {
+	status := nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
+	go func() {
+		defer nc.RemoveStatusListener(status)
+		for {
+			select {
+			case st := <-status:
+				switch st {
+				case nats.CONNECTED:
+					c.reconnected()
+				case nats.CLOSED:
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
 }
 
 // passCaller calls tools for one pass of a run: a call interrupted by a

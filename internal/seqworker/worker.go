@@ -132,6 +132,7 @@ type Worker struct {
 
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
+	conn    *connWatch  // reconnects, for the tries of persist
 
 	// mu guards state, draining and stopErr, and orders inflight.Add
 	// before the final inflight.Wait.
@@ -180,6 +181,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		callSlots: make(chan struct{}, cfg.Concurrency),
 		recheck:   make(chan string, 1024),
 		held:      map[string]*run{},
+		conn:      newConnWatch(),
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
 	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
@@ -199,7 +201,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	return w.Stop(sctx)
 }
 
-// Start provisions the NATS resources (events.Provision), loads the
+// Start provisions the NATS resources (events.Provision; not when
+// Config.Provisioned), loads the
 // SEQUENCES bucket, reconciles the schedules and starts taking run
 // requests, agent_ready events and micro requests. ctx bounds the start
 // only (30 s when it has no deadline). Errors: ErrStopped, events.ErrProvision, NATS errors.
@@ -224,8 +227,11 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 	}()
 
-	if err := events.Provision(ctx, w.js, w.cfg.Provision); err != nil {
-		return err
+	w.conn.watch(w.nc, w.runCtx.Done())
+	if !w.cfg.Provisioned {
+		if err := events.Provision(ctx, w.js, w.cfg.Provision); err != nil {
+			return err
+		}
 	}
 	if w.runs, err = w.js.KeyValue(ctx, events.BucketRuns); err != nil {
 		return fmt.Errorf("seqworker: bucket %s: %w", events.BucketRuns, err)
