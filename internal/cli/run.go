@@ -53,7 +53,8 @@ Flags:
   --arg KEY=VALUE     a run argument (repeatable)
   --args-file FILE    a JSON object of run arguments
   -o json|yaml        print the run state as JSON or YAML instead of the
-                      table (--json: -o json); with --detach, {"run_id": ID}
+                      table (--json: -o json); with --detach, the
+                      seqworker's reply {"v": 1, "run_id": ID}
   --quiet             no progress lines
   --detach            print the run id on stdout and exit at once (needs
                       NATS_URL); follow it with skillbus watch RUN_ID or
