@@ -70,7 +70,9 @@ func commands() map[string]command {
 		"tools":       toolsCommand(),
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
+		"ui":          uiCommand(),
 		"auth":        authCommand(),
+		"bench":       benchCommand(),
 		"version":     versionCommand(),
 		"completion":  completionCommand(),
 	}

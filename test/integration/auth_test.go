@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -634,5 +635,100 @@ func TestAuthMCPServe(t *testing.T) {
 	}
 	if v := e.log.violations(mark); len(v) > 0 {
 		t.Errorf("mcp serve as the agent: the server logged %d permission violations:\n%s", len(v), strings.Join(v, "\n"))
+	}
+}
+
+// subjectMatches reports whether subject matches the NATS pattern.
+func subjectMatches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(p) == len(s)
+}
+
+// allowed reports whether role r may publish to subject by its grants.
+func allowed(r auth.Role, subject string) bool {
+	for _, g := range r.DenyPub {
+		if subjectMatches(g.Subject, subject) {
+			return false
+		}
+	}
+	for _, g := range r.Pub {
+		if subjectMatches(g.Subject, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAuthEndpointsCovered asks every micro service on the locked-down
+// stack for its endpoints ($SRV.INFO), so an endpoint added later cannot
+// slip past the permission table: the agent may call every skillbus
+// endpoint, the runner and the reader exactly the ones listed here, and
+// tool endpoints only the seqworker.
+func TestAuthEndpointsCovered(t *testing.T) {
+	e := authStart(t)
+	nc, _ := e.conn(t, auth.RoleReader)
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishRequest("$SRV.INFO", inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for {
+		m, err := sub.NextMsg(time.Second)
+		if err != nil {
+			break
+		}
+		var info struct {
+			Name      string `json:"name"`
+			Endpoints []struct {
+				Subject string `json:"subject"`
+			} `json:"endpoints"`
+		}
+		if err := json.Unmarshal(m.Data, &info); err != nil {
+			t.Fatal(err)
+		}
+		for _, ep := range info.Endpoints {
+			subjects = append(subjects, ep.Subject)
+		}
+	}
+	if len(subjects) < 15 {
+		t.Fatalf("discovered endpoints %v; want those of the registry, skillface, the seqworker and the tools", subjects)
+	}
+	roles := map[string]auth.Role{}
+	for _, r := range e.setup.Roles {
+		roles[r.Name] = r
+	}
+	reads := []string{"skillbus.registry.skill.list", "skillbus.registry.skill.get", "skillbus.registry.skill.info",
+		"skillbus.registry.seq.list", "skillbus.registry.seq.get", "skillbus.seq.status", "skillbus.seq.list"}
+	runs := append(slices.Clone(reads), "skillbus.seq.run", "skillbus.seq.call", "skillbus.seq.cancel", "skillbus.seq.rerun")
+	for _, s := range subjects {
+		if strings.HasPrefix(s, "tool.") {
+			for name, r := range roles {
+				if got := allowed(r, s); got != (name == auth.RoleSeqworker) {
+					t.Errorf("%s may call the tool endpoint %s: %v; want only the seqworker", name, s, got)
+				}
+			}
+			continue
+		}
+		if !allowed(roles[auth.RoleAgent], s) {
+			t.Errorf("the agent may not call the endpoint %s; add it to the agent's role (internal/auth)", s)
+		}
+		if got, want := allowed(roles[auth.RoleRunner], s), slices.Contains(runs, s); got != want {
+			t.Errorf("the runner may call %s: %v; want %v (decide, in internal/auth and here)", s, got, want)
+		}
+		if got, want := allowed(roles[auth.RoleReader], s), slices.Contains(reads, s); got != want {
+			t.Errorf("the reader may call %s: %v; want %v (decide, in internal/auth and here)", s, got, want)
+		}
 	}
 }
