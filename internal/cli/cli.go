@@ -72,6 +72,7 @@ func commands() map[string]command {
 		"mcp":         mcpCommand(),
 		"ui":          uiCommand(),
 		"auth":        authCommand(),
+		"bench":       benchCommand(),
 		"version":     versionCommand(),
 		"completion":  completionCommand(),
 	}
