@@ -36,7 +36,11 @@ compare the ratios. BENCHMARKS.md has reference numbers.
 Without NATS_URL, an embedded skillbus (NATS server, registry, seqworker)
 runs in this process for the bench. With NATS_URL, a registry and a seqworker
 must serve that cluster; the sequence (bench-ID) is deleted at the end. On a
-terminal a progress bar is shown on stderr.
+terminal a progress bar is shown on stderr. On a cluster with authentication
+(docs/security.md) no role of ` + "`skillbus auth`" + ` may do all it does — store a
+sequence, start runs, serve the echo tool (tool.skillbus.bench.echo) and
+answer the floor's requests (_skillbus_bench.>) — so give it credentials of a
+user allowed those, or measure a stack without authentication.
 
 Flags:
   --groups G         groups in the sequence (default 3, at most 100)
