@@ -102,6 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return common.Run(ctx, log, servicecmd.Spec{
 		Provision: &cfg.Provision,
 		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			cfg.Meters = rt.Meters
 			w, err := seqworker.New(rt.Conn, cfg)
 			if err != nil {
 				return nil, err

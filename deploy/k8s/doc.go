@@ -18,6 +18,8 @@
 //	components/keda        seqworkers scaled on the SEQ_RUNS backlog (KEDA)
 //	components/prometheus  a PodMonitor for /metrics
 //	components/nats-creds  one NATS user per service, from Secrets
+//	components/nats-auth   the NATS servers trust the users of `skillbus auth`
+//	                       (its auth.conf from a Secret; docs/security.md)
 //	helm/nats-values.yaml  values for the official NATS Helm chart
 //	grafana/               a dashboard of the services' metrics
 //

@@ -3,6 +3,7 @@ package k8s
 import (
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -254,6 +255,8 @@ func containerPort(c corev1.Container, p intstr.IntOrString) (int32, bool) {
 	return 0, false
 }
 
+var includeRE = regexp.MustCompile(`(?m)^\s*include\s+"?([^"\s]+)"?`)
+
 var lameDuckRE = regexp.MustCompile(`(?m)^\s*lame_duck_duration\s*[:=]\s*"?(\w+)"?`)
 
 // natsLameDuck reads lame_duck_duration from the nats-server configuration
@@ -271,6 +274,14 @@ func natsLameDuck(t *testing.T, b *built, w workload, c corev1.Container) time.D
 	if !ok {
 		t.Errorf("%s: nats-server config %q is not in a mounted ConfigMap", w.obj, conf)
 		return 0
+	}
+	// Follow includes (relative to the including file, as nats-server
+	// does) into mounted ConfigMaps: components/nats-auth's file includes
+	// the overlay's nats.conf.
+	for _, inc := range includeRE.FindAllStringSubmatch(data, -1) {
+		if more, ok := mountedFile(b, w, c, path.Join(path.Dir(conf), inc[1])); ok {
+			data += "\n" + more
+		}
 	}
 	m := lameDuckRE.FindStringSubmatch(data)
 	if m == nil {
@@ -313,8 +324,9 @@ func mountedFile(b *built, w workload, c corev1.Container, path string) (string,
 }
 
 // externalSecret reports whether a Secret is meant to be created outside
-// these manifests: the per-service NATS credentials (docs/deploy.md).
-var externalSecret = regexp.MustCompile(`^skillbus-(registry|seqworker|skillface|tools)-creds$`)
+// these manifests: the per-service NATS credentials and the servers' auth
+// block, as `skillbus auth -o k8s` prints them (docs/security.md).
+var externalSecret = regexp.MustCompile(`^skillbus-((registry|seqworker|skillface|tools)-creds|nats-auth)$`)
 
 // checkReferences: every ConfigMap a pod uses is in the build with the
 // keys it projects; every Secret is in the build or one of the documented
@@ -704,6 +716,47 @@ func TestOverlayShapes(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("nats-creds: %s does not mount Secret skillbus-%s-creds", role, role)
+		}
+	}
+}
+
+// TestNATSAuthComponent checks components/nats-auth on both NATS
+// kustomizations: each server reads nats-auth.conf, which includes the
+// overlay's nats.conf and the Secret skillbus-nats-auth mounted where the
+// include points (docs/security.md, Kubernetes). internal/auth's tests
+// parse the same files with nats-server.
+func TestNATSAuthComponent(t *testing.T) {
+	for _, name := range []string{"overlays/prod+components/nats-auth+components/nats-creds", "overlays/dev+components/nats-auth+components/nats-creds"} {
+		b := buildByName(t, name)
+		o := b.get("StatefulSet", "nats")
+		if o == nil {
+			t.Fatalf("%s: no StatefulSet nats", name)
+		}
+		sts := o.Typed.(*appsv1.StatefulSet)
+		w := workload{o, sts.Spec.Replicas, sts.Spec.Selector.MatchLabels, &sts.Spec.Template}
+		c := sts.Spec.Template.Spec.Containers[0]
+		if strings.Join(c.Args, " ") != "--config /etc/nats-config/nats-auth.conf" {
+			t.Errorf("%s: nats args %q; want --config /etc/nats-config/nats-auth.conf", name, c.Args)
+		}
+		conf, ok := mountedFile(b, w, c, "/etc/nats-config/nats-auth.conf")
+		if !ok || !strings.Contains(conf, "include ./nats.conf") || !strings.Contains(conf, "include ../nats-auth/auth.conf") {
+			t.Errorf("%s: /etc/nats-config/nats-auth.conf = %q; want the includes of nats.conf and ../nats-auth/auth.conf", name, conf)
+		}
+		if _, ok := mountedFile(b, w, c, "/etc/nats-config/nats.conf"); !ok {
+			t.Errorf("%s: /etc/nats-config/nats.conf is no longer mounted", name)
+		}
+		found := false
+		for _, m := range c.VolumeMounts {
+			for _, v := range sts.Spec.Template.Spec.Volumes {
+				if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "skillbus-nats-auth" && m.MountPath == "/etc/nats-auth" {
+					for _, it := range v.Secret.Items {
+						found = found || (it.Key == "auth.conf" && it.Path == "auth.conf")
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: the Secret skillbus-nats-auth (key auth.conf) is not mounted at /etc/nats-auth", name)
 		}
 	}
 }

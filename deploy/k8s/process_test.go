@@ -38,7 +38,7 @@ import (
 // loopback. It then waits for every readiness probe, checks that every
 // stream and bucket has 3 replicas, runs the smoke sequence of
 // base/library through the stack with `skillbus run`, scrapes the
-// seqworker's /metrics for the run, and stops each process with SIGTERM
+// seqworkers' /metrics for the run, and stops each process with SIGTERM
 // within its terminationGracePeriodSeconds.
 //
 // What is mapped, and nothing else: a path under a volume's mountPath to
@@ -124,7 +124,7 @@ func TestProdAsProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSmoke(t, cluster, bins)
-	t.Run("metrics", func(t *testing.T) { checkRunMetric(t, cluster.pod("skillbus-seqworker")) })
+	t.Run("metrics", func(t *testing.T) { checkRunMetric(t, cluster.replicas("skillbus-seqworker")) })
 	stoppedFirst := stopWithRunInFlight(t, cluster, bins)
 
 	// SIGTERM, as the kubelet sends it; each must exit 0 within its grace
@@ -252,6 +252,20 @@ func (c *cluster) pod(deployment string) *pod {
 	}
 	c.t.Fatalf("no pod of %s", deployment)
 	return nil
+}
+
+// replicas returns the running pods of a deployment.
+func (c *cluster) replicas(deployment string) []*pod {
+	var out []*pod
+	for _, p := range c.pods {
+		if p.w.obj.Name == deployment && p.cmd != nil {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		c.t.Fatalf("no pod of %s", deployment)
+	}
+	return out
 }
 
 // pod is one container of one pod, run as a process.
@@ -1095,44 +1109,43 @@ groups:
 // Prometheus endpoint names it (docs/operations.md).
 const runsFinished = "skillbus_runs_finished_total"
 
-// checkRunMetric scrapes the seqworker's /metrics (the port of its probes)
-// and looks for the smoke run counted: a sample of runsFinished labelled
-// with the sequence's name and the status succeeded.
-func checkRunMetric(t *testing.T, p *pod) {
-	u := strings.Replace(p.probeURL(p.ctr.ReadinessProbe), p.ctr.ReadinessProbe.HTTPGet.Path, "/metrics", 1)
+// checkRunMetric scrapes the /metrics of every seqworker replica (the
+// port of its probes) and looks for the smoke run counted: a sample of
+// runsFinished labelled with the sequence's name and the status succeeded,
+// on whichever replica ran it.
+func checkRunMetric(t *testing.T, pods []*pod) {
 	sample := regexp.MustCompile(`(?m)^` + runsFinished + `\{([^}]*)\}\s+([0-9.e+]+)`)
-	var body string
+	var bodies []string
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(u)
-		if err != nil {
-			t.Fatalf("GET %s: %v", u, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusNotFound {
-			t.Skipf("GET %s: 404: the seqworker serves no /metrics yet, so %s cannot be checked; this check runs as soon as it does", u, runsFinished)
-		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %s", u, resp.Status)
-		}
-		body = string(b)
-		for _, m := range sample.FindAllStringSubmatch(body, -1) {
-			v, _ := strconv.ParseFloat(m[2], 64)
-			if strings.Contains(m[1], `="skillbus-smoke"`) && strings.Contains(m[1], `="succeeded"`) && v >= 1 {
-				t.Logf("the smoke run is counted: %s{%s} %s", runsFinished, m[1], m[2])
-				return
+		bodies = bodies[:0]
+		for _, p := range pods {
+			u := strings.Replace(p.probeURL(p.ctr.ReadinessProbe), p.ctr.ReadinessProbe.HTTPGet.Path, "/metrics", 1)
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Fatalf("GET %s: %v", u, err)
 			}
-		}
-		if !strings.Contains(body, "# TYPE "+runsFinished+" ") && time.Now().After(deadline.Add(-10*time.Second)) {
-			t.Skipf("%s has no %s yet (the counter of finished runs by sequence and status, docs/operations.md): the smoke run cannot be found counted; this check runs as soon as the metric exists", u, runsFinished)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s (%s): %s", u, p.name, resp.Status)
+			}
+			body := string(b)
+			bodies = append(bodies, p.name+" "+u+":\n"+body)
+			for _, m := range sample.FindAllStringSubmatch(body, -1) {
+				v, _ := strconv.ParseFloat(m[2], 64)
+				if strings.Contains(m[1], `="skillbus-smoke"`) && strings.Contains(m[1], `="succeeded"`) && v >= 1 {
+					t.Logf("the smoke run is counted by %s: %s{%s} %s", p.name, runsFinished, m[1], m[2])
+					return
+				}
+			}
 		}
 		if time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Errorf("%s: no %s sample counts the succeeded run of skillbus-smoke (labels with \"skillbus-smoke\" and \"succeeded\", value >= 1):\n%s", u, runsFinished, body)
+	t.Errorf("no seqworker's /metrics has a %s sample counting the succeeded run of skillbus-smoke (labels with \"skillbus-smoke\" and \"succeeded\", value >= 1):\n%s", runsFinished, strings.Join(bodies, "\n"))
 }
 
 // intOrName is a named port reference.

@@ -20,6 +20,7 @@ import (
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 var update = flag.Bool("update", false, "rewrite the roles section of docs/security.md from the table")
@@ -250,6 +251,26 @@ func TestRolesTable(t *testing.T) {
 			t.Errorf("%s: Responds = %v; want %v (only services and tool providers answer requests)", r.Name, r.Responds, service)
 		}
 	}
+	// Every stream and bucket events.Provision makes is in the table.
+	var made []string
+	for _, kv := range events.KeyValueConfigs(events.Options{}) {
+		made = append(made, "KV_"+kv.Bucket)
+	}
+	for _, sc := range events.StreamConfigs(events.Options{}) {
+		made = append(made, sc.Name)
+	}
+	made = append(made, "OBJ_"+events.RunSlotsConfig(events.Options{}).Bucket)
+	for _, m := range made {
+		if !slices.Contains(streams, m) {
+			t.Errorf("events.Provision makes the stream %s, which the permission table does not know (internal/auth streams)", m)
+		}
+	}
+	if len(made) != len(streams) {
+		t.Errorf("the table knows the streams %v; events.Provision makes %v", streams, made)
+	}
+	if !slices.Contains(durables[events.StreamSeqRuns], events.ConsumerSeqworker) || !slices.Contains(durables[events.StreamEvents], events.ConsumerSeqworkerBoot) {
+		t.Errorf("durables = %v; want the seqworker's consumers on SEQ_RUNS and EVENTS", durables)
+	}
 	p, err := builtin.New(builtin.Config{Root: t.TempDir(), AllowCommands: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
@@ -462,4 +483,41 @@ func TestRotateReload(t *testing.T) {
 		t.Fatalf("new reader creds after the reload: %v", err)
 	}
 	nc.Close()
+}
+
+// TestK8sServerConfig lays out the NATS pods' files as
+// deploy/k8s/components/nats-auth mounts them — the overlay's nats.conf
+// and the component's nats-auth.conf under /etc/nats-config, auth.conf
+// from the Secret under /etc/nats-auth — and has nats-server read them: the
+// server trusts the generated operator and accounts, for both the cluster
+// and the single-server configuration.
+func TestK8sServerConfig(t *testing.T) {
+	s := generate(t, Options{Dir: t.TempDir()})
+	t.Setenv("SERVER_NAME", "nats-0")
+	k8s := filepath.Join("..", "..", "deploy", "k8s")
+	comp, err := os.ReadFile(filepath.Join(k8s, "components", "nats-auth", "nats-auth.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	authConf, _ := os.ReadFile(s.AuthConfig())
+	for _, kind := range []string{"cluster", "single"} {
+		base, err := os.ReadFile(filepath.Join(k8s, "nats", kind, "nats.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		etc := t.TempDir()
+		os.MkdirAll(filepath.Join(etc, "nats-config"), 0o755)
+		os.MkdirAll(filepath.Join(etc, "nats-auth"), 0o755)
+		os.WriteFile(filepath.Join(etc, "nats-config", "nats.conf"), base, 0o644)
+		os.WriteFile(filepath.Join(etc, "nats-config", "nats-auth.conf"), comp, 0o644)
+		os.WriteFile(filepath.Join(etc, "nats-auth", "auth.conf"), authConf, 0o644)
+		o, err := server.ProcessConfigFile(filepath.Join(etc, "nats-config", "nats-auth.conf"))
+		if err != nil {
+			t.Fatalf("%s: nats-server refuses nats-auth.conf with auth.conf: %v", kind, err)
+		}
+		if len(o.TrustedOperators) != 1 || o.SystemAccount != s.SystemKey || o.AccountResolver == nil || o.MaxControlLine != MaxControlLine || !o.JetStream {
+			t.Errorf("%s: operators %d, system account %q, resolver %v, max_control_line %d, JetStream %v; want the generated setup on a JetStream server",
+				kind, len(o.TrustedOperators), o.SystemAccount, o.AccountResolver, o.MaxControlLine, o.JetStream)
+		}
+	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+
+	"github.com/skillbus/skillbus/internal/natsconn"
 )
 
 // ErrConfig reports an unusable option of Generate or of `skillbus auth`
@@ -368,7 +370,7 @@ func userClaims(r Role, kp nkeys.KeyPair, account string) *jwt.UserClaims {
 	uc := jwt.NewUserClaims(pub)
 	uc.Name = r.Name
 	uc.IssuerAccount = account
-	uc.Tags.Add("skillbus-role:" + r.Name)
+	uc.Tags.Add(natsconn.RoleTag + r.Name)
 	for _, g := range r.Pub {
 		uc.Permissions.Pub.Allow.Add(g.Subject)
 	}

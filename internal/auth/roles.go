@@ -169,20 +169,24 @@ func inbox(name string) []Grant {
 	return grants("replies to its requests (private inbox)", "_INBOX."+name+".>")
 }
 
-// provisioning is what events.Provision does at the start of every
-// service: it creates or updates every stream, bucket, object store and
-// the seqworker's consumer, so start order does not matter
-// (docs/operations.md).
-func provisioning() []Grant {
-	var subs []string
-	subs = append(subs, jsAPI+"INFO")
+// provisioning is what events.Provision does at the start of the service
+// owner (Options.Owner = owner): it creates every stream, bucket and object
+// store that is missing — creating one that exists with the same
+// configuration changes nothing, and the server refuses one with another —
+// so start order does not matter (docs/operations.md), and it updates only
+// the ones it owns (events.OwnerOf).
+func provisioning(owner string) []Grant {
+	create := []string{jsAPI + "INFO"}
+	var update []string
 	for _, s := range streams {
-		subs = append(subs, jsAPI+"STREAM.CREATE."+s, jsAPI+"STREAM.UPDATE."+s, jsAPI+"STREAM.INFO."+s)
+		create = append(create, jsAPI+"STREAM.CREATE."+s, jsAPI+"STREAM.INFO."+s)
+		if events.OwnerOf(s) == owner {
+			update = append(update, jsAPI+"STREAM.UPDATE."+s)
+		}
 	}
-	subs = append(subs,
-		jsAPI+"CONSUMER.CREATE."+events.StreamSeqRuns+"."+events.ConsumerSeqworker+".>",
-		jsAPI+"CONSUMER.INFO."+events.StreamSeqRuns+"."+events.ConsumerSeqworker)
-	return grants("provisioning at start (every service creates or updates all streams and buckets)", subs...)
+	return cat(
+		grants("provisioning at start: create what is missing (start order does not matter)", create...),
+		grants("provisioning at start: apply its settings to what it owns", update...))
 }
 
 // streamRead is reading single messages of a stream: its info, and a
@@ -239,7 +243,7 @@ func registryRole() Role {
 		Summary:  "the registry (`cmd/registry`): the only writer of SKILLS and SEQUENCES",
 		Responds: true,
 		Pub: cat(
-			provisioning(),
+			provisioning(events.OwnerRegistry),
 			grants("store skills and sequences (KV put and delete)", "$KV."+events.BucketSkills+".>", "$KV."+events.BucketSequences+".>"),
 			streamRead("read stored skills and sequences", kvSK), streamRead("read stored skills and sequences", kvSQ),
 			ephemeral("watch SKILLS and SEQUENCES (revert writes of others) and list their keys", kvSK),
@@ -260,7 +264,9 @@ func seqworkerRole() Role {
 		Summary:  "the seqworker (`cmd/seqworker`): the only writer of RUNS and RUN_SLOTS, the only consumer of SEQ_RUNS, the only caller of tools",
 		Responds: true,
 		Pub: cat(
-			provisioning(),
+			provisioning(events.OwnerSeqworker),
+			grants("provisioning at start: its consumer of run requests",
+				jsAPI+"CONSUMER.CREATE."+sr+"."+c+".>", jsAPI+"CONSUMER.INFO."+sr+"."+c),
 			grants("run states and checkpoints (KV put)", "$KV."+events.BucketRuns+".>"),
 			grants("slot values too large for RUNS (object put)", "$O."+events.BucketRunSlots+".>"),
 			streamRead("read run states", kvRU), ephemeral("list runs (skillbus.seq.list)", kvRU),
@@ -292,7 +298,7 @@ func skillfaceRole() Role {
 		Summary:  "skillface (`cmd/skillface`): prompt assembly; the only reader of prompts and the only writer of SKILLFACE_SESSIONS",
 		Responds: true,
 		Pub: cat(
-			provisioning(),
+			provisioning(events.OwnerSkillface),
 			streamRead("read skills", kvSK), ephemeral("watch SKILLS", kvSK),
 			grants("session activation state (KV create and compare-and-set update)", "$KV."+events.BucketSessions+".>"),
 			streamRead("read session state", kvSS),

@@ -89,7 +89,7 @@ func runAuth(ctx context.Context, env Env, args []string) int {
 	fs.Var(&add, "tool-prefix", "add a tool provider role")
 	fs.Var(&drop, "drop-tool-prefix", "remove a tool provider role")
 	rotate := fs.Bool("rotate", false, "new user keys and signing key")
-	output := fs.String("o", "files", "files or k8s")
+	output := choiceFlag(fs, "o", "files", "files or k8s", "files", "k8s")
 	namespace := fs.String("namespace", "", "namespace of the Secrets")
 	url := fs.String("url", "", "server URL(s) for the contexts")
 	account := fs.String("account", "", "account name")
@@ -118,6 +118,10 @@ func runAuth(ctx context.Context, env Env, args []string) int {
 	}
 	if *output != "files" && *output != "k8s" {
 		fmt.Fprintf(env.Stderr, "skillbus auth: -o %q; want files or k8s\n", *output)
+		return ExitUsage
+	}
+	if *namespace != "" && *output != "k8s" {
+		fmt.Fprintf(env.Stderr, "skillbus auth: --namespace is the namespace of the Kubernetes Secrets, which only -o k8s prints; add -o k8s, or leave --namespace out\n")
 		return ExitUsage
 	}
 	s, err := auth.Generate(auth.Options{Dir: *dir, ToolPrefixes: add.values, DropToolPrefixes: drop.values, Rotate: *rotate, URL: *url, Account: *account, Limits: lim})

@@ -15,12 +15,14 @@ import (
 func callCommand() command {
 	return command{
 		summary: "run one group of a stored sequence by its name (seq_call) and print its slots",
-		usage: `Usage: skillbus call GROUP [--arg KEY=VALUE ...] [--args-file FILE] [--json]
+		usage: `Usage: skillbus call GROUP [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml]
 
 Runs the single group GROUP (group names are unique among the stored
 sequences: they are signatures callable by a model with seq_call) with its
 ` + "`in`" + ` values, and prints its calls and its out slots. Every ` + "`in`" + ` key must
-be given. Needs NATS_URL.
+be given. GROUP is taken in Unicode NFC, as names are stored. -o json
+(--json) or -o yaml prints the seqworker's reply (pkg/events SeqCallReply)
+instead of the table. Needs NATS_URL.
 
 ` + argsUsage + `
 Examples:
@@ -30,7 +32,8 @@ Examples:
 Exit codes: 0 the group succeeded, 1 it failed (or no such group),
 2 bad command line.
 `,
-		run: runCall,
+		run:      runCall,
+		operands: operandGroup,
 	}
 }
 
@@ -39,7 +42,7 @@ func runCall(ctx context.Context, env Env, args []string) int {
 	var argv stringList
 	fs.Var(&argv, "arg", "argument KEY=VALUE (repeatable)")
 	argsFile := fs.String("args-file", "", "JSON object of arguments")
-	asJSON := fs.Bool("json", false, "print the reply as JSON")
+	out := outputFlags(fs, "json", "yaml")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -48,7 +51,7 @@ func runCall(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus call: give exactly one GROUP name\n\n%s", callCommand().usage)
 		return ExitUsage
 	}
-	group := pos[0]
+	group := seq.NormalizeName(pos[0])
 	return withConn(env, "call", func(nc *nats.Conn) int {
 		want, err := groupInputs(ctx, nc, group)
 		if err != nil {
@@ -71,9 +74,7 @@ func runCall(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus call: %v\n", describeClient(err, ""))
 			return ExitFailure
 		}
-		if *asJSON {
-			writeJSON(env.Stdout, reply)
-		} else {
+		if !out.Structured(env.Stdout, reply) {
 			var gr seq.GroupResult
 			_ = json.Unmarshal(reply.Result, &gr)
 			fmt.Fprintf(env.Stdout, "Group %s of %s: %s\n\n", reply.Group, reply.Sequence, gr.Status)

@@ -1,5 +1,10 @@
-// Package cli implements the skillbus command line (DESIGN.md §2): one file
-// per subcommand, each a func(ctx, env, args) int returning the exit code.
+// Package cli implements the skillbus command line (README.md, "Using
+// skillbus"; docs/architecture.md, Components): one file per subcommand,
+// each a func(ctx, env, args) int returning the exit code. Every command
+// parses its flags with newFlags and parseInterleaved (flags anywhere on the
+// line; flags.go), prints read results with an output flag (-o
+// json|yaml|wide; output.go), and is described to shell completion by its
+// entry in commands (completion.go).
 //
 // Exit codes: 0 success; 1 the command ran and found a problem (an invalid
 // file, a failed run); 2 the command line itself was wrong (unknown command
@@ -14,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/skillbus/skillbus/internal/natsconn"
-	"github.com/skillbus/skillbus/internal/version"
 )
 
 // Exit codes shared by every subcommand.
@@ -32,16 +36,22 @@ type Env struct {
 	Stderr io.Writer
 
 	conn *natsconn.Settings
+	// inspect, when set, receives the command's flags and positional
+	// arguments at parseInterleaved, and the command stops there (flags.go).
+	inspect inspector
 }
 
 // command is one subcommand: its one-line summary, usage text and body.
-// subs, when set, are its own subcommands (`skillbus mcp serve`), found by
-// the next argument before run is called; their usage is their own.
+// subs, when set, are its own subcommands (`skillbus seqs show`, `skillbus
+// mcp serve`): the first positional argument, flags may come before it;
+// their usage is their own, and run is called when no subcommand is named.
+// operands says what the positional arguments are, for shell completion.
 type command struct {
-	summary string
-	usage   string
-	run     func(ctx context.Context, env Env, args []string) int
-	subs    func() map[string]command
+	summary  string
+	usage    string
+	run      func(ctx context.Context, env Env, args []string) int
+	subs     func() map[string]command
+	operands operandKind
 }
 
 // commands returns the subcommand table. Each subcommand file adds its entry
@@ -60,7 +70,11 @@ func commands() map[string]command {
 		"tools":       toolsCommand(),
 		"agent-ready": agentReadyCommand(),
 		"mcp":         mcpCommand(),
+		"ui":          uiCommand(),
 		"auth":        authCommand(),
+		"bench":       benchCommand(),
+		"version":     versionCommand(),
+		"completion":  completionCommand(),
 	}
 }
 
@@ -70,16 +84,19 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, conn: new(natsconn.Settings)}
 	*env.conn = natsconn.FromEnv()
 	cmds := commands()
-	if len(args) > 0 && (args[0] == "--version" || args[0] == "version") {
-		fmt.Fprintf(stdout, "skillbus %s\n", version.String())
-		return ExitOK
+	if len(args) > 0 && args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
+	if len(args) > 0 && isCompleteRequest(args[0]) {
+		return runComplete(ctx, env, args) // the shells' completion callback (completion.go)
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if c, ok := cmds[args[1]]; ok {
-				fmt.Fprint(stdout, usageOf(args[1], c))
+			if name, c, ok := lookup(cmds, args[1:]); ok {
+				fmt.Fprint(stdout, usageOf(name, c))
 				return ExitOK
 			}
+			fmt.Fprintf(stderr, "skillbus help: unknown command %q; the commands are listed below\n\n", strings.Join(args[1:], " "))
 		}
 		printHelp(stdout, cmds)
 		if len(args) == 0 {
@@ -87,22 +104,57 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return ExitOK
 	}
-	c, ok := cmds[args[0]]
+	name, c, rest, ok := resolve(cmds, args)
 	if !ok {
 		fmt.Fprintf(stderr, "skillbus: unknown command %q; run `skillbus help` for the list of commands\n", args[0])
 		return ExitUsage
 	}
-	name := args[0]
-	if c.subs != nil && len(args) > 1 {
-		if sc, ok := c.subs()[args[1]]; ok {
-			name, c, args = args[0]+" "+args[1], sc, args[1:]
-		}
-	}
-	if wantsHelp(args[1:]) {
+	if wantsHelp(rest) {
 		fmt.Fprint(stdout, usageOf(name, c))
 		return ExitOK
 	}
-	return c.run(ctx, env, args[1:])
+	return c.run(ctx, env, rest)
+}
+
+// resolve finds the command a command line names: its first word, then
+// subcommand by subcommand (findSub: flags may come before a subcommand's
+// name). It returns the full name ("runs ls"), the command and the
+// arguments left for it; ok is false for an unknown first word.
+func resolve(cmds map[string]command, args []string) (name string, c command, rest []string, ok bool) {
+	c, ok = cmds[args[0]]
+	if !ok {
+		return "", command{}, nil, false
+	}
+	name, rest = args[0], args[1:]
+	for {
+		i, sc := findSub(c, rest)
+		if i < 0 {
+			return name, c, rest, true
+		}
+		name, c = name+" "+rest[i], sc
+		rest = append(append([]string(nil), rest[:i]...), rest[i+1:]...)
+	}
+}
+
+// lookup finds the command a help request names ("seqs", "seqs show"):
+// the longest prefix of words that names a command or subcommand.
+func lookup(cmds map[string]command, words []string) (string, command, bool) {
+	c, ok := cmds[words[0]]
+	if !ok {
+		return "", command{}, false
+	}
+	name := words[0]
+	for _, w := range words[1:] {
+		if c.subs == nil {
+			break
+		}
+		sc, ok := c.subs()[w]
+		if !ok {
+			break
+		}
+		name, c = name+" "+w, sc
+	}
+	return name, c, true
 }
 
 // wantsHelp reports whether a command's arguments ask for its usage (-h,
@@ -132,7 +184,7 @@ func printHelp(w io.Writer, cmds map[string]command) {
 	}
 	b.WriteString("\nRun `skillbus help COMMAND` or `skillbus COMMAND --help` for a command's usage and examples.\n")
 	b.WriteString("Exit codes: 0 success, 1 the command found a problem, 2 bad command line.\n")
-	b.WriteString("`skillbus --version` prints the version.\n")
+	b.WriteString("Flags may come before or after the arguments; -- ends them. Read commands print\n-o json or -o yaml (-o wide: more columns); `skillbus completion bash|zsh|fish`\nprints a shell completion script.\n")
 	b.WriteString("Commands other than validate, sections, run and dev talk to a running skillbus\nat NATS_URL; `skillbus dev` starts one on this machine and prints the URL.\n")
 	fmt.Fprint(w, b.String())
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/auth"
 	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/console"
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/telemetry"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -26,7 +27,7 @@ import (
 func devCommand() command {
 	return command{
 		summary: "run the all-in-one stack (NATS, registry, seqworker, skillface, tools) until Ctrl-C",
-		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--host HOST] [--auth] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
+		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--host HOST] [--auth] [--ui-port N] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
 
 Runs all of skillbus in this process until interrupted, like
 ` + "`temporal server start-dev`" + `: an embedded NATS server with JetStream and a
@@ -34,7 +35,9 @@ persistent store, the registry loading and watching DIR (skills and
 sequences; edits are picked up live), the seqworker, skillface and the
 built-in tools (fs.*, text.render; cmd.run with --allow-cmd) rooted at
 --tools-root. It prints the NATS URL: export it as NATS_URL for the other
-skillbus commands and for the nats CLI (` + "`nats micro ls`" + `). Once everything
+skillbus commands and for the nats CLI (` + "`nats micro ls`" + `), and the URL of
+the web console (runs live, sequences, skills, assembly preview, tools;
+docs/console.md), served on the same loopback address. Once everything
 serves, it publishes agent_ready for --agent, so boot sequences run.
 
 Flags:
@@ -51,6 +54,10 @@ Flags:
                       service connects as its own role, and the creds for
                       your commands are printed
   --auth-dir DIR      the setup --auth uses (default DATA/auth)
+  --ui-port N         the web console's port (default 4280; 0 picks a free
+                      one; -1 serves no console); always on a loopback
+                      address (--host when it is one, else 127.0.0.1); with
+                      --auth it connects as the runner role
   --tools-root DIR    the built-in tools' root (default .)
   --allow-cmd NAMES   commands cmd.run may run, comma-separated (default none:
                       cmd.run is not served)
@@ -92,6 +99,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	dir := fs.String("dir", ".", "skills and sequences to load and watch")
 	data := fs.String("data", "", "JetStream store directory")
 	port := fs.Int("port", 4222, "client port (0 = free port)")
+	uiPort := fs.Int("ui-port", 4280, "web console port (0 = free port, -1 = none)")
 	host := fs.String("host", "127.0.0.1", "listen address")
 	toolsRoot := fs.String("tools-root", ".", "built-in tools' root")
 	var allow stringList
@@ -111,6 +119,10 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	}
 	if *port < 0 || *port > 65535 {
 		fmt.Fprintf(env.Stderr, "skillbus dev: --port %d is not a port (0-65535)\n", *port)
+		return ExitUsage
+	}
+	if *uiPort < -1 || *uiPort > 65535 {
+		fmt.Fprintf(env.Stderr, "skillbus dev: --ui-port %d is not a port (0-65535, or -1 for no console)\n", *uiPort)
 		return ExitUsage
 	}
 	if *authDir != "" && !*lock {
@@ -217,8 +229,26 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	} else {
 		defer stopProblems()
 	}
+	uiURL := ""
+	if *uiPort >= 0 {
+		uiHost := *host
+		if !console.IsLoopback(uiHost) {
+			uiHost = "127.0.0.1" // the console stays on this machine (docs/console.md)
+		}
+		stopUI, u, err := startConsole(ctx, url, net.JoinHostPort(uiHost, strconv.Itoa(*uiPort)), log, runnerOpts...)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus dev: the web console is not served: %v (pick another port with --ui-port N, a free one with --ui-port 0)\n", err)
+		} else {
+			defer stopUI()
+			uiURL = u
+		}
+	}
 	absDir, _ := filepath.Abs(*dir)
-	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", url, stack.StoreDir(), absDir, stack.ToolsRoot())
+	fmt.Fprintf(env.Stdout, "skillbus dev is running.\n\n  NATS_URL=%s\n", url)
+	if uiURL != "" {
+		fmt.Fprintf(env.Stdout, "  console:    %s\n", uiURL)
+	}
+	fmt.Fprintf(env.Stdout, "  store:      %s\n  definitions: %s (watched)\n  tools root: %s\n\n", stack.StoreDir(), absDir, stack.ToolsRoot())
 	if setup == nil {
 		fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", url)
 	} else {
@@ -234,6 +264,35 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 	<-ctx.Done()
 	return ExitOK
+}
+
+// startConsole serves the web console (internal/console) on listen, a
+// loopback address, with a connection of its own to the dev stack (opts:
+// the runner role's credentials on a locked-down stack), and returns the
+// function that stops it and its URL.
+func startConsole(ctx context.Context, natsURL, listen string, log *slog.Logger, opts ...nats.Option) (func(), string, error) {
+	nc, err := nats.Connect(natsURL, append([]nats.Option{nats.Name("skillbus dev console"), nats.MaxReconnects(-1)}, opts...)...)
+	if err != nil {
+		return nil, "", err
+	}
+	user := "skillbus dev"
+	if u := os.Getenv("USER"); u != "" {
+		user += " (" + u + ")"
+	}
+	srv, err := console.New(nc, console.Config{Listen: listen, NATSURL: natsURL, User: user, Logger: log})
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, "", err
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = srv.Stop(sctx)
+		drainWait(nc, 2*time.Second)
+	}, srv.URL(), nil
 }
 
 // loopbackOnly refuses a listen address other than loopback: the dev stack

@@ -17,7 +17,7 @@ type flowEdge struct {
 
 // dataflow lists the slot edges of s: for every `in` key of every group,
 // an edge from each earlier call that writes it (`as`), or from the run
-// arguments when no earlier group provides it (DESIGN.md §4).
+// arguments when no earlier group provides it (docs/sequences.md, Dataflow).
 func dataflow(s *seq.Sequence) []flowEdge {
 	var edges []flowEdge
 	for j, g := range s.Groups {

@@ -112,7 +112,7 @@ func TestGraphExamples(t *testing.T) {
 			t.Errorf("seqs graph %s --format dot = %d, %q; want 0 and a digraph", f, code, out)
 		}
 	}
-	if code, _, errOut := runCLI(t, "seqs", "graph", "../../examples/sequences/project-survey.seq.yaml", "--format", "svg"); code != ExitUsage || !strings.Contains(errOut, "use mermaid or dot") {
+	if code, _, errOut := runCLI(t, "seqs", "graph", "../../examples/sequences/project-survey.seq.yaml", "--format", "svg"); code != ExitUsage || !strings.Contains(errOut, "want mermaid or dot") {
 		t.Errorf("seqs graph --format svg = %d, %q; want 2 and the formats", code, errOut)
 	}
 }

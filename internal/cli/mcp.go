@@ -6,9 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/skillbus/skillbus/internal/mcpbridge"
+	"github.com/skillbus/skillbus/internal/servicecmd"
 )
 
 func mcpCommand() command {
@@ -54,7 +53,8 @@ Examples:
 Exit codes: 0 stopped by Ctrl-C, 1 the server could not start (or exited,
 with --no-restart), 2 bad command line.
 `,
-		run: runMCP,
+		run:      runMCP,
+		operands: operandCommand,
 		subs: func() map[string]command {
 			return map[string]command{"serve": mcpServeCommand(), "bridge": mcpBridgeCommand()}
 		},
@@ -98,8 +98,9 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
 		return ExitUsage
 	}
-	return serveService(ctx, env, "mcp", &sf, func(ctx context.Context, nc *nats.Conn, fail func(error)) (func(context.Context) error, error) {
-		b, err := mcpbridge.Start(ctx, nc, cfg)
+	return serveService(ctx, env, "mcp", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
+		cfg.Meters = rt.Meters
+		b, err := mcpbridge.Start(ctx, rt.Conn, cfg)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
 			return nil, err
@@ -112,7 +113,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		}
 		go func() {
 			<-b.Done() // the MCP server ended for good (--no-restart), or Stop
-			fail(fmt.Errorf("the MCP server ended: %v", b.Err()))
+			rt.Fail(fmt.Errorf("the MCP server ended: %v", b.Err()))
 		}()
 		return b.Stop, nil
 	})

@@ -73,7 +73,8 @@ Flags:
 
 Examples:
   skillbus mcp serve --local ./skills
-  NATS_URL=nats://nats:4222 skillbus mcp serve --creds runner.creds
+  NATS_URL=nats://nats:4222 skillbus mcp serve --creds agent.creds
+  NATS_URL=nats://nats:4222 skillbus mcp serve --creds reader.creds --read-only
   skillbus mcp serve --local . --listen :8931
   claude mcp add skillbus -- skillbus mcp serve --local ./skills
 
@@ -120,6 +121,9 @@ func runMCPServe(ctx context.Context, env Env, args []string) int {
 		return bad("--tools-root, --allow-cmd and --data go with --local DIR")
 	}
 	if *local != "" {
+		if f := givenAny(fs, natsconn.FlagNames()...); f != "" {
+			return bad("%s and --local contradict each other: --local serves an embedded skillbus with its own NATS server, so %s would be ignored; leave one out", f, f)
+		}
 		if st, err := os.Stat(*local); err != nil || !st.IsDir() {
 			return bad("--local %s is not a directory", *local)
 		}

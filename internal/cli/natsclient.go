@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -199,24 +200,30 @@ func whoServes(subject string) string {
 	return "nobody listens"
 }
 
-// parseInterleaved parses args with fs, allowing flags after positional
-// arguments (`run FILE --arg k=v`); everything after "--" is positional. It
-// returns the positional arguments in order.
+// parseInterleaved parses args with fs the way kubectl, docker and the nats
+// CLI do: flags may come before, between or after the positional
+// arguments (`run FILE --arg k=v`, `sections --json FILE`), as --flag
+// value, --flag=value or -flag value; "--" ends the flags, and everything
+// after it is positional (`mcp -- npx -y server`, `sections -- --odd.md`).
+// It returns the positional arguments in order. Errors are fs.Parse's
+// (an unknown flag, a missing or malformed value, flag.ErrHelp), already
+// printed with the command's usage on fs's output.
+//
+// Every command parses its flags here: `skillbus completion` and the
+// flags-anywhere tests read each command's flags through it (inspect).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			break
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+	flags, pos := splitArgs(fs, args)
+	err := fs.Parse(flags)
+	if err == nil {
+		// Only a lone "-" can be left over; it is positional.
+		pos = append(fs.Args(), pos...)
+	}
+	if h := takeInspector(fs); h != nil {
+		h(fs, pos, err)
+		return nil, errInspected
+	}
+	if err != nil {
+		return nil, err
 	}
 	return pos, nil
 }
@@ -243,24 +250,46 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// newFlags returns a flag set that prints errors and the command's usage on
-// stderr. For a command that talks to NATS (connects) it also defines the
-// connection flags (connUsage), bound to the command's settings.
+// newFlags returns a flag set that prints errors on stderr, with a pointer
+// to the command's usage (its --help). For a command that talks to NATS (connects) it also defines the
+// connection flags (connUsage), bound to the command's settings. While the
+// command is only being inspected (inspect), the flag set prints nothing and
+// parseInterleaved hands it to the inspector instead of returning.
 func newFlags(env Env, name string, c func() command) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprint(env.Stderr, usageOf(name, c())) }
+	fs.SetOutput(flagErrWriter{env.Stderr, "skillbus " + name + ": "})
+	// After a flag error (printed by fs), a pointer to the usage rather than
+	// all of it, so the error stays on the screen.
+	fs.Usage = func() { fmt.Fprintf(env.Stderr, "Run `skillbus %s --help` for the usage and examples.\n", name) }
 	if env.conn != nil && connects(name) {
 		env.conn.Register(fs, false)
 	}
+	if env.inspect != nil {
+		fs.SetOutput(io.Discard)
+		fs.Usage = func() {}
+		inspectors.Store(fs, env.inspect)
+	}
 	return fs
+}
+
+// flagErrWriter writes each Write (one flag error) after a prefix.
+type flagErrWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p flagErrWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
 }
 
 // connects reports whether the command (or subcommand, "tools serve")
 // named name talks to NATS and so takes the connection flags.
 func connects(name string) bool {
 	switch strings.Fields(name + " x")[0] {
-	case "validate", "sections", "dev", "help", "auth":
+	case "validate", "sections", "dev", "help", "auth", "version", "completion":
 		return false
 	}
 	return true
@@ -361,23 +390,23 @@ func serveService(ctx context.Context, env Env, name string, sf *serveFlags, sta
 	log := slog.New(telemetry.LogHandler(h))
 	o := servicecmd.Options{Name: strings.Fields(name)[0], Conn: connSettings(env), HealthAddr: sf.healthAddr, ShutdownBudget: sf.budget}
 	return servicecmd.Serve(ctx, log, o, servicecmd.Spec{New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
-		return &funcService{nc: rt.Conn, fail: rt.Fail, start: start}, nil
+		return &funcService{rt: rt, start: start}, nil
 	}})
 }
 
-// startFunc starts serving on nc; see serveService.
-type startFunc func(ctx context.Context, nc *nats.Conn, fail func(error)) (stop func(context.Context) error, err error)
+// startFunc starts serving on rt.Conn (recording its metrics on
+// rt.Meters, reporting a failure with rt.Fail); see serveService.
+type startFunc func(ctx context.Context, rt servicecmd.Runtime) (stop func(context.Context) error, err error)
 
 // funcService adapts a startFunc to servicecmd.Service.
 type funcService struct {
-	nc    *nats.Conn
-	fail  func(error)
+	rt    servicecmd.Runtime
 	start startFunc
 	stop  func(context.Context) error
 }
 
 func (s *funcService) Start(ctx context.Context) error {
-	stop, err := s.start(ctx, s.nc, s.fail)
+	stop, err := s.start(ctx, s.rt)
 	s.stop = stop
 	return err
 }

@@ -3,16 +3,143 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 )
+
+// output is the value of a read command's output flags (outputFlags):
+// "" for the command's table, or one of its formats — json and yaml (the
+// same data: the pkg/events wire types, or the type the command documents),
+// and for a table that has more columns to show, wide.
+type output struct {
+	format  string
+	choices []string
+	from    string // the flag that set format, for a conflict message
+}
+
+// outputFlags defines a read command's output flags on fs: -o FORMAT and
+// --output FORMAT with FORMAT one of formats (json, yaml, wide), and
+// --json, the same as -o json. Another FORMAT is a usage error listing
+// them; two different formats on one line are one too.
+func outputFlags(fs *flag.FlagSet, formats ...string) *output {
+	o := &output{choices: formats}
+	usage := "output format: " + orList(formats)
+	fs.Var(outputFlag{o, "-o"}, "o", usage)
+	fs.Var(outputFlag{o, "--output"}, "output", usage)
+	fs.Var(jsonFlag{o}, "json", "the same as -o json")
+	return o
+}
+
+// JSON reports whether the output is JSON.
+func (o *output) JSON() bool { return o.format == "json" }
+
+// Wide reports whether the table is to show its extra columns.
+func (o *output) Wide() bool { return o.format == "wide" }
+
+// Structured prints v as JSON or YAML when the output format is one of them
+// and reports whether it did; otherwise the command prints its table.
+func (o *output) Structured(w io.Writer, v any) bool {
+	switch o.format {
+	case "json":
+		writeJSON(w, v)
+	case "yaml":
+		writeYAML(w, v)
+	default:
+		return false
+	}
+	return true
+}
+
+func (o *output) set(format, flagName string) error {
+	if !slices.Contains(o.choices, format) {
+		return fmt.Errorf("want %s", orList(o.choices))
+	}
+	if o.from != "" && o.format != format {
+		return fmt.Errorf("%s gave %s already: give one output format", o.from, o.format)
+	}
+	o.format, o.from = format, flagName
+	return nil
+}
+
+// outputFlag is -o and --output.
+type outputFlag struct {
+	o    *output
+	name string
+}
+
+func (f outputFlag) String() string {
+	if f.o == nil {
+		return ""
+	}
+	return f.o.format
+}
+func (f outputFlag) Set(s string) error { return f.o.set(s, f.name+" "+s) }
+
+// Choices returns the formats (for completion).
+func (f outputFlag) Choices() []string { return f.o.choices }
+
+// jsonFlag is --json: -o json.
+type jsonFlag struct{ o *output }
+
+func (f jsonFlag) String() string   { return strconv.FormatBool(f.o != nil && f.o.format == "json") }
+func (f jsonFlag) IsBoolFlag() bool { return true }
+func (f jsonFlag) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	if !b {
+		if f.o.from == "--json" {
+			f.o.format, f.o.from = "", ""
+		}
+		return nil
+	}
+	return f.o.set("json", "--json")
+}
+
+// writeYAML writes v as YAML (yaml.v3): the data JSON has (the same field
+// names, order and exact numbers), in block style, strings that need it
+// quoted, text with line breaks as literal blocks.
+func writeYAML(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fmt.Fprintf(w, "error: %q\n", err.Error())
+		return
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		fmt.Fprintf(w, "error: %q\n", err.Error())
+		return
+	}
+	plainStyle(&doc)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		fmt.Fprintf(w, "error: %q\n", err.Error())
+	}
+	enc.Close()
+}
+
+// plainStyle clears the JSON styles (flow collections, quoted strings) of
+// n and its children, so that the encoder picks YAML's own.
+func plainStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		plainStyle(c)
+	}
+}
 
 // writeJSON writes v as indented JSON and a newline.
 func writeJSON(w io.Writer, v any) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -25,21 +27,24 @@ import (
 func runCommand() command {
 	return command{
 		summary: "run a sequence (a file or a stored name) and show its progress and result",
-		usage: `Usage: skillbus run SEQUENCE [--arg KEY=VALUE ...] [--args-file FILE] [--json]
+		usage: `Usage: skillbus run SEQUENCE [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml] [--local]
 
 Runs a sequence and waits for it, showing each group and call as it
 finishes (a live line on a terminal, plain lines otherwise, on stderr), then
 prints the result on stdout: a table of groups and calls and the outputs, or
-with --json the run's state as stored in the RUNS bucket.
+with -o json (--json) or -o yaml the run's state as stored in the RUNS bucket.
 
 SEQUENCE is a sequence file (*.seq.yaml, *.seq.yml, *.seq.json) or the name of
-a stored sequence.
+a stored sequence (taken in Unicode NFC, as the registry stores names).
 
-Without NATS_URL, skillbus starts everything in this process for the run —
-an embedded NATS server with a temporary store (or --data DIR), the registry,
-the seqworker and the built-in tools (fs.*, text.render; cmd.run with
---allow-cmd) rooted at --tools-root — so it works on a fresh machine. With
-NATS_URL it submits the run to that cluster; Ctrl-C then stops waiting but
+Without NATS_URL (or with --local), skillbus starts everything in this
+process for the run — an embedded NATS server with a temporary store (or
+--data DIR), the registry, the seqworker and the built-in tools (fs.*,
+text.render; cmd.run with --allow-cmd) rooted at --tools-root — so it works
+on a fresh machine. With NATS_URL (or --context) it submits the run to that
+cluster, whose own tools run it: --tools-root, --allow-cmd and --data are
+then refused rather than ignored (unset NATS_URL, or add --local); and the
+connection flags are refused with --local. Ctrl-C then stops waiting but
 not the run (follow it with ` + "`skillbus watch RUN_ID`" + `). While the seqworkers
 restart, run keeps waiting (up to 2 minutes without any) and says so; an
 interrupted run shows where it stopped and where it resumed.
@@ -47,7 +52,9 @@ interrupted run shows where it stopped and where it resumed.
 Flags:
   --arg KEY=VALUE     a run argument (repeatable)
   --args-file FILE    a JSON object of run arguments
-  --json              print the run state as JSON instead of the table
+  -o json|yaml        print the run state as JSON or YAML instead of the
+                      table (--json: -o json); with --detach, the
+                      seqworker's reply {"v": 1, "run_id": ID}
   --quiet             no progress lines
   --detach            print the run id on stdout and exit at once (needs
                       NATS_URL); follow it with skillbus watch RUN_ID or
@@ -56,6 +63,7 @@ Flags:
                       an idempotency key: the same request again gives the
                       same run; another sequence or other arguments under an
                       id already used are refused
+  --local             run in this process even when NATS_URL is set
   --tools-root DIR    in-process only: the built-in tools' root (default .)
   --allow-cmd NAMES   in-process only: commands cmd.run may run (comma list)
   --data DIR          in-process only: keep the JetStream store in DIR
@@ -69,7 +77,8 @@ Examples:
 Exit codes: 0 the run succeeded, 1 the run failed (or could not be started),
 2 bad command line (unknown flag, bad --arg, no such file).
 `,
-		run: runRun,
+		run:      runRun,
+		operands: operandSeqOrFile,
 	}
 }
 
@@ -80,16 +89,21 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	allow.split = true
 	fs.Var(&argv, "arg", "run argument KEY=VALUE (repeatable)")
 	argsFile := fs.String("args-file", "", "JSON object of run arguments")
-	asJSON := fs.Bool("json", false, "print the run state as JSON")
+	out := outputFlags(fs, "json", "yaml")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	runID := fs.String("run-id", "", "run id")
 	detach := fs.Bool("detach", false, "print the run id and exit without waiting (needs NATS_URL)")
 	toolsRoot := fs.String("tools-root", ".", "built-in tools' root (in-process only)")
 	fs.Var(&allow, "allow-cmd", "commands cmd.run may run (in-process only)")
 	dataDir := fs.String("data", "", "JetStream store directory (in-process only)")
+	local := fs.Bool("local", false, "run in this process even with NATS_URL set")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	remote := remote(env) && !*local
+	if code := checkRunPlace(env, fs, remote, *local); code >= 0 {
+		return code
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(env.Stderr, "skillbus run: give exactly one SEQUENCE (a file or a stored name), got %d\n\n%s", len(pos), runCommand().usage)
@@ -102,9 +116,8 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	target := pos[0]
-	remote := remote(env)
 	if *detach && !remote {
-		fmt.Fprintf(env.Stderr, "skillbus run: --detach needs NATS_URL: without it the run happens inside this process, which must wait for it\n")
+		fmt.Fprintf(env.Stderr, "skillbus run: --detach needs NATS_URL (and no --local): without it the run happens inside this process, which must wait for it\n")
 		return ExitUsage
 	}
 
@@ -134,6 +147,8 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	} else if !remote {
 		fmt.Fprintf(env.Stderr, "skillbus run: %q is not a file here, and running a stored sequence by name needs NATS_URL (start `skillbus dev --dir DIR` and export the URL it prints), or give the sequence file's path\n", target)
 		return ExitUsage
+	} else {
+		target = seq.NormalizeName(target)
 	}
 	if s != nil {
 		// Arguments are checked before a server starts.
@@ -197,17 +212,15 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if id == "" {
 		id = "run-" + nuid.Next()
 	}
-	st, code := submitAndWait(ctx, env, nc, s, inline, runArgs, id, !*quiet, remote, *detach)
+	st, code := submitAndWait(ctx, env, nc, s, inline, runArgs, id, !*quiet, remote, *detach, out)
 	if st == nil {
 		return code
 	}
-	if *asJSON {
-		writeJSON(env.Stdout, st)
-	} else {
+	if !out.Structured(env.Stdout, st) {
 		printRunState(env.Stdout, st, s)
 	}
 	if st.Status != events.StatusSucceeded {
-		if !*asJSON {
+		if out.format == "" {
 			fmt.Fprintf(env.Stderr, "skillbus run: run %s %s: %s\n", st.RunID, st.Status, st.Error)
 		}
 		return ExitFailure
@@ -215,11 +228,55 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
+// checkRunPlace refuses the flags that the place the run happens would
+// ignore (issue 12 §10: no flag is silently ignored): the in-process stack's
+// --tools-root, --allow-cmd and --data when the run goes to a cluster (its
+// tools are the cluster's), and the connection flags when it runs in this
+// process (--local, or neither NATS_URL nor --context). It returns the exit
+// code of a refusal, or -1.
+func checkRunPlace(env Env, fs *flag.FlagSet, remote, local bool) int {
+	if remote {
+		if f := givenAny(fs, "tools-root", "allow-cmd", "data"); f != "" {
+			src := "NATS_URL is set"
+			if s := connSettings(env); s.URL.V == "" {
+				src = "a nats context is given (" + s.Context.Source + ")"
+			}
+			fmt.Fprintf(env.Stderr, "skillbus run: %s only applies to a run in this process, but %s, so the run goes to that cluster and its own tools run it (%s would be ignored); "+
+				"to run here with %s, unset NATS_URL (and NATS_CONTEXT) or add --local; to run on the cluster, leave %s out\n", f, src, f, f, f)
+			return ExitUsage
+		}
+		return -1
+	}
+	if local {
+		if f := givenAny(fs, natsconn.FlagNames()...); f != "" {
+			fmt.Fprintf(env.Stderr, "skillbus run: %s and --local contradict each other: --local runs in this process with its own NATS server, so %s would be ignored; leave one out\n", f, f)
+			return ExitUsage
+		}
+		return -1
+	}
+	return connFlagsUnused(env, "run", fs, "the run would happen in this process")
+}
+
+// connFlagsUnused refuses connection flags (--creds, --nkey, --tls-*)
+// given to a command that, with neither NATS_URL nor --context, runs on an
+// embedded NATS server of its own (what says how): they would be ignored.
+// It returns the exit code of a refusal, or -1.
+func connFlagsUnused(env Env, cmd string, fs *flag.FlagSet, what string) int {
+	if remote(env) {
+		return -1
+	}
+	if f := givenAny(fs, natsconn.FlagNames()...); f != "" {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %s is a NATS connection setting, but no NATS_URL (or --context) says which cluster to use, so %s and %s would be ignored; set NATS_URL, or leave %s out\n", cmd, f, what, f, f)
+		return ExitUsage
+	}
+	return -1
+}
+
 // submitAndWait submits the run, shows its progress and returns its final
 // state (nil with an exit code when it could not be followed to the end).
 // It keeps waiting across seqworker restarts (client.Wait), saying on
 // stderr what it waits for; detach returns right after the submission.
-func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence, inline json.RawMessage, args map[string]json.RawMessage, id string, showProgress, remote, detach bool) (*events.RunState, int) {
+func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence, inline json.RawMessage, args map[string]json.RawMessage, id string, showProgress, remote, detach bool, out *output) (*events.RunState, int) {
 	c, err := client.New(nc, client.WithTimeout(requestTimeout))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
@@ -241,7 +298,9 @@ func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence,
 		return nil, ExitFailure
 	}
 	if detach {
-		fmt.Fprintln(env.Stdout, id)
+		if !out.Structured(env.Stdout, events.SeqRunReply{V: 1, RunID: id}) {
+			fmt.Fprintln(env.Stdout, id)
+		}
 		return nil, ExitOK
 	}
 	if pr != nil {

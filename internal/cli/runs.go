@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,21 +23,23 @@ import (
 func runsCommand() command {
 	return command{
 		summary: "list, inspect, cancel and rerun runs (ls, show, cancel, rerun)",
-		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [-o json|wide]
-       skillbus runs show RUN_ID [-o json]
+		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [-o json|yaml|wide]
+       skillbus runs show RUN_ID [-o json|yaml]
        skillbus runs cancel RUN_ID [--reason TEXT] [--by NAME] [--no-wait]
        skillbus runs rerun RUN_ID [--run-id NEW_ID]
 
 ls lists the runs kept in the RUNS bucket, newest first: id, sequence,
 status (queued, running, interrupted, succeeded, failed, cancelled), trigger
 (manual, boot, schedule, seq_call), groups finished, age. -o wide adds the
-worker, the attempt and the error; -o json prints the page as JSON. It shows
+worker, the attempt and the error; -o json (or -o yaml) prints the page
+as the seqworker's list reply (pkg/events SeqListReply). It shows
 --limit runs (default 50, at most 1000) and prints the flag that shows the
 next page.
 
 show prints one run: its arguments, each group and call with status,
 attempts, time and error, its outputs (large ones read from the object
-store), the worker that holds or held it, its trigger and its times.
+store), the worker that holds or held it, its trigger and its times; -o json
+or -o yaml prints the run's state as stored in the RUNS bucket.
 
 cancel stops a run: a queued or interrupted run is cancelled at once; a
 running one is stopped by the worker holding it (its tool calls are
@@ -44,15 +47,16 @@ canceled, no further group starts) — cancel waits up to 30 s for that
 unless --no-wait. A finished run cannot be cancelled (exit 1).
 
 rerun starts a new run with the same sequence and arguments and prints its
-id. Needs NATS_URL. docs/runs.md describes run states and retention.
+id. Each subcommand takes only its own flags, before or after RUN_ID.
+Needs NATS_URL. docs/runs.md describes run states and retention.
 
 Flags:
   --status S        ls: only runs with this status
-  --sequence NAME   ls: only runs of this sequence
+  --sequence NAME   ls: only runs of this sequence (NFC, as stored)
   --since DURATION  ls: only runs created in the last DURATION (90m, 24h)
   --limit N         ls: page size (default 50, at most 1000)
   --before CURSOR   ls: the page after CURSOR (printed at the end of a page)
-  -o FORMAT         ls: json or wide; show: json
+  -o FORMAT         ls: json, yaml or wide; show: json or yaml (--json: -o json)
   --reason TEXT     cancel: why (recorded in the run)
   --by NAME         cancel: who asks (default $USER)
   --no-wait         cancel: do not wait for the worker to stop the run
@@ -68,97 +72,117 @@ Examples:
 Exit codes: 0 done; 1 no such run, a finished run cancelled, NATS or the
 seqworker unreachable; 2 bad command line.
 `,
-		run: runRuns,
+		run: runRunsList,
+		subs: func() map[string]command {
+			ls := runsSub("list the runs, newest first", operandNone, runRunsList)
+			return map[string]command{
+				"ls":     ls,
+				"list":   ls,
+				"show":   runsSub("show one run: arguments, groups, calls, outputs", operandRun, runRunsShow),
+				"cancel": runsSub("cancel a queued or running run", operandLiveRun, runRunsCancel),
+				"rerun":  runsSub("start a run again with the same sequence and arguments", operandRun, runRunsRerun),
+			}
+		},
 	}
 }
 
-func runRuns(ctx context.Context, env Env, args []string) int {
-	sub := "ls"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
+// runsSub is a subcommand of runs; its usage is the runs usage.
+func runsSub(summary string, operands operandKind, run func(context.Context, Env, []string) int) command {
+	return command{summary: summary, usage: runsCommand().usage, run: run, operands: operands}
+}
+
+// runsUsage prints a usage error of a runs subcommand; exit 2.
+func runsUsage(env Env, sub, format string, a ...any) int {
+	fmt.Fprintf(env.Stderr, strings.TrimSpace("skillbus runs "+sub)+": "+format+"\n\n%s", append(a, runsCommand().usage)...)
+	return ExitUsage
+}
+
+// runsID parses a runs subcommand that takes one RUN_ID; code >= 0 is the
+// exit code of a bad command line.
+func runsID(env Env, sub string, fs *flag.FlagSet, args []string) (id string, code int) {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return "", flagExit(err)
 	}
-	fs := newFlags(env, "runs", runsCommand)
-	status := fs.String("status", "", "only runs with this status")
+	if len(pos) != 1 || events.CheckRunID(pos[0]) != nil {
+		return "", runsUsage(env, sub, "give one RUN_ID (letters, digits, - and _, at most %d bytes), got %q", events.MaxRunIDLength, pos)
+	}
+	return pos[0], -1
+}
+
+func runRunsList(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "runs ls", runsCommand)
+	statuses := []string{events.StatusQueued, events.StatusRunning, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled}
+	status := choiceFlag(fs, "status", "", "only runs with this status: "+orList(statuses), statuses...)
 	sequence := fs.String("sequence", "", "only runs of this sequence")
 	since := fs.Duration("since", 0, "only runs created in the last DURATION")
 	limit := fs.Int("limit", events.DefaultListLimit, "page size")
 	before := fs.String("before", "", "the page after this cursor")
-	format := fs.String("o", "", "output format: json or wide")
-	reason := fs.String("reason", "", "why (cancel)")
-	by := fs.String("by", os.Getenv("USER"), "who asks (cancel)")
-	noWait := fs.Bool("no-wait", false, "do not wait for the run to stop (cancel)")
-	newID := fs.String("run-id", "", "the new run's id (rerun)")
+	out := outputFlags(fs, "json", "yaml", "wide")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(env.Stderr, "skillbus runs: "+format+"\n\n%s", append(a, runsCommand().usage)...)
-		return ExitUsage
-	}
-	switch *format {
-	case "", "json", "wide":
-	default:
-		return usage("-o %q: want json or wide", *format)
+	if len(pos) != 0 {
+		return runsUsage(env, "", "bad arguments %q: the subcommands are ls, show RUN_ID, cancel RUN_ID and rerun RUN_ID", pos)
 	}
 	if *limit < 1 || *limit > events.MaxListLimit {
-		return usage("--limit %d: want 1 to %d", *limit, events.MaxListLimit)
+		return runsUsage(env, "ls", "--limit %d: want 1 to %d", *limit, events.MaxListLimit)
 	}
-	needID := func() (string, bool) {
-		if len(pos) != 1 {
-			return "", false
-		}
-		return pos[0], events.CheckRunID(pos[0]) == nil
+	if *since < 0 {
+		return runsUsage(env, "ls", "--since %v: want a positive duration such as 90m or 24h", *since)
 	}
-	switch sub {
-	case "ls", "list":
-		if len(pos) != 0 {
-			return usage("ls takes no arguments, got %q", pos)
-		}
-		req := events.SeqListRequest{Status: *status, Sequence: *sequence, Limit: *limit, Before: *before}
-		if *since > 0 {
-			req.Since = time.Now().Add(-*since)
-		}
-		switch *status {
-		case "", events.StatusQueued, events.StatusRunning, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled:
-		default:
-			return usage("--status %q: want queued, running, interrupted, succeeded, failed or cancelled", *status)
-		}
-		return withClient(env, "runs", func(c *client.Client) int { return runsList(ctx, env, c, req, *format) })
-	case "show":
-		id, ok := needID()
-		if !ok {
-			return usage("show takes one RUN_ID (letters, digits, - and _, at most %d bytes)", events.MaxRunIDLength)
-		}
-		return withClient(env, "runs", func(c *client.Client) int { return runsShow(ctx, env, c, id, *format == "json") })
-	case "cancel":
-		id, ok := needID()
-		if !ok {
-			return usage("cancel takes one RUN_ID (letters, digits, - and _, at most %d bytes)", events.MaxRunIDLength)
-		}
-		return withClient(env, "runs", func(c *client.Client) int { return runsCancel(ctx, env, c, id, *by, *reason, !*noWait) })
-	case "rerun":
-		id, ok := needID()
-		if !ok {
-			return usage("rerun takes one RUN_ID (letters, digits, - and _, at most %d bytes)", events.MaxRunIDLength)
-		}
-		if *newID != "" {
-			if err := events.CheckRunID(*newID); err != nil {
-				return usage("--run-id: %v", err)
-			}
-		}
-		return withClient(env, "runs", func(c *client.Client) int {
-			nid, err := c.Rerun(ctx, id, *newID)
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
-				return ExitFailure
-			}
-			fmt.Fprintln(env.Stdout, nid)
-			fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
-			return ExitOK
-		})
+	req := events.SeqListRequest{Status: *status, Sequence: seq.NormalizeName(*sequence), Limit: *limit, Before: *before}
+	if *since > 0 {
+		req.Since = time.Now().Add(-*since)
 	}
-	return usage("unknown subcommand %q; want ls, show, cancel or rerun", sub)
+	return withClient(env, "runs", func(c *client.Client) int { return runsList(ctx, env, c, req, out) })
+}
+
+func runRunsShow(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "runs show", runsCommand)
+	out := outputFlags(fs, "json", "yaml")
+	id, code := runsID(env, "show", fs, args)
+	if code >= 0 {
+		return code
+	}
+	return withClient(env, "runs", func(c *client.Client) int { return runsShow(ctx, env, c, id, out) })
+}
+
+func runRunsCancel(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "runs cancel", runsCommand)
+	reason := fs.String("reason", "", "why (recorded in the run)")
+	by := fs.String("by", os.Getenv("USER"), "who asks")
+	noWait := fs.Bool("no-wait", false, "do not wait for the run to stop")
+	id, code := runsID(env, "cancel", fs, args)
+	if code >= 0 {
+		return code
+	}
+	return withClient(env, "runs", func(c *client.Client) int { return runsCancel(ctx, env, c, id, *by, *reason, !*noWait) })
+}
+
+func runRunsRerun(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "runs rerun", runsCommand)
+	newID := fs.String("run-id", "", "the new run's id")
+	id, code := runsID(env, "rerun", fs, args)
+	if code >= 0 {
+		return code
+	}
+	if *newID != "" {
+		if err := events.CheckRunID(*newID); err != nil {
+			return runsUsage(env, "rerun", "--run-id: %v", err)
+		}
+	}
+	return withClient(env, "runs", func(c *client.Client) int {
+		nid, err := c.Rerun(ctx, id, *newID)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+			return ExitFailure
+		}
+		fmt.Fprintln(env.Stdout, nid)
+		fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
+		return ExitOK
+	})
 }
 
 // withClient runs fn with a pkg/client on a connection to NATS_URL.
@@ -173,19 +197,18 @@ func withClient(env Env, command string, fn func(c *client.Client) int) int {
 	})
 }
 
-func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqListRequest, format string) int {
+func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqListRequest, out *output) int {
 	reply, err := c.List(ctx, req)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus runs: %v\n", describeClient(err, ""))
 		return ExitFailure
 	}
-	if format == "json" {
-		writeJSON(env.Stdout, reply)
+	if out.Structured(env.Stdout, reply) {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	head := "RUN ID\tSEQUENCE\tSTATUS\tTRIGGER\tGROUPS\tCREATED"
-	if format == "wide" {
+	if out.Wide() {
 		head += "\tWORKER\tATTEMPT\tUPDATED\tERROR"
 	}
 	fmt.Fprintln(tw, head)
@@ -196,7 +219,7 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 			groups += fmt.Sprintf("/%d", r.Groups)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.RunID, r.Sequence, r.Status, r.Trigger, groups, ago(now, r.CreatedAt))
-		if format == "wide" {
+		if out.Wide() {
 			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s", r.Worker, r.Attempt, ago(now, r.UpdatedAt), oneLine(r.Error, 80))
 		}
 		fmt.Fprintln(tw)
@@ -246,14 +269,13 @@ func ago(now, t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04")
 }
 
-func runsShow(ctx context.Context, env Env, c *client.Client, id string, asJSON bool) int {
+func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *output) int {
 	st, err := c.Status(ctx, id)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus runs show: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
 		return ExitFailure
 	}
-	if asJSON {
-		writeJSON(env.Stdout, st)
+	if out.Structured(env.Stdout, st) {
 		return ExitOK
 	}
 	printRunDetails(env.Stdout, st)

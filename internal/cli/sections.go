@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,7 +15,7 @@ import (
 func sectionsCommand() command {
 	return command{
 		summary: "show how a Markdown file (e.g. a SKILL.md) splits into sections",
-		usage: `Usage: skillbus sections [--json] PATH
+		usage: `Usage: skillbus sections [-o json|yaml] PATH
        skillbus sections PATH --json
 
 Splits the Markdown file PATH at every heading, of any level (# to ######,
@@ -33,6 +32,7 @@ Prints one line per section, indented by heading level:
 with 1-based, inclusive line numbers. With --json, prints an array of
 {"level","title","start","end"} objects instead: 0-based lines, end
 exclusive; the untitled leading section has level 0 and an empty title.
+-o json is --json; -o yaml prints the same array as YAML.
 
 Flags may come before or after PATH; -- ends them (skillbus sections --
 --odd-name.md).
@@ -45,13 +45,14 @@ Exit codes: 0 success, 1 the file exists but cannot be read (or is not a
 regular file: a named pipe, a device), 2 bad usage (no such file, or PATH is
 a directory).
 `,
-		run: runSections,
+		run:      runSections,
+		operands: operandMarkdown,
 	}
 }
 
 func runSections(ctx context.Context, env Env, args []string) int {
 	fset := newFlags(env, "sections", sectionsCommand)
-	asJSON := fset.Bool("json", false, "print a JSON array of {level, title, start, end} (0-based lines, end exclusive)")
+	out := outputFlags(fset, "json", "yaml")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
 		return flagExit(err)
@@ -78,16 +79,11 @@ func runSections(ctx context.Context, env Env, args []string) int {
 	}
 	text := string(data)
 	secs := sections.Split(text)
-	if *asJSON {
+	if out.format != "" {
 		if secs == nil {
 			secs = []sections.Section{}
 		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(secs); err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus sections: %v\n", err)
-			return ExitFailure
-		}
+		out.Structured(env.Stdout, secs)
 		return ExitOK
 	}
 	if len(secs) == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -20,14 +22,15 @@ import (
 func seqsCommand() command {
 	return command{
 		summary: "list, show, draw or delete stored sequences",
-		usage: `Usage: skillbus seqs [ls] [--json]
-       skillbus seqs show NAME [--json]
+		usage: `Usage: skillbus seqs [ls] [-o json|yaml|wide]
+       skillbus seqs show NAME [-o json|yaml]
        skillbus seqs graph NAME [--format mermaid|dot]
        skillbus seqs rm NAME
 
 ls (the default) lists the stored sequences: name, groups, signature, boot
-and schedule, source. show prints one: its signature and each group with
-its in/out slots, policies and tool calls (--json: the stored AST). graph
+and schedule, source (-o wide adds the description). show prints one: its signature and each group with
+its in/out slots, policies and tool calls (-o json or -o yaml: the stored
+AST, as docs/sequences.md describes it; --json is -o json). graph
 draws it — groups as stages in order, the parallel calls inside each, and
 an edge from the call that writes a slot to every later group that reads
 it — as Mermaid (default; paste into Markdown) or Graphviz DOT
@@ -35,7 +38,8 @@ it — as Mermaid (default; paste into Markdown) or Graphviz DOT
 sequence from a file goes when its file is deleted.
 
 NAME may also be a sequence file for show and graph, which then need no NATS;
-otherwise NATS_URL must be set.
+otherwise NATS_URL must be set. A NAME is taken in Unicode NFC, as the
+registry stores it. Flags may come before or after the arguments.
 
 Examples:
   skillbus seqs
@@ -47,107 +51,163 @@ Examples:
 Exit codes: 0 success, 1 not found / not deletable / no registry answers,
 2 bad command line.
 `,
-		run: runSeqs,
+		run: runSeqsList,
+		subs: func() map[string]command {
+			return map[string]command{
+				"ls":    seqsSub("list the stored sequences", operandNone, runSeqsList),
+				"show":  seqsSub("describe a stored sequence or a sequence file", operandSeqOrFile, runSeqsShow),
+				"graph": seqsSub("draw a sequence as Mermaid or Graphviz DOT", operandSeqOrFile, runSeqsGraph),
+				"rm":    seqsSub("delete a sequence created over NATS", operandSeq, runSeqsRm),
+			}
+		},
 	}
 }
 
-func runSeqs(ctx context.Context, env Env, args []string) int {
-	fs := newFlags(env, "seqs", seqsCommand)
-	asJSON := fs.Bool("json", false, "print JSON")
-	format := fs.String("format", "mermaid", "graph format: mermaid or dot")
+// seqsSub is a subcommand of seqs; its usage is the seqs usage.
+func seqsSub(summary string, operands operandKind, run func(context.Context, Env, []string) int) command {
+	return command{summary: summary, usage: seqsCommand().usage, run: run, operands: operands}
+}
+
+// seqsArgs parses a seqs subcommand's arguments with fs and checks that it
+// has n positional arguments.
+func seqsArgs(env Env, sub string, fs *flag.FlagSet, args []string, n int) ([]string, int) {
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return nil, flagExit(err)
 	}
-	sub := "ls"
-	if len(pos) > 0 {
-		sub, pos = pos[0], pos[1:]
+	if len(pos) != n {
+		what := "the subcommands are ls, show NAME, graph NAME and rm NAME"
+		if n == 1 {
+			what = "give one NAME (a stored sequence's name, or for show and graph a sequence file)"
+		}
+		fmt.Fprintf(env.Stderr, "%s: bad arguments %q: %s\n\n%s", strings.TrimSuffix("skillbus seqs "+sub, " ls"), pos, what, seqsCommand().usage)
+		return nil, ExitUsage
 	}
-	bad := func() int {
-		fmt.Fprintf(env.Stderr, "skillbus seqs: bad arguments %q\n\n%s", args, seqsCommand().usage)
+	return pos, -1
+}
+
+func runSeqsList(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "seqs ls", seqsCommand)
+	out := outputFlags(fs, "json", "yaml", "wide")
+	if _, code := seqsArgs(env, "ls", fs, args, 0); code >= 0 {
+		return code
+	}
+	return withClient(env, "seqs", func(c *client.Client) int {
+		list, err := c.SeqList(ctx)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus seqs: %v\n", describeRegistry(err, ""))
+			return ExitFailure
+		}
+		if out.Structured(env.Stdout, list) {
+			return ExitOK
+		}
+		if len(list.Sequences) == 0 {
+			fmt.Fprintln(env.Stdout, "no sequences stored (the registry loads *.seq.yaml and *.seq.json files from its directory)")
+			return ExitOK
+		}
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		head := "NAME\tGROUPS\tSIGNATURE\tTRIGGERS\tSOURCE"
+		if out.Wide() {
+			head += "\tDESCRIPTION"
+		}
+		fmt.Fprintln(tw, head)
+		for _, s := range list.Sequences {
+			sig := map[string]seq.Type{}
+			for k, v := range s.Signature {
+				sig[k] = seq.Type(v)
+			}
+			var trig []string
+			if s.Boot {
+				trig = append(trig, "boot")
+			}
+			if s.Schedule != "" {
+				trig = append(trig, s.Schedule)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", s.Name, strings.Join(s.Groups, ", "), seq.Signature(sig), strings.Join(trig, ", "), s.Source)
+			if out.Wide() {
+				fmt.Fprintf(tw, "\t%s", oneLine(s.Description, 200))
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+		return ExitOK
+	})
+}
+
+func runSeqsShow(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "seqs show", seqsCommand)
+	out := outputFlags(fs, "json", "yaml")
+	pos, code := seqsArgs(env, "show", fs, args, 1)
+	if code >= 0 {
+		return code
+	}
+	if code := fileTakesNoConn(env, "seqs show", fs, pos[0]); code >= 0 {
+		return code
+	}
+	return withSequence(ctx, env, "seqs show", pos[0], func(s *seq.Sequence, raw json.RawMessage) int {
+		if out.Structured(env.Stdout, raw) {
+			return ExitOK
+		}
+		describeSequence(env.Stdout, s)
+		if s.Schedule != "" && !looksLikeFile(pos[0]) {
+			if line := scheduleState(ctx, env, s.Name); line != "" {
+				fmt.Fprintf(env.Stdout, "\n  schedule state: %s\n", line)
+			}
+		}
+		return ExitOK
+	})
+}
+
+func runSeqsGraph(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "seqs graph", seqsCommand)
+	format := choiceFlag(fs, "format", "mermaid", "graph format: mermaid or dot", "mermaid", "dot")
+	pos, code := seqsArgs(env, "graph", fs, args, 1)
+	if code >= 0 {
+		return code
+	}
+	if code := fileTakesNoConn(env, "seqs graph", fs, pos[0]); code >= 0 {
+		return code
+	}
+	return withSequence(ctx, env, "seqs graph", pos[0], func(s *seq.Sequence, _ json.RawMessage) int {
+		if *format == "dot" {
+			fmt.Fprint(env.Stdout, GraphDOT(s))
+		} else {
+			fmt.Fprint(env.Stdout, GraphMermaid(s))
+		}
+		return ExitOK
+	})
+}
+
+func runSeqsRm(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "seqs rm", seqsCommand)
+	pos, code := seqsArgs(env, "rm", fs, args, 1)
+	if code >= 0 {
+		return code
+	}
+	name := seq.NormalizeName(pos[0])
+	return withClient(env, "seqs", func(c *client.Client) int {
+		del, err := c.SeqDelete(ctx, name)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus seqs rm: %v\n", describeRegistry(err, ""))
+			return ExitFailure
+		}
+		fmt.Fprintf(env.Stdout, "deleted sequence %s\n", del.Name)
+		return ExitOK
+	})
+}
+
+// fileTakesNoConn refuses connection flags given with a sequence file,
+// which is read from disk (the flags would be ignored); -1 when there is
+// nothing to refuse.
+func fileTakesNoConn(env Env, cmd string, fs *flag.FlagSet, name string) int {
+	if st, err := os.Stat(name); err != nil || st.IsDir() {
+		return -1
+	}
+	if f := givenAny(fs, natsconn.FlagNames()...); f != "" {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %s is a file, read from disk without NATS, so %s would be ignored; leave %s out, or give a stored sequence's name\n", cmd, name, f, f)
 		return ExitUsage
 	}
-	switch sub {
-	case "ls":
-		if len(pos) != 0 {
-			return bad()
-		}
-		return withClient(env, "seqs", func(c *client.Client) int {
-			list, err := c.SeqList(ctx)
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "skillbus seqs: %v\n", describeRegistry(err, ""))
-				return ExitFailure
-			}
-			if *asJSON {
-				writeJSON(env.Stdout, list)
-				return ExitOK
-			}
-			if len(list.Sequences) == 0 {
-				fmt.Fprintln(env.Stdout, "no sequences stored (the registry loads *.seq.yaml and *.seq.json files from its directory)")
-				return ExitOK
-			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tGROUPS\tSIGNATURE\tTRIGGERS\tSOURCE")
-			for _, s := range list.Sequences {
-				sig := map[string]seq.Type{}
-				for k, v := range s.Signature {
-					sig[k] = seq.Type(v)
-				}
-				var trig []string
-				if s.Boot {
-					trig = append(trig, "boot")
-				}
-				if s.Schedule != "" {
-					trig = append(trig, s.Schedule)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, strings.Join(s.Groups, ", "), seq.Signature(sig), strings.Join(trig, ", "), s.Source)
-			}
-			tw.Flush()
-			return ExitOK
-		})
-	case "show", "graph":
-		if len(pos) != 1 {
-			return bad()
-		}
-		if sub == "graph" && *format != "mermaid" && *format != "dot" {
-			fmt.Fprintf(env.Stderr, "skillbus seqs graph: --format %q: use mermaid or dot\n", *format)
-			return ExitUsage
-		}
-		return withSequence(ctx, env, "seqs "+sub, pos[0], func(s *seq.Sequence, raw json.RawMessage) int {
-			switch {
-			case sub == "graph" && *format == "dot":
-				fmt.Fprint(env.Stdout, GraphDOT(s))
-			case sub == "graph":
-				fmt.Fprint(env.Stdout, GraphMermaid(s))
-			case *asJSON:
-				var v any
-				_ = json.Unmarshal(raw, &v)
-				writeJSON(env.Stdout, v)
-			default:
-				describeSequence(env.Stdout, s)
-				if s.Schedule != "" && !looksLikeFile(pos[0]) {
-					if line := scheduleState(ctx, env, s.Name); line != "" {
-						fmt.Fprintf(env.Stdout, "\n  schedule state: %s\n", line)
-					}
-				}
-			}
-			return ExitOK
-		})
-	case "rm":
-		if len(pos) != 1 {
-			return bad()
-		}
-		return withClient(env, "seqs", func(c *client.Client) int {
-			del, err := c.SeqDelete(ctx, pos[0])
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "skillbus seqs rm: %v\n", describeRegistry(err, ""))
-				return ExitFailure
-			}
-			fmt.Fprintf(env.Stdout, "deleted sequence %s\n", del.Name)
-			return ExitOK
-		})
-	}
-	return bad()
+	return -1
 }
 
 // withSequence loads a sequence from a file (when name is one) or from the
@@ -170,6 +230,7 @@ func withSequence(ctx context.Context, env Env, cmd, name string, fn func(*seq.S
 		fmt.Fprintf(env.Stderr, "skillbus %s: no sequence file %s\n", cmd, name)
 		return ExitUsage
 	}
+	name = seq.NormalizeName(name)
 	return withClient(env, cmd, func(c *client.Client) int {
 		raw, err := c.SeqGet(ctx, name)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
@@ -19,12 +22,14 @@ import (
 func toolsCommand() command {
 	return command{
 		summary: "list the tools served on NATS, or serve the built-in tools",
-		usage: `Usage: skillbus tools [ls] [--json] [--wait DURATION]
+		usage: `Usage: skillbus tools [ls] [-o json|yaml|wide] [--wait DURATION]
        skillbus tools serve [--root DIR] [--allow-cmd NAMES] [flags]
 
 ls (the default) discovers the tool providers through NATS micro ($SRV.INFO):
 every endpoint on tool.<name>, with its provider, the number of instances
-answering and its description (--json adds each argument schema). When
+answering and its description; -o wide adds the subject and the arguments
+(name? for an optional one), -o json or -o yaml (--json) each argument
+schema as well. When
 instances of one tool disagree — different roots, allow-lists, versions or
 schemas, so calls go to either at random — it says so on stderr and marks
 them "(disagree)". serve warns the same way when it joins such instances.
@@ -62,6 +67,14 @@ Exit codes: 0 success, 1 NATS unreachable or serving failed, 2 bad command line.
 Needs NATS_URL.
 `,
 		run: runTools,
+		subs: func() map[string]command {
+			ls := toolsCommand()
+			ls.subs = nil
+			serve := ls
+			serve.summary, serve.run = "serve the built-in tools (fs.*, text.render, cmd.run)", runToolsServe
+			ls.summary = "list the tools served on NATS"
+			return map[string]command{"ls": ls, "serve": serve}
+		},
 	}
 }
 
@@ -81,17 +94,14 @@ type ToolInfo struct {
 }
 
 func runTools(ctx context.Context, env Env, args []string) int {
-	if len(args) > 0 && args[0] == "serve" {
-		return runToolsServe(ctx, env, args[1:])
-	}
 	fs := newFlags(env, "tools", toolsCommand)
-	asJSON := fs.Bool("json", false, "print JSON")
+	out := outputFlags(fs, "json", "yaml", "wide")
 	wait := fs.Duration("wait", 500*time.Millisecond, "how long to collect answers")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	if len(pos) > 1 || len(pos) == 1 && pos[0] != "ls" {
+	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "skillbus tools: unknown subcommand %q (use ls or serve)\n\n%s", pos, toolsCommand().usage)
 		return ExitUsage
 	}
@@ -106,8 +116,7 @@ func runTools(ctx context.Context, env Env, args []string) int {
 		for _, c := range conflicts {
 			fmt.Fprintf(env.Stderr, "skillbus tools: warning: %s\n", c)
 		}
-		if *asJSON {
-			writeJSON(env.Stdout, list)
+		if out.Structured(env.Stdout, list) {
 			return ExitOK
 		}
 		if len(list) == 0 {
@@ -115,17 +124,49 @@ func runTools(ctx context.Context, env Env, args []string) int {
 			return ExitOK
 		}
 		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOOL\tPROVIDER\tINSTANCES\tDESCRIPTION")
+		if out.Wide() {
+			fmt.Fprintln(tw, "TOOL\tPROVIDER\tINSTANCES\tSUBJECT\tARGUMENTS\tDESCRIPTION")
+		} else {
+			fmt.Fprintln(tw, "TOOL\tPROVIDER\tINSTANCES\tDESCRIPTION")
+		}
 		for _, t := range list {
 			inst := strconv.Itoa(t.Instances)
 			if t.Disagree {
 				inst += " (disagree)"
+			}
+			if out.Wide() {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Tool, t.Provider, inst, t.Subject, schemaArgs(t.Schema), oneLine(t.Description, 200))
+				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Tool, t.Provider, inst, oneLine(t.Description, 90))
 		}
 		tw.Flush()
 		return ExitOK
 	})
+}
+
+// schemaArgs lists the arguments of a tool's JSON Schema (an object's
+// properties) for a table: required ones by name, optional ones with a "?"
+// ("path, max_bytes?"); "-" when the schema says nothing about them.
+func schemaArgs(schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		if !slices.Contains(s.Required, n) {
+			names[i] = n + "?"
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // toolInfos groups discovered endpoints by tool and provider.
@@ -181,8 +222,8 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	// The root is closed after the connection is drained (serveService), so
 	// a call still in flight never finds it closed.
 	defer p.Close()
-	return serveService(ctx, env, "tools serve", &sf, func(ctx context.Context, nc *nats.Conn, _ func(error)) (func(context.Context) error, error) {
-		srv, err := tool.Serve(nc, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root(), Metadata: p.Metadata()}, p.Tools()...)
+	return serveService(ctx, env, "tools serve", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
+		srv, err := tool.Serve(rt.Conn, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root(), Metadata: p.Metadata(), Meters: rt.Meters}, p.Tools()...)
 		if err != nil {
 			return nil, err
 		}

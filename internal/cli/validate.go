@@ -14,7 +14,7 @@ import (
 func validateCommand() command {
 	return command{
 		summary: "check sequence files and skills by the registry's rules; print every problem",
-		usage: `Usage: skillbus validate [--strict] [--json] [--max-payload BYTES] PATH...
+		usage: `Usage: skillbus validate [--strict] [-o json|yaml] [--max-payload BYTES] PATH...
 
 Checks every sequence file (*.seq.json, *.seq.yaml, *.seq.yml) and every
 skill (SKILL.md, skill.yaml) under each PATH by the rules the registry
@@ -41,8 +41,9 @@ because of its name — a sequence in deploy.yaml, a skill.md — is a warning.
 
 Flags (anywhere on the line; -- ends them):
   --strict             warnings fail too (exit 1): for CI
-  --json               print one JSON object (see docs/skills.md,
-                       "skillbus validate --json") instead of lines
+  -o json|yaml         print one JSON object (see docs/skills.md,
+                       "skillbus validate --json"), or the same as YAML,
+                       instead of lines (--json: -o json)
   --max-payload BYTES  the max_payload of your NATS server (default
                        1048576, the server's default): a file or stored
                        definition larger than BYTES - 4096 is an error,
@@ -57,7 +58,8 @@ Exit codes: 0 all files valid (and, with --strict, no warning), 1 some file
 invalid (or a warning with --strict), 2 bad usage, no such PATH, or no
 definition file found.
 `,
-		run: runValidate,
+		run:      runValidate,
+		operands: operandPaths,
 	}
 }
 
@@ -75,7 +77,7 @@ type validateReport struct {
 func runValidate(ctx context.Context, env Env, args []string) int {
 	fs := newFlags(env, "validate", validateCommand)
 	strict := fs.Bool("strict", false, "warnings fail too")
-	asJSON := fs.Bool("json", false, "print JSON")
+	out := outputFlags(fs, "json", "yaml")
 	maxPayload := fs.String("max-payload", strconv.Itoa(registry.DefaultMaxPayload), "the NATS server's max_payload in bytes")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -105,34 +107,32 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 		return ExitFailure
 	}
 	reports = checkToolArgs(ctx, env, reports) // against the cluster's tool schemas, when one is named (validate_schema.go)
-	out := validateReport{Files: reports, Strict: *strict}
+	rep := validateReport{Files: reports, Strict: *strict}
 	for _, r := range reports {
 		if r.Kind != "" {
-			out.Checked++
+			rep.Checked++
 		}
 		if !r.Valid {
-			out.Invalid++
+			rep.Invalid++
 		}
 		for _, p := range r.Problems {
 			if p.Warning {
-				out.Warnings++
+				rep.Warnings++
 			}
 		}
 	}
 	code := ExitOK
 	switch {
-	case out.Checked == 0:
+	case rep.Checked == 0:
 		code = ExitUsage
-	case out.Invalid > 0, *strict && out.Warnings > 0:
+	case rep.Invalid > 0, *strict && rep.Warnings > 0:
 		code = ExitFailure
 	}
-	out.OK = code == ExitOK
-	if *asJSON {
-		writeJSON(env.Stdout, out)
-	} else {
-		printValidate(env.Stdout, out)
+	rep.OK = code == ExitOK
+	if !out.Structured(env.Stdout, rep) {
+		printValidate(env.Stdout, rep)
 	}
-	if out.Checked == 0 {
+	if rep.Checked == 0 {
 		fmt.Fprintf(env.Stderr, "skillbus validate: no sequence (*.seq.json, *.seq.yaml, *.seq.yml) or skill (SKILL.md, skill.yaml) file under %s\n", strings.Join(paths, " "))
 	}
 	return code

@@ -20,7 +20,7 @@ import (
 func watchCommand() command {
 	return command{
 		summary: "print skillbus events live: runs, agent boots, registry changes",
-		usage: `Usage: skillbus watch [RUN_ID] [--json]
+		usage: `Usage: skillbus watch [RUN_ID] [-o json]
 
 Without RUN_ID, prints every new event of the EVENTS stream as it happens
 (run started / group finished / run finished, agent_ready, registry put,
@@ -30,7 +30,8 @@ events from its start — also when it finished already — and exits when the
 run finishes (succeeded: 0; failed or cancelled: 1); an interruption (its
 worker stopped) and the resume by another worker are lines of their own,
 and watch keeps waiting meanwhile. Schedule events say when the NATS server
-refused a sequence's schedule. --json prints each event as one JSON line. Needs NATS_URL.
+refused a sequence's schedule. -o json (--json) prints each event as one
+JSON line. Needs NATS_URL.
 When the NATS server goes away (skillbus dev stopped or restarted), watch
 says so on stderr, keeps reconnecting and resumes after the last event it
 printed; after 30 s without a server it exits 1 (NATS unreachable).
@@ -42,17 +43,19 @@ Examples:
 Exit codes: 0 stopped by Ctrl-C, or the run succeeded; 1 the run failed (or
 NATS is unreachable); 2 bad command line.
 `,
-		run: runWatch,
+		run:      runWatch,
+		operands: operandRun,
 	}
 }
 
 func runWatch(ctx context.Context, env Env, args []string) int {
 	fs := newFlags(env, "watch", watchCommand)
-	asJSON := fs.Bool("json", false, "one JSON object per event")
+	out := outputFlags(fs, "json")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
+	asJSON := out.JSON()
 	if len(pos) > 1 {
 		fmt.Fprintf(env.Stderr, "skillbus watch: give at most one RUN_ID\n\n%s", watchCommand().usage)
 		return ExitUsage
@@ -176,7 +179,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 				continue // no message within the wait
 			}
 			seen = true
-			status := printEvent(env.Stdout, it.msg.Subject(), it.msg.Data(), *asJSON)
+			status := printEvent(env.Stdout, it.msg.Subject(), it.msg.Data(), asJSON)
 			if runID != "" && status != "" {
 				if status == events.StatusSucceeded {
 					return ExitOK

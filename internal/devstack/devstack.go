@@ -1,6 +1,6 @@
 // Package devstack runs the whole of skillbus in one process: an embedded
 // nats-server with JetStream, the registry, the seqworker, the skillface
-// service and the built-in tools (DESIGN.md §2). `skillbus dev` runs it until
+// service and the built-in tools (docs/architecture.md, Components). `skillbus dev` runs it until
 // interrupted; `skillbus run` without NATS_URL starts one for a single run.
 //
 // Every component talks to the others only through the embedded server,
@@ -26,6 +26,7 @@ import (
 	"github.com/skillbus/skillbus/internal/seqworker"
 	"github.com/skillbus/skillbus/internal/skillfacesvc"
 	"github.com/skillbus/skillbus/internal/version"
+	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -117,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.reg, err = registry.New(regNC, registry.Config{Dir: cfg.Dir, Logger: log.With("service", "registry")}); err != nil {
+	if s.reg, err = registry.New(regNC, registry.Config{Dir: cfg.Dir, Logger: log.With("service", "registry"), Provision: s.owner(events.OwnerRegistry)}); err != nil {
 		return nil, err
 	}
 	if err = s.reg.Start(ctx); err != nil {
@@ -127,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.face, err = skillfacesvc.New(faceNC, skillfacesvc.Config{Logger: log.With("service", "skillface")}); err != nil {
+	if s.face, err = skillfacesvc.New(faceNC, skillfacesvc.Config{Logger: log.With("service", "skillface"), Provision: s.owner(events.OwnerSkillface)}); err != nil {
 		return nil, err
 	}
 	if err = s.face.Start(ctx); err != nil {
@@ -147,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.worker, err = seqworker.New(workerNC, seqworker.Config{FetchWait: cfg.FetchWait, ShutdownTimeout: 5 * time.Second, Logger: log.With("service", "seqworker")}); err != nil {
+	if s.worker, err = seqworker.New(workerNC, seqworker.Config{FetchWait: cfg.FetchWait, ShutdownTimeout: 5 * time.Second, Logger: log.With("service", "seqworker"), Provision: s.owner(events.OwnerSeqworker)}); err != nil {
 		return nil, err
 	}
 	if err = s.worker.Start(ctx); err != nil {
@@ -182,6 +183,16 @@ func (s *Stack) connect(role, name string) (*nats.Conn, error) {
 	}
 	s.conns = append(s.conns, nc)
 	return nc, nil
+}
+
+// owner returns the provisioning options of the service owner: with Auth
+// each service updates only what it owns (its user may not change the
+// rest, docs/security.md); without, every service provisions everything.
+func (s *Stack) owner(owner string) events.Options {
+	if s.auth == nil {
+		return events.Options{}
+	}
+	return events.Options{Owner: owner}
 }
 
 // Creds returns the creds file of role when the stack runs with Auth, else

@@ -59,6 +59,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -107,6 +108,9 @@ type Config struct {
 	// lines, exits and restarts; information on the tools served. nil
 	// discards them.
 	Logger *slog.Logger
+	// Meters is the meter provider the tools' calls are counted on
+	// (tool.ServerConfig.Meters); nil = OpenTelemetry's global one.
+	Meters metric.MeterProvider
 }
 
 // Validate reports the first invalid field. Errors: ErrConfig.
@@ -440,7 +444,7 @@ func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) err
 	if same {
 		return nil
 	}
-	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName, Metadata: b.metadata()}, tools...)
+	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName, Metadata: b.metadata(), Meters: b.cfg.Meters}, tools...)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: serve the tools: %w", err)
 	}

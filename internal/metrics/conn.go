@@ -53,23 +53,3 @@ func ObserveConn(mp metric.MeterProvider, nc *nats.Conn) (metric.Registration, e
 		return nil
 	}, sent, consumed, sentBytes, recvBytes, reconnects, up)
 }
-
-// ObserveSeqRunsPending registers the skillbus.seq_runs.pending gauge on
-// mp, read from pending (the SEQ_RUNS consumer's pending count, from
-// jetstream.Consumer.Info) at each collection; an error from pending skips
-// that observation.
-func ObserveSeqRunsPending(mp metric.MeterProvider, pending func(ctx context.Context) (int64, error)) (metric.Registration, error) {
-	m := mp.Meter(Scope)
-	g, err := m.Int64ObservableGauge(SeqRunsPending, metric.WithUnit("{message}"), metric.WithDescription("Run requests waiting in the SEQ_RUNS work queue (the seqworker consumer's pending count)"))
-	if err != nil {
-		return nil, err
-	}
-	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		n, err := pending(ctx)
-		if err != nil {
-			return nil // no observation this time; the error is the caller's to log
-		}
-		o.ObserveInt64(g, n)
-		return nil
-	}, g)
-}

@@ -1,9 +1,12 @@
 // Package metrics defines skillbus's OpenTelemetry instruments by name, in
 // one place, so every service records the same names, units and attributes
 // and docs/operations.md can list them. The services create their
-// instruments here (NewSeqworker, NewRegistry, NewSkillface, NewToolServer)
-// on the meter provider internal/telemetry set up, and record on them; the
-// process-level observers (ObserveConn) are wired by internal/servicecmd.
+// instruments here (NewSeqworker, NewRegistry, NewSkillface) on the meter
+// provider internal/telemetry set up, and record on them; the process-level
+// observers (ObserveConn) are wired by internal/servicecmd. A tool provider's
+// instruments (skillbus.tool.calls, messaging.process.duration) live in
+// pkg/tool, which must not import this package; the names are listed here
+// too, and a test keeps the two in step.
 //
 // Names follow the OpenTelemetry semantic conventions where one applies —
 // the messaging conventions for NATS traffic (messaging.client.sent.messages,
@@ -21,6 +24,8 @@ package metrics
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -34,13 +39,13 @@ const (
 	// Seqworker (internal/seqworker).
 	RunsStarted      = "skillbus.runs.started"       // counter {run}; sequence, trigger
 	RunsFinished     = "skillbus.runs.finished"      // counter {run}; sequence, status
-	RunsInFlight     = "skillbus.runs.in_flight"     // up-down counter {run}
+	RunsInFlight     = "skillbus.runs.in_flight"     // observed up-down counter {run}
 	RunDuration      = "skillbus.run.duration"       // histogram s; sequence, status
 	GroupDuration    = "skillbus.group.duration"     // histogram s; sequence, group, status
 	ToolCallDuration = "skillbus.tool_call.duration" // histogram s; tool, status (caller side)
 	ToolCallRetries  = "skillbus.tool_call.retries"  // counter {retry}; tool
 	RunRedeliveries  = "skillbus.runs.redeliveries"  // counter {delivery}; sequence
-	SeqRunsPending   = "skillbus.seq_runs.pending"   // gauge {message}: SEQ_RUNS consumer's pending count
+	SeqRunsPending   = "skillbus.seq_runs.pending"   // observed gauge {message}: SEQ_RUNS consumer's pending count
 
 	// Registry (internal/registry).
 	RegistryEntries      = "skillbus.registry.entries"       // gauge {entry}; kind
@@ -51,14 +56,15 @@ const (
 	Activations        = "skillbus.skillface.activations"         // counter {activation}; skill
 	ListingTruncations = "skillbus.skillface.listing.truncations" // counter {entry}
 
-	// Tool providers (tools serve, mcp, the built-in tools).
+	// Tool providers (tools serve, mcp, the built-in tools): recorded by
+	// pkg/tool (tool.MetricCalls, tool.MetricProcessDuration).
 	ToolCallsServed = "skillbus.tool.calls" // counter {call}; tool, status (provider side)
 
 	// NATS connection of every process (ObserveConn): OpenTelemetry
 	// messaging semantic conventions, plus the connection's state.
 	MessagingSent       = "messaging.client.sent.messages"     // counter {message}; messaging.system
 	MessagingConsumed   = "messaging.client.consumed.messages" // counter {message}; messaging.system
-	MessagingProcess    = "messaging.process.duration"         // histogram s; messaging.system, messaging.destination.name
+	MessagingProcess    = "messaging.process.duration"         // histogram s; messaging.system, messaging.operation.name, messaging.destination.name, error.type (pkg/tool)
 	NATSSentBytes       = "skillbus.nats.sent.bytes"           // counter By
 	NATSReceivedBytes   = "skillbus.nats.received.bytes"       // counter By
 	NATSReconnects      = "skillbus.nats.reconnects"           // counter {reconnect}
@@ -71,7 +77,7 @@ const (
 	AttrGroup    = attribute.Key("skillbus.group")
 	AttrTool     = attribute.Key("skillbus.tool")
 	AttrSkill    = attribute.Key("skillbus.skill")
-	AttrStatus   = attribute.Key("skillbus.status")  // succeeded, failed, cancelled, skipped, ... or an error code
+	AttrStatus   = attribute.Key("skillbus.status")  // succeeded, failed, cancelled, skipped, ...; ok or an error code for tool calls
 	AttrTrigger  = attribute.Key("skillbus.trigger") // manual, boot, schedule, seq_call
 	AttrKind     = attribute.Key("skillbus.kind")    // skill, sequence
 
@@ -102,12 +108,6 @@ func (b *builder) counter(name, unit, desc string) metric.Int64Counter {
 	return c
 }
 
-func (b *builder) upDown(name, unit, desc string) metric.Int64UpDownCounter {
-	c, err := b.m.Int64UpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-	b.keep(err)
-	return c
-}
-
 func (b *builder) seconds(name, desc string) metric.Float64Histogram {
 	h, err := b.m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
 		metric.WithExplicitBucketBoundaries(DurationBuckets()...))
@@ -121,33 +121,114 @@ func (b *builder) keep(err error) {
 	}
 }
 
-// Seqworker are the instruments of a sequence runner.
+// Seqworker are the instruments of a sequence runner. Its observed ones
+// (skillbus.runs.in_flight, skillbus.seq_runs.pending) are read by the
+// callbacks given to NewSeqworker until Unregister.
 type Seqworker struct {
 	RunsStarted      metric.Int64Counter
 	RunsFinished     metric.Int64Counter
-	RunsInFlight     metric.Int64UpDownCounter
 	RunDuration      metric.Float64Histogram
 	GroupDuration    metric.Float64Histogram
 	ToolCallDuration metric.Float64Histogram
 	ToolCallRetries  metric.Int64Counter
 	Redeliveries     metric.Int64Counter
+
+	reg metric.Registration
 }
 
-// NewSeqworker creates the seqworker's instruments on mp. Errors: the SDK's
-// (an invalid name or unit), which would be a bug here.
-func NewSeqworker(mp metric.MeterProvider) (*Seqworker, error) {
-	b := builder{m: mp.Meter(Scope)}
+// SeqworkerObservers are what a seqworker reports at each collection.
+type SeqworkerObservers struct {
+	// InFlight returns the runs the replica executes now; it must be cheap
+	// and safe to call concurrently.
+	InFlight func() int64
+	// Pending returns the SEQ_RUNS consumer's pending count (from
+	// jetstream.Consumer.Info). It is called at most once per
+	// PendingMaxAge, whatever the scrape rate (a scrape in between gets
+	// the value read last), and with a deadline of PendingTimeout; an
+	// error skips the observation until the next call.
+	Pending func(ctx context.Context) (int64, error)
+}
+
+// PendingMaxAge is how long a pending count read by
+// SeqworkerObservers.Pending is reported before it is read again, and
+// PendingTimeout how long one read may take.
+const (
+	PendingMaxAge  = 5 * time.Second
+	PendingTimeout = 2 * time.Second
+)
+
+// NewSeqworker creates the seqworker's instruments on mp and registers its
+// observed ones, read from obs (a nil function is not observed). Errors:
+// the SDK's (an invalid name or unit), which would be a bug here.
+func NewSeqworker(mp metric.MeterProvider, obs SeqworkerObservers) (*Seqworker, error) {
+	m := mp.Meter(Scope)
+	b := builder{m: m}
 	s := &Seqworker{
-		RunsStarted:      b.counter(RunsStarted, "{run}", "Runs started (a resumed run counts once per start)"),
-		RunsFinished:     b.counter(RunsFinished, "{run}", "Runs finished, by final status"),
-		RunsInFlight:     b.upDown(RunsInFlight, "{run}", "Runs this replica is executing now"),
-		RunDuration:      b.seconds(RunDuration, "Duration of a run on this replica, from start to its final status"),
+		RunsStarted:      b.counter(RunsStarted, "{run}", "Runs started, by sequence and trigger (a run resumed by another delivery counts again)"),
+		RunsFinished:     b.counter(RunsFinished, "{run}", "Runs finished, by sequence and final status"),
+		RunDuration:      b.seconds(RunDuration, "Duration of a run, from its first start to its final status"),
 		GroupDuration:    b.seconds(GroupDuration, "Duration of a group, retries included"),
 		ToolCallDuration: b.seconds(ToolCallDuration, "Duration of a tool call as the caller sees it, per attempt"),
 		ToolCallRetries:  b.counter(ToolCallRetries, "{retry}", "Tool call attempts after the first (on_error: retry)"),
-		Redeliveries:     b.counter(RunRedeliveries, "{delivery}", "Run requests delivered again (a worker died, or a passing failure)"),
+		Redeliveries:     b.counter(RunRedeliveries, "{delivery}", "Run requests delivered again (a worker died or stopped, or a passing failure)"),
 	}
-	return s, b.err
+	inFlight, err := m.Int64ObservableUpDownCounter(RunsInFlight, metric.WithUnit("{run}"), metric.WithDescription("Runs this replica is executing now"))
+	b.keep(err)
+	pending, err := m.Int64ObservableGauge(SeqRunsPending, metric.WithUnit("{message}"),
+		metric.WithDescription("Run requests waiting in the SEQ_RUNS work queue (the seqworker consumer's pending count, read at most every 5 s)"))
+	b.keep(err)
+	if b.err != nil {
+		return nil, b.err
+	}
+	readPending := cached(PendingMaxAge, PendingTimeout, obs.Pending)
+	s.reg, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		if obs.InFlight != nil {
+			o.ObserveInt64(inFlight, obs.InFlight())
+		}
+		if n, ok := readPending(ctx); ok {
+			o.ObserveInt64(pending, n)
+		}
+		return nil
+	}, inFlight, pending)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Unregister stops the observations; safe to call more than once.
+func (s *Seqworker) Unregister() error {
+	if s == nil || s.reg == nil {
+		return nil
+	}
+	return s.reg.Unregister()
+}
+
+// cached wraps read so that it is called at most once per maxAge, with a
+// deadline of timeout, one call at a time; callers in between get the
+// last result (ok false after an error). A nil read reports nothing.
+func cached(maxAge, timeout time.Duration, read func(ctx context.Context) (int64, error)) func(ctx context.Context) (int64, bool) {
+	if read == nil {
+		return func(context.Context) (int64, bool) { return 0, false }
+	}
+	var (
+		mu   sync.Mutex
+		at   time.Time
+		val  int64
+		good bool
+	)
+	return func(ctx context.Context) (int64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !at.IsZero() && time.Since(at) < maxAge {
+			return val, good
+		}
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		n, err := read(rctx)
+		at, val, good = time.Now(), n, err == nil
+		return val, good
+	}
 }
 
 // Registry are the instruments of the registry; its gauges are observed by
@@ -208,24 +289,6 @@ func NewSkillface(mp metric.MeterProvider) (*Skillface, error) {
 		AssembleDuration:   b.seconds(AssembleDuration, "Duration of an assemble request, by reply status"),
 		Activations:        b.counter(Activations, "{activation}", "Skills activated (or triggered again), by skill"),
 		ListingTruncations: b.counter(ListingTruncations, "{entry}", "Listing entries cut or left out by the listing budgets"),
-	}
-	return s, b.err
-}
-
-// ToolServer are the instruments of a tool provider.
-type ToolServer struct {
-	Calls    metric.Int64Counter
-	Duration metric.Float64Histogram // messaging.process.duration
-}
-
-// NewToolServer creates a tool provider's instruments on mp. Record Calls
-// with AttrTool and AttrStatus ("ok" or the error code), Duration with
-// NATSSystem() and AttrMessagingDestination (the tool's subject).
-func NewToolServer(mp metric.MeterProvider) (*ToolServer, error) {
-	b := builder{m: mp.Meter(Scope)}
-	s := &ToolServer{
-		Calls:    b.counter(ToolCallsServed, "{call}", "Tool calls served, by tool and status"),
-		Duration: b.seconds(MessagingProcess, "Duration of handling one NATS message (a tool call)"),
 	}
 	return s, b.err
 }

@@ -2,10 +2,13 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/metrics"
 	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/tool"
 )
 
 // scrape returns a provider exporting to a fresh Prometheus registry and a
@@ -54,14 +58,17 @@ func wantLines(t *testing.T, text string, want ...string) {
 func TestInstrumentNames(t *testing.T) {
 	mp, get := scrape(t)
 	ctx := context.Background()
-	sw, err := metrics.NewSeqworker(mp)
+	sw, err := metrics.NewSeqworker(mp, metrics.SeqworkerObservers{
+		InFlight: func() int64 { return 2 },
+		Pending:  func(context.Context) (int64, error) { return 42, nil },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer sw.Unregister()
 	seqAttr := metric.WithAttributes(metrics.AttrSequence.String("survey"), metrics.AttrStatus.String("succeeded"))
 	sw.RunsStarted.Add(ctx, 1, metric.WithAttributes(metrics.AttrSequence.String("survey"), metrics.AttrTrigger.String("manual")))
 	sw.RunsFinished.Add(ctx, 1, seqAttr)
-	sw.RunsInFlight.Add(ctx, 2)
 	sw.RunDuration.Record(ctx, 1.5, seqAttr)
 	sw.GroupDuration.Record(ctx, 0.2, seqAttr)
 	sw.ToolCallDuration.Record(ctx, 0.01, metric.WithAttributes(metrics.AttrTool.String("fs.list")))
@@ -74,12 +81,6 @@ func TestInstrumentNames(t *testing.T) {
 	sf.AssembleDuration.Record(ctx, 0.003)
 	sf.Activations.Add(ctx, 1, metric.WithAttributes(metrics.AttrSkill.String("pdf")))
 	sf.ListingTruncations.Add(ctx, 4)
-	ts, err := metrics.NewToolServer(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Calls.Add(ctx, 1, metric.WithAttributes(metrics.AttrTool.String("fs.read"), metrics.AttrStatus.String("ok")))
-	ts.Duration.Record(ctx, 0.002, metric.WithAttributes(metrics.NATSSystem(), metrics.AttrMessagingDestination.String("tool.fs.read")))
 	reg, err := metrics.NewRegistry(mp, func() metrics.RegistryCounts {
 		return metrics.RegistryCounts{Entries: map[string]int64{"skill": 7, "sequence": 3}, Invalid: map[string]int64{"sequence": 1}}
 	})
@@ -87,16 +88,11 @@ func TestInstrumentNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Unregister()
-	pending, err := metrics.ObserveSeqRunsPending(mp, func(context.Context) (int64, error) { return 42, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pending.Unregister()
 
 	wantLines(t, get(),
 		`skillbus_runs_started_total{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version="",skillbus_sequence="survey",skillbus_trigger="manual"} 1`,
 		`skillbus_runs_finished_total{`,
-		`skillbus_runs_in_flight{`,
+		`skillbus_runs_in_flight{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 2`,
 		`skillbus_run_duration_seconds_bucket{`,
 		`skillbus_group_duration_seconds_count{`,
 		`skillbus_tool_call_duration_seconds_sum{`,
@@ -105,13 +101,62 @@ func TestInstrumentNames(t *testing.T) {
 		`skillbus_skillface_assemble_duration_seconds_bucket{`,
 		`skillbus_skillface_activations_total{`,
 		`skillbus_skillface_listing_truncations_total{`,
-		`skillbus_tool_calls_total{`,
-		`messaging_process_duration_seconds_bucket{`,
 		`skillbus_registry_entries{`, `skillbus_kind="skill"} 7`,
 		`skillbus_registry_invalid_files{`,
-		`skillbus_seq_runs_pending{`, `} 42`,
+		`skillbus_seq_runs_pending{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 42`,
 		`le="600"`,
 	)
+}
+
+// TestPendingIsCached: however often /metrics is scraped, the SEQ_RUNS
+// consumer is asked at most once per PendingMaxAge; a failed read is not
+// retried before then either, and reports nothing.
+func TestPendingIsCached(t *testing.T) {
+	mp, get := scrape(t)
+	var reads atomic.Int64
+	fail := atomic.Bool{}
+	sw, err := metrics.NewSeqworker(mp, metrics.SeqworkerObservers{Pending: func(ctx context.Context) (int64, error) {
+		n := reads.Add(1)
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("Pending called without a deadline")
+		}
+		if fail.Load() {
+			return 0, errors.New("JetStream unavailable")
+		}
+		return 10 * n, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Unregister()
+	for range 20 {
+		wantLines(t, get(), `skillbus_seq_runs_pending{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 10`)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("20 scrapes read the consumer %d times; want 1 (cached for %v)", n, metrics.PendingMaxAge)
+	}
+	if testing.Short() {
+		return
+	}
+	fail.Store(true)
+	time.Sleep(metrics.PendingMaxAge + 100*time.Millisecond)
+	for range 5 {
+		if text := get(); strings.Contains(text, "skillbus_seq_runs_pending{") {
+			t.Errorf("a failed read still reports a pending count:\n%s", text)
+		}
+	}
+	if n := reads.Load(); n != 2 {
+		t.Errorf("after the cache expired, 5 scrapes read the consumer %d more times; want 1", n-1)
+	}
+}
+
+// TestToolNamesAgree: pkg/tool, which cannot import this package, records
+// the tool provider's instruments under the names and scope defined here.
+func TestToolNamesAgree(t *testing.T) {
+	if tool.MetricCalls != metrics.ToolCallsServed || tool.MetricProcessDuration != metrics.MessagingProcess || tool.MeterScope != metrics.Scope {
+		t.Errorf("pkg/tool records %q, %q in scope %q; internal/metrics defines %q, %q in scope %q",
+			tool.MetricCalls, tool.MetricProcessDuration, tool.MeterScope, metrics.ToolCallsServed, metrics.MessagingProcess, metrics.Scope)
+	}
 }
 
 // TestObserveConn reads a real connection's counters and state.

@@ -15,17 +15,9 @@ import (
 // "_INBOX.<name>"; otherwise "" (the default _INBOX prefix). Errors: a file
 // that cannot be read or holds no user JWT.
 func InboxPrefixOf(creds string) (string, error) {
-	b, err := os.ReadFile(creds)
+	uc, err := userClaims(creds)
 	if err != nil {
 		return "", err
-	}
-	tok, err := jwt.ParseDecoratedJWT(b)
-	if err != nil {
-		return "", fmt.Errorf("no user JWT in %s: %v", creds, err)
-	}
-	uc, err := jwt.DecodeUserClaims(strings.TrimSpace(tok))
-	if err != nil {
-		return "", fmt.Errorf("no user JWT in %s: %v", creds, err)
 	}
 	var prefix string
 	for _, s := range uc.Permissions.Sub.Allow {
@@ -43,4 +35,41 @@ func InboxPrefixOf(creds string) (string, error) {
 		prefix = "_INBOX." + name
 	}
 	return prefix, nil
+}
+
+// RoleTag is the tag `skillbus auth` puts on a user JWT: RoleTag + the
+// role's name (docs/security.md).
+const RoleTag = "skillbus-role:"
+
+// RoleOf returns the skillbus role of the user of a creds file (its
+// RoleTag tag), or "" when it has none. Errors: a file that cannot be read
+// or holds no user JWT.
+func RoleOf(creds string) (string, error) {
+	uc, err := userClaims(creds)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range uc.Tags {
+		if r, ok := strings.CutPrefix(t, RoleTag); ok {
+			return r, nil
+		}
+	}
+	return "", nil
+}
+
+// userClaims decodes the user JWT of a creds file.
+func userClaims(creds string) (*jwt.UserClaims, error) {
+	b, err := os.ReadFile(creds)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return nil, fmt.Errorf("no user JWT in %s: %v", creds, err)
+	}
+	uc, err := jwt.DecodeUserClaims(strings.TrimSpace(tok))
+	if err != nil {
+		return nil, fmt.Errorf("no user JWT in %s: %v", creds, err)
+	}
+	return uc, nil
 }

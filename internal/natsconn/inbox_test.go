@@ -34,6 +34,27 @@ func writeCreds(t *testing.T, subs ...string) string {
 	return p
 }
 
+// TestRoleOf reads the skillbus role tag of a creds file.
+func TestRoleOf(t *testing.T) {
+	acc, _ := nkeys.CreateAccount()
+	user, _ := nkeys.CreateUser()
+	pub, _ := user.PublicKey()
+	uc := jwt.NewUserClaims(pub)
+	uc.Tags.Add("team:x")
+	uc.Tags.Add(RoleTag + "seqworker")
+	tok, _ := uc.Encode(acc)
+	seed, _ := user.Seed()
+	b, _ := jwt.FormatUserConfig(tok, seed)
+	p := filepath.Join(t.TempDir(), "w.creds")
+	os.WriteFile(p, b, 0o600)
+	if r, err := RoleOf(p); err != nil || r != "seqworker" {
+		t.Errorf("RoleOf = %q, %v; want seqworker", r, err)
+	}
+	if r, err := RoleOf(writeCreds(t, "x.>")); err != nil || r != "" {
+		t.Errorf("RoleOf(no tag) = %q, %v; want \"\"", r, err)
+	}
+}
+
 // TestInboxPrefixOf: a user with one private inbox uses it; any other
 // user keeps the default prefix.
 func TestInboxPrefixOf(t *testing.T) {

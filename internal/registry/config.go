@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 )
@@ -51,6 +53,9 @@ type Config struct {
 	Provision events.Options
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
+	// Meters is the meter provider of the registry's metrics (metrics.go;
+	// docs/operations.md); nil = OpenTelemetry's global one.
+	Meters metric.MeterProvider
 	// Version is reported by `nats micro info`; default version.String()
 	// (internal/version: the one version of every skillbus binary).
 	Version string

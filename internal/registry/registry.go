@@ -80,6 +80,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/internal/metrics"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -161,6 +162,9 @@ type Registry struct {
 	kvDone   chan struct{}               // closed when both followStored loops end
 	streams  map[string]jetstream.Stream // the KV streams, by kind
 
+	counts atomic.Pointer[metrics.RegistryCounts] // metrics.go; nil before the first apply
+	met    *metrics.Registry                      // metrics.go; nil when unavailable
+
 	lifeMu  sync.Mutex // guards started, stopped
 	started bool
 	stopped bool
@@ -177,7 +181,7 @@ func New(nc *nats.Conn, cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: jetstream: %w", err)
 	}
-	return &Registry{
+	r := &Registry{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "registry"),
 		nc:       nc,
@@ -193,7 +197,9 @@ func New(nc *nats.Conn, cfg Config) (*Registry, error) {
 		skills:   map[string]*definition{},
 		seqs:     map[string]*definition{},
 		watched:  map[string]bool{},
-	}, nil
+	}
+	r.initMetrics()
+	return r, nil
 }
 
 func bucketOf(kind string) string {
@@ -362,6 +368,7 @@ func (r *Registry) Stop(ctx context.Context) error {
 	if r.watcher != nil {
 		_ = r.watcher.Close()
 	}
+	r.stopMetrics()
 	r.log.Info("registry stopped")
 	return errors.Join(errs...)
 }
@@ -669,6 +676,7 @@ func (r *Registry) applyLocked(ctx context.Context) error {
 	r.viewMu.Lock()
 	r.skills, r.seqs = skills, seqs
 	r.viewMu.Unlock()
+	r.noteCountsLocked(len(skills), len(seqs))
 	return err
 }
 

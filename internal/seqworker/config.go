@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -101,6 +102,9 @@ type Config struct {
 	Caller seq.Caller
 	// Logger receives the worker's logs; nil = slog.Default().
 	Logger *slog.Logger
+	// Meters is the meter provider of the worker's metrics (metrics.go;
+	// docs/operations.md); nil = OpenTelemetry's global one.
+	Meters metric.MeterProvider
 }
 
 func (c Config) withDefaults() Config {

@@ -84,6 +84,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		_ = msg.TermWithReason(clip(err.Error(), 200))
 		return err
 	}
+	w.noteDelivery(ctx, req, attempt)
 	// The heartbeat starts at once (in-progress acks; state writes once
 	// the run is claimed), so a slow claim never lets the server hand the
 	// request to another worker.
@@ -309,7 +310,6 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 		if err != nil {
 			return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("read the checkpoint: %w", err))
 		}
-		r.log.Info("resuming run", "after_group", cur.FinishedGroups)
 	}
 	if cur != nil && cur.Attempt > 0 {
 		w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunResumed, Sequence: s.Name, Group: cur.FinishedGroups, Groups: len(s.Groups),
@@ -318,6 +318,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 		w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunStarted, Sequence: s.Name, Groups: len(s.Groups), Status: events.StatusRunning,
 			Worker: w.cfg.WorkerID, Attempt: r.attempt, Trigger: trigger(req)})
 	}
+	r.runStarted(ctx, resumedAfter(cur))
 
 	coder := &resultCoder{}
 	opts = append(opts, seq.WithObserver(seq.ObserverFuncs{Finished: func(ctx context.Context, res *seq.Result, g int) error {
@@ -364,6 +365,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 func (r *run) groupFinished(ctx context.Context, s *seq.Sequence, res *seq.Result, g int, coder *resultCoder) error {
 	gr := res.Groups[g]
 	last := g == len(res.Groups)-1
+	r.w.groupDone(ctx, s, len(r.req.Inline) > 0, &gr)
 	if gr.Status.Finished() {
 		if err := r.w.checkSlotLimits(s, res, g); err != nil {
 			return err
@@ -524,7 +526,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 	if err := msg.Ack(); err != nil {
 		r.log.Warn("ack run request", "err", err)
 	}
-	r.log.Debug("run finished", "status", final.Status)
+	w.runFinished(ctx, &final)
 	return nil
 }
 
@@ -611,7 +613,7 @@ func (r *run) finishCancelled(ctx context.Context, res *seq.Result, coder *resul
 	}
 	r.w.emit(wctx, ev)
 	_ = r.msg.Ack()
-	r.log.Info("run cancelled", "after_group", st.FinishedGroups)
+	r.w.runFinished(ctx, &st)
 }
 
 // cancelText says who cancelled a run and why.

@@ -135,6 +135,7 @@ func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
 		reply.Error = err.Error()
 	}
 	reply.RunID = w.recordCall(ctx, s, in, slots, gr, err, started)
+	w.callDone(ctx, s, gr, err, started, reply.RunID)
 	w.respond(req, reply)
 }
 

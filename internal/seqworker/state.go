@@ -131,6 +131,7 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 			return
 		}
 		w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunFinished, Sequence: st.Sequence, Status: events.StatusFailed, Error: reason, Worker: w.cfg.WorkerID, Attempt: attempt})
+		w.runFinished(ctx, st)
 		return
 	}
 }

@@ -78,6 +78,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/skillbus/skillbus/internal/metrics"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -94,6 +95,7 @@ type Worker struct {
 	cfg    Config
 	log    *slog.Logger
 	caller seq.Caller
+	met    *metrics.Seqworker // metrics.go
 
 	runs       jetstream.KeyValue
 	slots      jetstream.ObjectStore // large slot values; nil if unavailable
@@ -185,6 +187,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
 	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
+	w.initMetrics()
 	return w, nil
 }
 
@@ -347,6 +350,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	w.stopErr = err
 	w.mu.Unlock()
+	_ = w.met.Unregister()
 	w.log.Info("seqworker stopped", "err", err)
 	return err
 }

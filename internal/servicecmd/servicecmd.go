@@ -209,6 +209,13 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 	var provisioned *health.Gate
 	if spec.Provision != nil {
 		provisioned = ready.Gate("provisioned")
+		if spec.Provision.Owner == "" && cfg.Creds.V != "" {
+			// A user of `skillbus auth` may update only what its role owns
+			// (docs/security.md): provision as that owner.
+			if role, err := natsconn.RoleOf(cfg.Creds.V); err == nil && (events.Options{Owner: role}).Validate() == nil {
+				spec.Provision.Owner = role
+			}
+		}
 	}
 	started := ready.Gate("started")
 	if reg, err := metrics.ObserveConn(mets.Provider(), conn.Conn); err != nil {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/sections"
@@ -83,6 +85,9 @@ type Config struct {
 
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Meters is the meter provider of the service's metrics (metrics.go;
+	// docs/operations.md); nil means OpenTelemetry's global one.
+	Meters metric.MeterProvider
 	// Version is reported by `nats micro info`; "" means version.String()
 	// (internal/version: the one version of every skillbus binary).
 	Version string

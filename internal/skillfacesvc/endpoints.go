@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -107,6 +109,38 @@ type incoming struct {
 	data  []byte
 	hdr   nats.Header
 	reply string
+
+	// base, when set, is the parent context of the work, holding the read
+	// of session prefetched (see wrap); cancel and release end it.
+	base            context.Context
+	cancel, release func()
+	prefetched      string
+}
+
+// leadingSessionID returns the session id of a request body that begins
+// with it the way encoding/json writes a skillface.Request —
+// {"session_id":"ID", … — with no escape in ID; else false. It only tells
+// which session to read early: the body is decoded in full later.
+func leadingSessionID(b []byte) (string, bool) {
+	const prefix = `{"session_id":"`
+	if !bytes.HasPrefix(b, []byte(prefix)) {
+		return "", false
+	}
+	rest := b[len(prefix):]
+	i := bytes.IndexByte(rest, '"')
+	if i <= 0 || i > kvsession.MaxIDBytes {
+		return "", false
+	}
+	id := rest[:i]
+	for _, c := range id {
+		if c < 0x20 || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(id) {
+		return "", false
+	}
+	return string(id), true
 }
 
 type handlerFunc func(ctx context.Context, in incoming) ([]byte, error)
@@ -157,6 +191,15 @@ func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
 		in := incoming{data: req.Data(), hdr: nats.Header(req.Headers()), reply: req.Reply()}
 		s.sem <- struct{}{}
 		s.begin()
+		if subject == SubjectAssemble {
+			// The session is read from here on, while the request waits
+			// for its goroutine and is decoded (skillface.Assembler.Prefetch).
+			if id, ok := leadingSessionID(in.data); ok {
+				in.base, in.cancel = context.WithTimeout(context.Background(), s.cfg.Timeout)
+				in.base, in.release = s.asm.Prefetch(in.base, id)
+				in.prefetched = id
+			}
+		}
 		go func() {
 			defer func() { <-s.sem; s.end() }()
 			s.handle(subject, h, in)
@@ -165,7 +208,14 @@ func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
 }
 
 func (s *Service) handle(subject string, h handlerFunc, in incoming) {
-	ctx, span := events.StartSpan(events.Extract(context.Background(), in.hdr), "skillface "+subject, trace.SpanKindServer, subject, len(in.data))
+	start := time.Now()
+	base := context.Background()
+	if in.base != nil {
+		base = in.base
+		defer in.cancel()
+		defer in.release()
+	}
+	ctx, span := events.StartSpan(events.Extract(base, in.hdr), "skillface "+subject, trace.SpanKindServer, subject, len(in.data))
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	var err error
@@ -187,9 +237,12 @@ func (s *Service) handle(subject string, h handlerFunc, in incoming) {
 	s.requests.Add(1)
 	if err != nil {
 		s.failures.Add(1)
-		s.replyError(ctx, subject, in, s.classify(ctx, err))
+		re := s.classify(ctx, err)
+		s.noteRequest(ctx, subject, start, re.code)
+		s.replyError(ctx, subject, in, re)
 		return
 	}
+	s.noteRequest(ctx, subject, start, "")
 	s.send(ctx, subject, in, &nats.Msg{Data: out, Header: nats.Header{}})
 	putBuf(out) // the connection copied it
 }
@@ -316,7 +369,7 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 		}
 	}()
 	prefetch := func(id string) {
-		if id != "" && len(id) <= kvsession.MaxIDBytes {
+		if id != "" && len(id) <= kvsession.MaxIDBytes && id != in.prefetched {
 			ctx, release = s.asm.Prefetch(ctx, id)
 		}
 	}
@@ -336,6 +389,7 @@ func (s *Service) assemble(ctx context.Context, in incoming) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.noteAssembled(ctx, &resp)
 	if req.Restricted {
 		// docs/skills.md: the messages come back unchanged — the request's
 		// own bytes, not a re-encoding.

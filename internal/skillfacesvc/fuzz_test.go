@@ -107,3 +107,22 @@ func TestFastDecoderTakesOrdinaryRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestLeadingSessionID(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"session_id":"chat-42","round":1}`: "chat-42",
+		`{"session_id":"é漢","round":1}`:      "é漢",
+		`{"session_id":"","round":1}`:        "",
+		`{"round":1,"session_id":"s"}`:       "",
+		`{ "session_id":"s"}`:                "",
+		`{"session_id":"a\"b"}`:              "",
+		"{\"session_id\":\"a\x01\"}":         "",
+		"{\"session_id\":\"\xff\"}":          "",
+		`{"session_id":"unterminated`:        "",
+	} {
+		got, ok := leadingSessionID([]byte(body))
+		if got != want || ok != (want != "") {
+			t.Errorf("leadingSessionID(%q) = %q, %v; want %q", body, got, ok, want)
+		}
+	}
+}

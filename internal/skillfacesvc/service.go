@@ -43,6 +43,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/kvsession"
+	"github.com/skillbus/skillbus/internal/metrics"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/skillface"
@@ -79,6 +80,7 @@ type Service struct {
 	idle     chan struct{} // closed when flight drops to 0; nil while 0
 
 	requests, failures atomic.Uint64
+	met                *metrics.Skillface // metrics.go
 
 	svc    micro.Service
 	cancel context.CancelFunc
@@ -112,6 +114,7 @@ func New(nc *nats.Conn, cfg Config) (*Service, error) {
 		keys:    map[string]string{},
 		changed: make(chan struct{}),
 		sem:     make(chan struct{}, cfg.MaxConcurrent),
+		met:     newMetrics(cfg),
 	}, nil
 }
 

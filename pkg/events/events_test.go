@@ -473,7 +473,7 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// TestScheduleTicksReachConsumer checks the DESIGN.md §4 arrangement: a
+// TestScheduleTicksReachConsumer checks the arrangement of docs/architecture.md (A scheduled run): a
 // schedule on seq.schedule.<name> targeting seq.run.<name> delivers ticks
 // to the seqworker consumer, with Nats-Scheduler set.
 func TestScheduleTicksReachConsumer(t *testing.T) {
@@ -728,4 +728,74 @@ func FuzzSummaryFromHeader(f *testing.F) {
 			t.Fatalf("round trip of %+v gave %+v", s, back)
 		}
 	})
+}
+
+// TestProvisionOwner checks Options.Owner: a service creates what is
+// missing, updates only what it owns, and leaves the seqworker consumer to
+// the seqworker — so it never sends an update another service's
+// resources, which a least-privilege user may not (docs/security.md).
+func TestProvisionOwner(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc := natsserver.ConnectTB(t, s)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The registry starts first on an empty server: everything but the
+	// seqworker's consumer exists afterwards.
+	if err := events.Provision(ctx, js, events.Options{Owner: events.OwnerRegistry}); err != nil {
+		t.Fatalf("Provision as the registry on an empty server: %v", err)
+	}
+	for _, name := range []string{"KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "KV_SKILLFACE_SESSIONS", "OBJ_RUN_SLOTS", events.StreamSeqRuns, events.StreamEvents} {
+		if _, err := js.Stream(ctx, name); err != nil {
+			t.Errorf("stream %s after the registry's Provision: %v", name, err)
+		}
+	}
+	if _, err := js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err == nil {
+		t.Errorf("the registry's Provision created the seqworker consumer; want it left to the seqworker")
+	}
+	// skillface asks for other TTLs: only its own bucket changes.
+	o := events.Options{Owner: events.OwnerSkillface, RunsTTL: time.Hour, SessionsTTL: 30 * time.Minute, EventsMaxAge: time.Hour}
+	if err := events.Provision(ctx, js, o); err != nil {
+		t.Fatalf("Provision as skillface: %v", err)
+	}
+	ttl := func(bucket string) time.Duration {
+		kv, err := js.KeyValue(ctx, bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := kv.Status(ctx)
+		return st.TTL()
+	}
+	if got := ttl(events.BucketSessions); got != 30*time.Minute {
+		t.Errorf("SKILLFACE_SESSIONS TTL after skillface's Provision = %v; want 30m (its own)", got)
+	}
+	if got := ttl(events.BucketRuns); got != events.DefaultRunsTTL {
+		t.Errorf("RUNS TTL after skillface's Provision = %v; want %v (the seqworker's to change)", got, events.DefaultRunsTTL)
+	}
+	ev, _ := js.Stream(ctx, events.StreamEvents)
+	if got := ev.CachedInfo().Config.MaxAge; got != events.DefaultEventsMaxAge {
+		t.Errorf("EVENTS max age after skillface's Provision = %v; want %v", got, events.DefaultEventsMaxAge)
+	}
+	// The seqworker applies its own settings and makes its consumer.
+	o.Owner = events.OwnerSeqworker
+	if err := events.Provision(ctx, js, o); err != nil {
+		t.Fatalf("Provision as the seqworker: %v", err)
+	}
+	if got := ttl(events.BucketRuns); got != time.Hour {
+		t.Errorf("RUNS TTL after the seqworker's Provision = %v; want 1h", got)
+	}
+	if _, err := js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err != nil {
+		t.Errorf("the seqworker consumer after the seqworker's Provision: %v", err)
+	}
+	if err := (events.Options{Owner: "tools"}).Validate(); !errors.Is(err, events.ErrOptions) {
+		t.Errorf("Validate(Owner tools) = %v; want ErrOptions", err)
+	}
+	for stream, want := range map[string]string{"KV_SKILLS": "registry", "KV_SEQUENCES": "registry", "KV_SKILLFACE_SESSIONS": "skillface", "KV_RUNS": "seqworker", "OBJ_RUN_SLOTS": "seqworker", "SEQ_RUNS": "seqworker", "EVENTS": "seqworker"} {
+		if got := events.OwnerOf(stream); got != want {
+			t.Errorf("OwnerOf(%s) = %q; want %q", stream, got, want)
+		}
+	}
 }

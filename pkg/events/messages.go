@@ -63,7 +63,7 @@ func Decode(data []byte, m Message) error {
 
 // AgentReady announces that an agent (re)started, on
 // AgentReadySubject(agent). Each sequence with boot: true runs once per
-// (Agent, BootID) (DESIGN.md §4).
+// (Agent, BootID) (docs/sequences.md, Boot).
 type AgentReady struct {
 	V int `json:"v"`
 	// Agent names the agent; required, a single subject token.

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// KV bucket names (DESIGN.md §3).
+// KV bucket names (docs/architecture.md, NATS resources).
 const (
 	// BucketSkills: key = skill name; value = the validated skill record
 	// (JSON, pkg/skill.Skill) including body, sections index and fingerprint.
@@ -26,7 +26,7 @@ const (
 	BucketSessions = "SKILLFACE_SESSIONS"
 )
 
-// Stream and consumer names (DESIGN.md §3, §4).
+// Stream and consumer names (docs/architecture.md, NATS resources).
 const (
 	// StreamSeqRuns is the work-queue stream of run requests and schedules,
 	// with subjects SubjectRunAll and SubjectScheduleAll and message
@@ -39,7 +39,7 @@ const (
 	ConsumerSeqworker = "seqworker"
 )
 
-// Subjects and subject patterns (DESIGN.md §3). Use the functions below to
+// Subjects and subject patterns (docs/architecture.md, NATS resources). Use the functions below to
 // build concrete subjects: they check the tokens.
 const (
 	// SubjectRunAll matches every run request: seq.run.<sequence>.
@@ -89,7 +89,7 @@ const (
 	// OpDelete: a definition was removed (its file deleted).
 	OpDelete = "delete"
 	// OpInvalid: a file failed validation; the last good version, if any,
-	// is kept. (An addition to DESIGN.md §3, which lists put|delete.)
+	// is kept. (docs/architecture.md lists every op.)
 	OpInvalid = "invalid"
 	// OpClash: two files define the same skill name or group name; the
 	// event names both files and the one kept.

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,7 +83,39 @@ type Options struct {
 	// MaxDeliver caps deliveries of one run request; default
 	// DefaultMaxDeliver (10); -1 = unlimited.
 	MaxDeliver int
+	// Owner names the service that provisions, one of the Owner
+	// constants: it creates or updates the resources it owns (OwnerOf) and
+	// only creates the others when they are missing, never changing them,
+	// so with least-privilege NATS users (docs/security.md) no service
+	// needs the right to reconfigure another's buckets. "" (default):
+	// every resource is created or updated.
+	Owner string
 }
+
+// Owners of the streams, buckets and consumers (docs/security.md): the
+// registry owns SKILLS and SEQUENCES, skillface SKILLFACE_SESSIONS, the
+// seqworker everything else (RUNS, RUN_SLOTS, SEQ_RUNS, EVENTS and the
+// seqworker consumers).
+const (
+	OwnerRegistry  = "registry"
+	OwnerSeqworker = "seqworker"
+	OwnerSkillface = "skillface"
+)
+
+// OwnerOf returns the Owner of a stream by its name: KV_<bucket> for a
+// bucket, OBJ_<bucket> for an object store, SEQ_RUNS, EVENTS.
+func OwnerOf(stream string) string {
+	switch stream {
+	case "KV_" + BucketSkills, "KV_" + BucketSequences:
+		return OwnerRegistry
+	case "KV_" + BucketSessions:
+		return OwnerSkillface
+	}
+	return OwnerSeqworker
+}
+
+// owns reports whether o may create or update stream, or only create it.
+func (o Options) owns(stream string) bool { return o.Owner == "" || OwnerOf(stream) == o.Owner }
 
 // WithDefaults returns o with every zero field set to its default.
 func (o Options) WithDefaults() Options {
@@ -141,6 +174,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: AckWait = %s; want at least 1s", ErrOptions, o.AckWait)
 	case o.MaxDeliver < -1:
 		return fmt.Errorf("%w: MaxDeliver = %d; want -1 (unlimited) or at least 1", ErrOptions, o.MaxDeliver)
+	case o.Owner != "" && o.Owner != OwnerRegistry && o.Owner != OwnerSeqworker && o.Owner != OwnerSkillface:
+		return fmt.Errorf("%w: Owner = %q; want registry, seqworker, skillface or \"\" (all)", ErrOptions, o.Owner)
 	}
 	return nil
 }
@@ -172,13 +207,18 @@ type ResourceReader interface {
 }
 
 // Provision creates or updates every stream, consumer and bucket of
-// DESIGN.md §3 from o. It is idempotent: calling it again with the same
-// Options changes nothing, so every service calls it at start, in any
-// order. Fields of o left zero keep the existing resources' values (when js
-// implements ResourceReader, as jetstream.JetStream does) or take their
-// defaults on creation; explicitly set fields are applied. With no deadline
-// on ctx it uses 30 s. Errors: ErrOptions, ErrProvision (wrapping the
-// server's error and naming the resource).
+// docs/runs.md and docs/skills.md from o. It is idempotent: calling it
+// again with the same Options changes nothing, so every service calls it
+// at start, in any order. Fields of o left zero keep the existing
+// resources' values (when js implements ResourceReader, as
+// jetstream.JetStream does) or take their defaults on creation; explicitly
+// set fields are applied. With o.Owner set, the resources of other owners
+// are only created when missing (when js can create without updating, as
+// jetstream.JetStream can) and the seqworker consumer is left to the
+// seqworker: the service needs no right to change what it does not own
+// (docs/security.md). With no deadline on ctx it uses 30 s. Errors:
+// ErrOptions, ErrProvision (wrapping the server's error and naming the
+// resource).
 func Provision(ctx context.Context, js StreamManager, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -192,25 +232,79 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 		o = o.inherit(ctx, rr)
 	}
 	o = o.WithDefaults()
+	cr, _ := js.(creator)
 	for _, kv := range KeyValueConfigs(o) {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
+		var err error
+		if cr != nil && !o.owns("KV_"+kv.Bucket) {
+			_, err = cr.CreateKeyValue(ctx, kv)
+			err = existsIsFine(err, jetstream.ErrBucketExists)
+		} else {
+			_, err = js.CreateOrUpdateKeyValue(ctx, kv)
+		}
+		if err != nil {
 			return fmt.Errorf("%w: bucket %s: %v", ErrProvision, kv.Bucket, err)
 		}
 	}
 	for _, sc := range StreamConfigs(o) {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		var err error
+		if cr != nil && !o.owns(sc.Name) {
+			_, err = cr.CreateStream(ctx, sc)
+			err = existsIsFine(err, jetstream.ErrStreamNameAlreadyInUse)
+		} else {
+			_, err = js.CreateOrUpdateStream(ctx, sc)
+		}
+		if err != nil {
 			return fmt.Errorf("%w: stream %s: %v", ErrProvision, sc.Name, err)
 		}
 	}
-	if _, err := js.CreateOrUpdateConsumer(ctx, StreamSeqRuns, SeqworkerConsumerConfig(o)); err != nil {
-		return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworker, StreamSeqRuns, err)
+	if o.Owner == "" || o.Owner == OwnerSeqworker {
+		// Only the seqworker reads its consumer; the others leave it alone.
+		if _, err := js.CreateOrUpdateConsumer(ctx, StreamSeqRuns, SeqworkerConsumerConfig(o)); err != nil {
+			return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworker, StreamSeqRuns, err)
+		}
 	}
 	if om, ok := js.(ObjectStoreManager); ok {
-		if _, err := om.CreateOrUpdateObjectStore(ctx, RunSlotsConfig(o)); err != nil {
+		var err error
+		if oc, ok := js.(objectCreator); ok && !o.owns("OBJ_"+BucketRunSlots) {
+			_, err = oc.CreateObjectStore(ctx, RunSlotsConfig(o))
+			err = existsIsFine(err, jetstream.ErrBucketExists)
+		} else {
+			_, err = om.CreateOrUpdateObjectStore(ctx, RunSlotsConfig(o))
+		}
+		if err != nil {
 			return fmt.Errorf("%w: object store %s: %v", ErrProvision, BucketRunSlots, err)
 		}
 	}
 	return nil
+}
+
+// creator creates without updating (jetstream.JetStream implements it):
+// Provision uses it for the resources that Options.Owner does not own.
+type creator interface {
+	CreateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
+	CreateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error)
+}
+
+// objectCreator creates an object store without updating it.
+type objectCreator interface {
+	CreateObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error)
+}
+
+// seqworkerConsumer reads the seqworker consumer when owner provisions it.
+func seqworkerConsumer(ctx context.Context, rr ResourceReader, owner string) (jetstream.Consumer, error) {
+	if owner != "" && owner != OwnerSeqworker {
+		return nil, errors.New("not the owner")
+	}
+	return rr.Consumer(ctx, StreamSeqRuns, ConsumerSeqworker)
+}
+
+// existsIsFine turns "it exists (with another configuration)" into
+// success: a resource another service owns is that service's to change.
+func existsIsFine(err, exists error) error {
+	if errors.Is(err, exists) {
+		return nil
+	}
+	return err
 }
 
 // RunSlotsConfig returns the configuration of the BucketRunSlots object
@@ -360,7 +454,8 @@ func (o Options) inherit(ctx context.Context, rr ResourceReader) Options {
 	if s, err := rr.Stream(ctx, "OBJ_"+BucketRunSlots); err == nil && o.RunSlotsMaxBytes == 0 && s.CachedInfo().Config.MaxBytes > 0 {
 		o.RunSlotsMaxBytes = s.CachedInfo().Config.MaxBytes
 	}
-	if c, err := rr.Consumer(ctx, StreamSeqRuns, ConsumerSeqworker); err == nil {
+	// Only the seqworker provisions (and may read) its consumer.
+	if c, err := seqworkerConsumer(ctx, rr, o.Owner); err == nil {
 		cfg := c.CachedInfo().Config
 		if o.AckWait == 0 && cfg.AckWait != LegacyAckWait {
 			o.AckWait = cfg.AckWait

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// Names used by the seqworker beyond those of DESIGN.md §3's table (an
-// addition made with the seqworker, issue 6).
+// Names used by the seqworker: its boot consumer and the headers of run
+// requests and schedules (docs/architecture.md, NATS resources and Headers).
 const (
 	// ConsumerSeqworkerBoot is the durable pull consumer on EVENTS,
 	// filtered on SubjectAgentReadyAll, that seqworker replicas share to
-	// start boot sequences (DESIGN.md §4, Boot).
+	// start boot sequences (docs/sequences.md, Boot).
 	ConsumerSeqworkerBoot = "seqworker-boot"
 
 	// AdvisoryMaxDeliveriesSeqworker is the server advisory published when
@@ -59,7 +59,7 @@ const (
 )
 
 // SeqCallRequest asks the seqworker to run one group, by its name (group
-// names are unique among stored sequences, DESIGN.md §4), on
+// names are unique among stored sequences, docs/sequences.md), on
 // SeqCallSubject. Args must hold exactly the group's `in` keys.
 type SeqCallRequest struct {
 	V     int             `json:"v"`

@@ -1,13 +1,13 @@
 package events
 
-// Names of the ServiceSkillface micro service beyond those of DESIGN.md §3's
-// table (an addition made with the skillface service, issue 7). The request
+// Names of the ServiceSkillface micro service (docs/architecture.md,
+// Prompt assembly). The request
 // and response bodies are pkg/skillface's Request and Response (JSON).
 const (
-	// SkillfaceAssembleSubject is the prompt-assembly endpoint (DESIGN.md
-	// §6): a skillface.Request in, a skillface.Response out.
+	// SkillfaceAssembleSubject is the prompt-assembly endpoint (docs/skills.md,
+	// prompt assembly): a skillface.Request in, a skillface.Response out.
 	SkillfaceAssembleSubject = SkillfacePrefix + ".assemble"
-	// SkillfaceInfoSubject is skill_info (DESIGN.md §5): {"name",
+	// SkillfaceInfoSubject is skill_info (docs/skills.md): {"name",
 	// "section"?} in, {"name","section","text"} out.
 	SkillfaceInfoSubject = SkillfacePrefix + ".info"
 

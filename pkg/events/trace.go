@@ -53,7 +53,7 @@ func (c HeaderCarrier) Keys() []string {
 
 // propagator returns the global OpenTelemetry propagator, or W3C trace
 // context + baggage when none was installed (the global default propagates
-// nothing, and DESIGN.md §3 promises traceparent on every message).
+// nothing, and docs/architecture.md promises traceparent on every message).
 func propagator() propagation.TextMapPropagator {
 	p := otel.GetTextMapPropagator()
 	if len(p.Fields()) == 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -27,7 +28,11 @@ type benchPath struct {
 // benchPaths starts one server and, on it, the two paths side by side:
 //   - raw: a plain QueueSubscribe echo answered with Respond, called with
 //     RequestWithContext — what NATS itself costs;
-//   - tool: a pkg/tool echo tool called through tool.Client.
+//   - tool: a pkg/tool echo tool called through tool.Client, with no
+//     metrics SDK installed (the OpenTelemetry API's no-op);
+//   - tool-metrics: the same with an OpenTelemetry SDK meter provider
+//     (ServerConfig.Meters), so every call is counted and timed as in a
+//     skillbus service (skillbus.tool.calls, messaging.process.duration).
 //
 // Each has its own provider connection and its own client connection, so
 // the paths differ only in the code they run.
@@ -56,6 +61,21 @@ func benchPaths(b *testing.B) []benchPath {
 	if err != nil {
 		b.Fatal(err)
 	}
+
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	msrv, err := tool.Serve(natsserver.ConnectTB(b, s), tool.ServerConfig{Name: "bench-metrics", Meters: mp}, tool.Tool{
+		Name: "bench.metered",
+		Func: func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = msrv.Stop(context.Background()) })
+	mclient, err := tool.NewClient(natsserver.ConnectTB(b, s))
+	if err != nil {
+		b.Fatal(err)
+	}
 	return []benchPath{
 		{"raw", func(ctx context.Context) error {
 			_, err := rawClient.RequestWithContext(ctx, "bench.raw", benchArgs)
@@ -65,15 +85,19 @@ func benchPaths(b *testing.B) []benchPath {
 			_, err := client.Call(ctx, "bench.echo", benchArgs)
 			return err
 		}},
+		{"tool-metrics", func(ctx context.Context) error {
+			_, err := mclient.Call(ctx, "bench.metered", benchArgs)
+			return err
+		}},
 	}
 }
 
 // BenchmarkCall compares a tool call through pkg/tool with a raw nats.go
 // request/reply on the same server with the same payload, in the same run:
 //
-//   - Call/latency/{raw,tool}: one call at a time; ns/op and the p50 (µs)
+//   - Call/latency/{raw,tool,tool-metrics}: one call at a time; ns/op and the p50 (µs)
 //     of each call;
-//   - Call/inflight16/{raw,tool}: 16 calls in flight; ns/op is the wall
+//   - Call/inflight16/{raw,tool,tool-metrics}: 16 calls in flight; ns/op is the wall
 //     time per call (1/throughput) and calls/s the throughput.
 //
 // Both report cpu-µs/op, the CPU time of the whole process (client, NATS

@@ -41,7 +41,8 @@ type endpoint struct {
 	s       *Server
 	t       Tool
 	subject string
-	schema  *ArgsSchema   // checks the arguments; nil: none
+	schema  *ArgsSchema // checks the arguments; nil: none
+	met     *endpointMetrics
 	sem     chan struct{} // one slot per worker; MaxConcurrent slots
 	jobs    chan job      // hands a call to an idle worker (unbuffered)
 
@@ -69,9 +70,12 @@ func (e *endpoint) quick() bool {
 	return e.streak.Load() >= quickStreak
 }
 
-// took records how long a call that started at start took.
-func (e *endpoint) took(start time.Time) {
-	if time.Since(start) > quickMax {
+// took records how long a call that started at start took, and counts it
+// (endpointMetrics) with code, "" for a result.
+func (e *endpoint) took(start time.Time, code string) {
+	d := time.Since(start)
+	e.met.record(d, code)
+	if d > quickMax {
 		e.streak.Store(0)
 	} else if e.streak.Load() < quickStreak {
 		e.streak.Add(1)
@@ -79,7 +83,8 @@ func (e *endpoint) took(start time.Time) {
 }
 
 func newEndpoint(s *Server, t Tool, subject string) *endpoint {
-	return &endpoint{s: s, t: t, subject: subject, sem: make(chan struct{}, s.cfg.MaxConcurrent), jobs: make(chan job)}
+	return &endpoint{s: s, t: t, subject: subject, met: newEndpointMetrics(s.met, t.Name, subject),
+		sem: make(chan struct{}, s.cfg.MaxConcurrent), jobs: make(chan job)}
 }
 
 // receive is the micro handler: it runs on the endpoint's subscription
@@ -94,6 +99,7 @@ func (e *endpoint) receive(r micro.Request) {
 	if s.stopped {
 		s.mu.Unlock()
 		s.replyStopping(m)
+		e.met.record(time.Since(in.start), "503")
 		return
 	}
 	in.prev, in.next = s.calls.prev, &s.calls
@@ -110,9 +116,9 @@ func (e *endpoint) receive(r micro.Request) {
 	s.mu.Unlock()
 	j := job{msg: m, in: in}
 	if e.quick() {
-		s.handle(e, m)
+		code := s.handle(e, m)
 		s.done(in)
-		e.took(in.start)
+		e.took(in.start, code)
 		return
 	}
 	select {
@@ -127,6 +133,7 @@ func (e *endpoint) receive(r micro.Request) {
 	case <-s.base.Done(): // Stop's deadline passed with calls queued
 		s.done(in)
 		s.replyStopping(m)
+		e.met.record(time.Since(in.start), "503")
 	}
 }
 
@@ -137,9 +144,9 @@ func (e *endpoint) worker(j job) {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		e.s.handle(e, j.msg)
+		code := e.s.handle(e, j.msg)
 		e.s.done(j.in)
-		e.took(j.in.start)
+		e.took(j.in.start, code)
 		idle.Reset(workerIdle)
 		select {
 		case j = <-e.jobs:
@@ -169,8 +176,10 @@ func requestMsg(r micro.Request) *nats.Msg {
 	return &nats.Msg{Subject: r.Subject(), Reply: r.Reply(), Header: nats.Header(r.Headers()), Data: r.Data()}
 }
 
-// handle runs one call and replies to it.
-func (s *Server) handle(e *endpoint, m *nats.Msg) {
+// handle runs one call and replies to it. It returns the error code
+// replied ("" for a result; a call whose caller had given up counts with
+// the code it would have had).
+func (s *Server) handle(e *endpoint, m *nats.Msg) (code string) {
 	t := e.t
 	ctx, span := s.tr.start(s.tr.extract(s.base, m.Header), func() string { return "tool " + t.Name }, trace.SpanKindServer, "process", m.Subject, len(m.Data))
 	if span.IsRecording() {
@@ -192,7 +201,7 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) {
 	defer cctx.cancel(context.Canceled)
 	ctx = cctx
 	if !s.attach(m.Reply, cctx) {
-		return // its caller cancelled it before it started: nobody waits
+		return codeCancelled // its caller cancelled it before it started: nobody waits
 	}
 
 	args := json.RawMessage(m.Data)
@@ -200,22 +209,17 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) {
 		args = json.RawMessage("{}")
 	} else if !isObject(args) {
 		err = Errorf("400", "arguments must be a JSON object, got %s", preview(args))
-		s.replyError(m, err.(*Error))
-		return
+		return s.replyError(m, err.(*Error))
 	}
 	if e.schema != nil {
 		if cerr := e.schema.Check(args); cerr != nil {
 			err = cerr
-			s.replyError(m, cerr.(*Error))
-			return
+			return s.replyError(m, cerr.(*Error))
 		}
 	}
 	res, ferr := call(ctx, t.Func, args)
 	if ferr != nil {
 		err = ferr
-		if (callerDeadline && ctx.Err() != nil && time.Now().After(deadline)) || cctx.byCaller() {
-			return // the caller has given up: nobody reads a reply
-		}
 		var te *Error
 		if !errors.As(ferr, &te) {
 			code := "500"
@@ -224,8 +228,13 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) {
 			}
 			te = &Error{Code: code, Description: ferr.Error()}
 		}
-		s.replyError(m, te)
-		return
+		if cctx.byCaller() {
+			return codeCancelled // the caller cancelled it: nobody reads a reply
+		}
+		if callerDeadline && ctx.Err() != nil && time.Now().After(deadline) {
+			return te.CodeOrDefault() // the caller has given up: nobody reads a reply
+		}
+		return s.replyError(m, te)
 	}
 	var out []byte
 	raw := true // out comes from the tool as is: check it is JSON
@@ -238,31 +247,34 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) {
 		raw = false
 		out, err = json.Marshal(res)
 		if err != nil {
-			s.replyError(m, Errorf("500", "tool %s returned a result that is not JSON-encodable: %v", t.Name, err))
-			return
+			return s.replyError(m, Errorf("500", "tool %s returned a result that is not JSON-encodable: %v", t.Name, err))
 		}
 	}
 	if len(out) == 0 {
 		out = []byte("null")
 	} else if raw && !json.Valid(out) {
 		err = Errorf("500", "tool %s returned invalid JSON %s", t.Name, preview(out))
-		s.replyError(m, err.(*Error))
-		return
+		return s.replyError(m, err.(*Error))
 	}
 	// A successful reply carries no headers, so the limit is exact.
 	if max := s.nc.MaxPayload(); int64(len(out)) > max {
 		err = Errorf("413", "tool %s: result of %d bytes is larger than the server's max_payload (%d bytes): %v", t.Name, len(out), max, ErrPayloadTooLarge)
-		s.replyError(m, err.(*Error))
-		return
+		return s.replyError(m, err.(*Error))
 	}
 	if m.Reply == "" {
-		return // a published call: nobody waits for the result
+		return "" // a published call: nobody waits for the result
 	}
 	if rerr := s.nc.Publish(m.Reply, out); rerr != nil {
 		err = rerr
-		s.replyError(m, Errorf("500", "tool %s: cannot send the result: %v", t.Name, rerr))
+		return s.replyError(m, Errorf("500", "tool %s: cannot send the result: %v", t.Name, rerr))
 	}
+	return ""
 }
+
+// codeCancelled is the status a call cancelled by its caller is counted
+// with (skillbus.tool.calls): no reply is sent. 499 is "client closed
+// request", as proxies count it.
+const codeCancelled = "499"
 
 // call runs f, turning a panic into a code-500 error so one bad call
 // never takes the provider down.
@@ -282,10 +294,11 @@ func (s *Server) replyStopping(m *nats.Msg) {
 
 // replyError answers m with e in the NATS micro error headers and a
 // {"code", "error"} body: the description on one line, at most 1,024
-// bytes.
-func (s *Server) replyError(m *nats.Msg, e *Error) {
+// bytes. It returns the code.
+func (s *Server) replyError(m *nats.Msg, e *Error) string {
+	code := e.CodeOrDefault()
 	if m.Reply == "" {
-		return
+		return code
 	}
 	desc := strings.Join(strings.Fields(e.Description), " ")
 	if desc == "" {
@@ -294,7 +307,6 @@ func (s *Server) replyError(m *nats.Msg, e *Error) {
 	if len(desc) > 1024 {
 		desc = desc[:1021] + "..."
 	}
-	code := e.CodeOrDefault()
 	body, _ := json.Marshal(struct {
 		Code  string `json:"code"`
 		Error string `json:"error"`
@@ -304,6 +316,7 @@ func (s *Server) replyError(m *nats.Msg, e *Error) {
 		Header:  nats.Header{micro.ErrorHeader: []string{desc}, micro.ErrorCodeHeader: []string{code}},
 		Data:    body,
 	})
+	return code
 }
 
 // isBlank reports whether b holds only JSON white space.

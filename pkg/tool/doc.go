@@ -54,6 +54,17 @@
 // keeps a call close to a raw NATS request/reply (BenchmarkCall measures
 // both in one run).
 //
+// # Metrics
+//
+// A Server counts the calls it answers by tool and status ("ok" or the
+// error code it replied: MetricCalls, skillbus.tool.calls) and times them
+// from delivery to reply (MetricProcessDuration, the OpenTelemetry
+// messaging convention's messaging.process.duration), on
+// ServerConfig.Meters or OpenTelemetry's global meter provider. Counting
+// is an atomic add and one histogram record on attribute sets built once
+// per tool: nothing is allocated per call, and with no SDK installed both
+// are no-ops (BenchmarkRecord; docs/operations.md lists the metrics).
+//
 // # Instances that disagree
 //
 // Replicas share calls at random, so they must answer alike. A provider

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/skillbus/skillbus/pkg/events"
 )
@@ -81,6 +82,13 @@ type ServerConfig struct {
 	// cancelled call clean up (cmd.run kills its child) before the process
 	// exits.
 	CancelGrace time.Duration
+	// Meters is the meter provider the provider records its calls on
+	// (MetricCalls and MetricProcessDuration, see metrics.go); nil uses
+	// OpenTelemetry's global one (otel.GetMeterProvider) as it is when
+	// Serve is called, a no-op until a program installs an SDK. The
+	// skillbus tool providers pass the one of their metric pipeline
+	// (docs/operations.md, "Metrics").
+	Meters metric.MeterProvider
 }
 
 // DefaultCancelGrace is ServerConfig.CancelGrace's default.
@@ -135,6 +143,8 @@ type Server struct {
 	nc     *nats.Conn
 	cfg    ServerConfig
 	tr     tracing
+	met    serverMetrics
+	metReg metric.Registration // the calls counter's observation; nil: none
 	base   context.Context
 	cancel context.CancelFunc
 	subs   int // subscriptions the micro service added to nc
@@ -256,8 +266,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), base: base, cancel: cancel, byReply: map[string]*inflight{}}
+	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), met: newServerMetrics(cfg.Meters), base: base, cancel: cancel, byReply: map[string]*inflight{}}
 	s.calls.prev, s.calls.next = &s.calls, &s.calls
+	eps := make([]*endpointMetrics, 0, len(tools))
 	for _, t := range tools {
 		subject, _ := events.ToolSubject(t.Name)
 		md := map[string]string{"tool": t.Name}
@@ -268,6 +279,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 			md["schema"] = string(t.Schema)
 		}
 		e := newEndpoint(s, t, subject)
+		eps = append(eps, e.met)
 		if len(t.Schema) > 0 && !t.Unvalidated {
 			e.schema, _ = CompileSchema(t.Schema) // compiled above
 		}
@@ -301,6 +313,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		}
 		s.cancelSubs = append(s.cancelSubs, sub)
 	}
+	s.metReg = s.met.observe(eps)
 	return s, nil
 }
 
@@ -443,6 +456,9 @@ func (s *Server) finish() {
 	s.mu.Unlock()
 	s.cancel()
 	s.unsubscribeCancels()
+	if s.metReg != nil {
+		_ = s.metReg.Unregister()
+	}
 }
 
 // running describes the running calls, oldest first, as "TOOL (running

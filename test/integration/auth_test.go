@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/mcpserver/mcpservertest"
 	"github.com/skillbus/skillbus/internal/natsconn"
 )
 
@@ -75,10 +79,6 @@ type authEnv struct {
 // registry on a copy of the example sequences and skills.
 func authStart(t *testing.T) *authEnv {
 	t.Helper()
-	setup, err := auth.Generate(auth.Options{Dir: filepath.Join(t.TempDir(), "auth"), ToolPrefixes: []string{"web"}})
-	if err != nil {
-		t.Fatalf("auth.Generate: %v", err)
-	}
 	defs := t.TempDir()
 	for _, rel := range []string{"examples/sequences/project-survey.seq.yaml", "examples/sequences/agent-boot.seq.json"} {
 		cliCopy(t, rel, defs)
@@ -92,6 +92,16 @@ func authStart(t *testing.T) *authEnv {
 	root := cliProject(t)
 	// A file larger than a RUNS entry keeps inline: its slot goes to RUN_SLOTS.
 	os.WriteFile(filepath.Join(root, "big.txt"), []byte(strings.Repeat("0123456789abcdef\n", 6000)), 0o644)
+	return authStartOn(t, defs, root)
+}
+
+// authStartOn is authStart with the registry on defs and the tools on root.
+func authStartOn(t *testing.T, defs, root string) *authEnv {
+	t.Helper()
+	setup, err := auth.Generate(auth.Options{Dir: filepath.Join(t.TempDir(), "auth"), ToolPrefixes: []string{"web"}})
+	if err != nil {
+		t.Fatalf("auth.Generate: %v", err)
+	}
 	log := &authLog{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -456,6 +466,19 @@ func TestAuthDenies(t *testing.T) {
 		}
 		for _, r := range []string{auth.RoleRegistry, auth.RoleSkillface} {
 			refusePub(t, r, conns[r], errs[r], "$JS.API.CONSUMER.MSG.NEXT.SEQ_RUNS.seqworker", nil)
+			refusePub(t, r, conns[r], errs[r], "$JS.API.CONSUMER.CREATE.SEQ_RUNS.seqworker.seq.run.>", nil)
+		}
+		// A service reconfigures only the streams it owns: a stream update
+		// (a source added to a bucket, say) is how one could feed another's
+		// bucket.
+		for r, streams := range map[string][]string{
+			auth.RoleRegistry:  {"KV_RUNS", "KV_SKILLFACE_SESSIONS", "SEQ_RUNS", "EVENTS", "OBJ_RUN_SLOTS"},
+			auth.RoleSkillface: {"KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "EVENTS"},
+			auth.RoleSeqworker: {"KV_SKILLS", "KV_SEQUENCES", "KV_SKILLFACE_SESSIONS"},
+		} {
+			for _, s := range streams {
+				refusePub(t, r, conns[r], errs[r], "$JS.API.STREAM.UPDATE."+s, nil)
+			}
 		}
 	})
 	t.Run("nobody but skillface reads the prompts", func(t *testing.T) {
@@ -585,5 +608,127 @@ func TestAuthDev(t *testing.T) {
 	}
 	if strings.Contains(errb.String(), "Violation") {
 		t.Errorf("dev --auth logged a permission violation:\n%s", errb)
+	}
+}
+
+// TestAuthMCPServe runs `skillbus mcp serve` with the agent's creds on the
+// locked-down stack: the whole model-style exchange (skills, sequences
+// stored and deleted, runs, one group, tools) works, and the server logs
+// no permission violation.
+func TestAuthMCPServe(t *testing.T) {
+	defs, root := mcpservertest.Fixture(t)
+	e := authStartOn(t, defs, root)
+	mark := e.log.mark()
+	port := freePort(t)
+	_, stderr, stop := cliBackground(t, "mcp", "serve", "--listen", ":"+strconv.Itoa(port), "--creds", e.setup.CredsFile(auth.RoleAgent))
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
+	cliEventually(t, "the HTTP server", func() bool { return strings.Contains(stderr.String(), url) })
+	r := &mcpservertest.Recorder{}
+	cs, err := mcpservertest.NewClient(r).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTP: %v; stderr %s", err, stderr.String())
+	}
+	mcpservertest.Exchange(t, cs, r, defs)
+	_ = cs.Close()
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("mcp serve exit %d; stderr %s", code, stderr.String())
+	}
+	if v := e.log.violations(mark); len(v) > 0 {
+		t.Errorf("mcp serve as the agent: the server logged %d permission violations:\n%s", len(v), strings.Join(v, "\n"))
+	}
+}
+
+// subjectMatches reports whether subject matches the NATS pattern.
+func subjectMatches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(p) == len(s)
+}
+
+// allowed reports whether role r may publish to subject by its grants.
+func allowed(r auth.Role, subject string) bool {
+	for _, g := range r.DenyPub {
+		if subjectMatches(g.Subject, subject) {
+			return false
+		}
+	}
+	for _, g := range r.Pub {
+		if subjectMatches(g.Subject, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAuthEndpointsCovered asks every micro service on the locked-down
+// stack for its endpoints ($SRV.INFO), so an endpoint added later cannot
+// slip past the permission table: the agent may call every skillbus
+// endpoint, the runner and the reader exactly the ones listed here, and
+// tool endpoints only the seqworker.
+func TestAuthEndpointsCovered(t *testing.T) {
+	e := authStart(t)
+	nc, _ := e.conn(t, auth.RoleReader)
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishRequest("$SRV.INFO", inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for {
+		m, err := sub.NextMsg(time.Second)
+		if err != nil {
+			break
+		}
+		var info struct {
+			Name      string `json:"name"`
+			Endpoints []struct {
+				Subject string `json:"subject"`
+			} `json:"endpoints"`
+		}
+		if err := json.Unmarshal(m.Data, &info); err != nil {
+			t.Fatal(err)
+		}
+		for _, ep := range info.Endpoints {
+			subjects = append(subjects, ep.Subject)
+		}
+	}
+	if len(subjects) < 15 {
+		t.Fatalf("discovered endpoints %v; want those of the registry, skillface, the seqworker and the tools", subjects)
+	}
+	roles := map[string]auth.Role{}
+	for _, r := range e.setup.Roles {
+		roles[r.Name] = r
+	}
+	reads := []string{"skillbus.registry.skill.list", "skillbus.registry.skill.get", "skillbus.registry.skill.info",
+		"skillbus.registry.seq.list", "skillbus.registry.seq.get", "skillbus.seq.status", "skillbus.seq.list"}
+	runs := append(slices.Clone(reads), "skillbus.seq.run", "skillbus.seq.call", "skillbus.seq.cancel", "skillbus.seq.rerun")
+	for _, s := range subjects {
+		if strings.HasPrefix(s, "tool.") {
+			for name, r := range roles {
+				if got := allowed(r, s); got != (name == auth.RoleSeqworker) {
+					t.Errorf("%s may call the tool endpoint %s: %v; want only the seqworker", name, s, got)
+				}
+			}
+			continue
+		}
+		if !allowed(roles[auth.RoleAgent], s) {
+			t.Errorf("the agent may not call the endpoint %s; add it to the agent's role (internal/auth)", s)
+		}
+		if got, want := allowed(roles[auth.RoleRunner], s), slices.Contains(runs, s); got != want {
+			t.Errorf("the runner may call %s: %v; want %v (decide, in internal/auth and here)", s, got, want)
+		}
+		if got, want := allowed(roles[auth.RoleReader], s), slices.Contains(reads, s); got != want {
+			t.Errorf("the reader may call %s: %v; want %v (decide, in internal/auth and here)", s, got, want)
+		}
 	}
 }

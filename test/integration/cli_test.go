@@ -137,7 +137,7 @@ func TestCLIRunErrors(t *testing.T) {
 	}
 }
 
-var cliCommands = []string{"validate", "sections", "run", "dev", "skills", "seqs", "call", "watch", "tools", "agent-ready", "mcp"}
+var cliCommands = []string{"validate", "sections", "run", "dev", "skills", "seqs", "call", "watch", "tools", "agent-ready", "mcp", "ui"}
 
 func TestCLIHelp(t *testing.T) {
 	for _, c := range cliCommands {
@@ -169,7 +169,7 @@ func TestCLINeedsNATS(t *testing.T) {
 	t.Setenv(cli.EnvNATSURL, "")
 	for _, args := range [][]string{
 		{"skills"}, {"skills", "info", "x"}, {"seqs"}, {"seqs", "show", "x"}, {"seqs", "rm", "x"}, {"call", "g"},
-		{"watch"}, {"tools"}, {"tools", "serve"}, {"agent-ready", "a"}, {"mcp", "--", "true"},
+		{"watch"}, {"tools"}, {"tools", "serve"}, {"agent-ready", "a"}, {"mcp", "--", "true"}, {"ui"},
 	} {
 		code, _, errOut := cliRun(t, args...)
 		if code != cli.ExitFailure || !strings.Contains(errOut, "NATS_URL is not set") || !strings.Contains(errOut, "skillbus dev") {

@@ -200,3 +200,86 @@ func clipTest(s string) string {
 	}
 	return s
 }
+
+// TestMCPServeRoles serves skillbus over MCP with the credentials of each
+// client role `skillbus auth` generates (docs/security.md), on a locked-down
+// stack: an agent may store and run sequences, a runner may run but not
+// store (refused at once, naming the subject), a reader with --read-only
+// lists and reads. The NATS server logs no other permission violation.
+func TestMCPServeRoles(t *testing.T) {
+	e := authStart(t)
+	serve := func(t *testing.T, role string, extra ...string) *mcp.ClientSession {
+		t.Helper()
+		e.as(t, role)
+		port := freePort(t)
+		args := append([]string{"mcp", "serve", "--listen", "127.0.0.1:" + strconv.Itoa(port)}, extra...)
+		_, stderr, _ := cliBackground(t, args...)
+		url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
+		cliEventually(t, "the HTTP server", func() bool { return strings.Contains(stderr.String(), url) })
+		cs, err := mcpservertest.NewClient(&mcpservertest.Recorder{}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("connect as %s: %v; stderr %s", role, err, stderr.String())
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	text := mcpservertest.Text
+	denied := func(subject string) string {
+		return `permission denied: the NATS credentials of this MCP server may not publish on "` + subject + `"`
+	}
+	const seqJSON = `{"name": "role-made", "groups": [{"name": "role-made-list", "tools": "{\"tool\":\"fs.list\",\"args\":{\"path\":\".\"}};"}]}`
+
+	t.Run("agent", func(t *testing.T) {
+		mark := e.log.mark()
+		cs := serve(t, "agent")
+		if res := mcpservertest.Call(t, cs, "seq_create", seqJSON); res.IsError {
+			t.Errorf("agent seq_create: %s", text(res))
+		}
+		if res := mcpservertest.Call(t, cs, "seq_run", `{"sequence": "role-made"}`); res.IsError || !strings.Contains(text(res), "succeeded") {
+			t.Errorf("agent seq_run: %s", text(res))
+		}
+		if res := mcpservertest.Call(t, cs, "seq_delete", `{"name": "role-made"}`); res.IsError {
+			t.Errorf("agent seq_delete: %s", text(res))
+		}
+		if v := e.log.violations(mark); len(v) > 0 {
+			t.Errorf("the server logged permission violations for the agent: %q", v)
+		}
+	})
+	t.Run("runner", func(t *testing.T) {
+		cs := serve(t, "runner")
+		start := time.Now()
+		res := mcpservertest.Call(t, cs, "seq_create", seqJSON)
+		if !res.IsError || !strings.Contains(text(res), denied("skillbus.registry.seq.create")) || time.Since(start) > 10*time.Second {
+			t.Errorf("runner seq_create after %s: %q; want at once %q", time.Since(start), text(res), denied("skillbus.registry.seq.create"))
+		}
+		if res := mcpservertest.Call(t, cs, "seq_run", `{"sequence": "project-survey", "args": {"root": "."}, "wait_seconds": 120}`); res.IsError || !strings.Contains(text(res), "Project survey") {
+			t.Errorf("runner seq_run: %s", clipTest(text(res)))
+		}
+		if res := mcpservertest.Call(t, cs, "skill_info", `{"name": "jetstream-incident", "section": "consumer state"}`); res.IsError {
+			t.Errorf("runner skill_info: %s", text(res))
+		}
+	})
+	t.Run("reader", func(t *testing.T) {
+		mark := e.log.mark()
+		cs := serve(t, "reader", "--read-only")
+		tools, err := cs.ListTools(context.Background(), nil)
+		if err != nil || len(tools.Tools) != len(mcpservertest.ReadOnlyTools) {
+			t.Errorf("reader --read-only tools = %v, %v", tools, err)
+		}
+		if res := mcpservertest.Call(t, cs, "seq_list", `{}`); res.IsError || !strings.Contains(text(res), "project-survey") {
+			t.Errorf("reader seq_list: %s", text(res))
+		}
+		prompts, err := cs.ListPrompts(context.Background(), nil)
+		if err != nil || len(prompts.Prompts) != 1 {
+			t.Errorf("reader prompts = %v, %v; want jetstream-incident", prompts, err)
+		}
+		if v := e.log.violations(mark); len(v) > 0 {
+			t.Errorf("the server logged permission violations for the reader: %q", v)
+		}
+		cs = serve(t, "reader")
+		res := mcpservertest.Call(t, cs, "seq_run", `{"sequence": "project-survey", "args": {"root": "."}}`)
+		if !res.IsError || !strings.Contains(text(res), denied("skillbus.seq.run")) {
+			t.Errorf("reader seq_run = %q; want %q", text(res), denied("skillbus.seq.run"))
+		}
+	})
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/skillbus/skillbus/internal/console"
+	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/internal/servicecmd"
+)
+
+func uiCommand() command {
+	return command{
+		summary: "serve the web console (runs live, sequences, skills, assembly preview, tools)",
+		usage: `Usage: skillbus ui [--listen HOST:PORT] [--token TOKEN] [flags]
+
+Serves the web console against the skillbus at NATS_URL until Ctrl-C: runs
+newest first and live (start, cancel, rerun), each run drawn as its
+sequence's shape with its calls' status, the stored sequences (with a run
+form checked like --arg), the skills with their warnings and sections, an
+assembly preview (what skillface would list, activate and inject for a
+turn), and the tools with a form to call one. Every action uses the same
+endpoints as the skillbus command, with the same errors. docs/console.md
+describes the pages. ` + "`skillbus dev`" + ` serves it too, on 127.0.0.1:4280.
+
+Security: by default the console listens on 127.0.0.1 only and answers only
+to localhost, so only this machine's users reach it — anyone who can open
+it can start and cancel runs and call tools with this command's NATS
+credentials. --listen on any other address (0.0.0.0:4280, a LAN address)
+REQUIRES a token: give it with --token or SKILLBUS_TOKEN; without one, a
+random token is made and printed with the URL to open. The token is asked
+for once and kept in a cookie (or sent as "Authorization: Bearer TOKEN").
+Actions are refused from other web sites (same-origin and CSRF checks).
+Over a network, serve HTTPS (--https-cert, --https-key) or put a TLS proxy
+in front, so the token does not travel in clear.
+
+Flags:
+  --listen HOST:PORT   where to serve (default 127.0.0.1:4280; port 0 picks
+                       a free one)
+  --token TOKEN        the token every browser must present; required (made
+                       up when absent) unless --listen is a loopback address
+  --https-cert FILE    serve HTTPS with this certificate (PEM) ...
+  --https-key FILE     ... and its private key (PEM)
+  --user NAME          recorded as who cancels runs from the page (default
+                       "skillbus console ($USER)")
+  --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
+  --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
+  --log-json           log JSON lines; --log-level LEVEL (default info)
+Every flag also comes from SKILLBUS_<FLAG> (SKILLBUS_LISTEN, SKILLBUS_TOKEN).
+Like the services it waits for NATS at start and reconnects for ever.
+
+Examples:
+  export NATS_URL=nats://127.0.0.1:4222; skillbus ui
+  skillbus ui --listen 127.0.0.1:0
+  SKILLBUS_TOKEN=$(openssl rand -hex 16) skillbus ui --listen 0.0.0.0:4280 --https-cert c.pem --https-key k.pem
+
+Exit codes: 0 stopped with Ctrl-C or SIGTERM; 1 NATS unreachable for good,
+the address in use; 2 bad command line (a non-loopback --listen is fine: a
+token is made).
+`,
+		run: runUI,
+	}
+}
+
+func runUI(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "ui", uiCommand)
+	listen := fs.String("listen", console.DefaultListen, "where to serve, HOST:PORT")
+	token := fs.String("token", "", "the token browsers must present")
+	cert := fs.String("https-cert", "", "HTTPS certificate (PEM)")
+	key := fs.String("https-key", "", "HTTPS private key (PEM)")
+	user := fs.String("user", "", "recorded as who cancels runs")
+	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
+	sf.register(fs)
+	pos, err := sf.parse(env, fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "skillbus ui: unexpected argument %q\n\n%s", pos[0], uiCommand().usage)
+		return ExitUsage
+	}
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus ui: --listen %q: write HOST:PORT, e.g. 127.0.0.1:4280 (%v)\n", *listen, err)
+		return ExitUsage
+	}
+	made := false
+	if *token == "" && !console.IsLoopback(host) {
+		*token, made = newToken(), true
+	}
+	if *user == "" {
+		*user = "skillbus console"
+		if u := os.Getenv("USER"); u != "" {
+			*user += " (" + u + ")"
+		}
+	}
+	cfg := console.Config{Listen: *listen, Token: *token, TLSCert: *cert, TLSKey: *key, User: *user, NATSURL: natsconn.Redact(connSettings(env).URL.V)}
+	return serveService(ctx, env, "ui", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
+		cfg.Logger = rt.Log
+		srv, err := console.New(rt.Conn, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := srv.Start(ctx); err != nil {
+			return nil, err
+		}
+		url := srv.URL()
+		switch {
+		case made:
+			fmt.Fprintf(env.Stdout, "skillbus console: %s?token=%s\n  (--listen %s is not loopback, so a token is required; none was given, so this one was made: %s — set --token or SKILLBUS_TOKEN to keep one)\n", url, *token, *listen, *token)
+		case *token != "":
+			fmt.Fprintf(env.Stdout, "skillbus console: %s (open it with ?token=TOKEN, or log in with the token)\n", url)
+		default:
+			fmt.Fprintf(env.Stdout, "skillbus console: %s\n", url)
+		}
+		return srv.Stop, nil
+	})
+}
+
+// newToken returns 128 random bits, URL-safe.
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

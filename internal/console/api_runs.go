@@ -1,0 +1,392 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/version"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// apiInfo is GET /api/info: what the page shows in its header.
+func (s *Server) apiInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"version":   version.String(),
+		"nats_url":  s.cfg.NATSURL,
+		"live":      s.hub.live(),
+		"runs_live": s.index.live(),
+		"user":      s.cfg.User,
+	})
+}
+
+// runsPage is the answer of GET /api/runs.
+type runsPage struct {
+	Runs []events.RunSummary `json:"runs"`
+	// Total counts the runs that match every filter (all pages).
+	Total int `json:"total"`
+	// Counts counts the runs that match the filters other than status, by
+	// status; nil when the runs were listed through seq.list.
+	Counts map[string]int `json:"counts,omitempty"`
+	// Next is the cursor of the next page ("" on the last one).
+	Next string `json:"next,omitempty"`
+	// Live is true when the list comes from the RUNS watch (and so is
+	// kept up to date by the stream's summaries).
+	Live bool `json:"live"`
+	// Note says what is not as asked (the trigger filter applied to one
+	// page of seq.list only).
+	Note string `json:"note,omitempty"`
+}
+
+// Run triggers a filter accepts (events.Trigger*).
+var triggers = []string{events.TriggerManual, events.TriggerBoot, events.TriggerSchedule, events.TriggerSeqCall}
+
+// runFilter is GET /api/runs' query: status, sequence, trigger, since and
+// until (RFC 3339 times, or for since a duration back from now: 90m, 24h),
+// limit (default 50, at most 1000) and before (a page cursor).
+type runFilter struct {
+	req          events.SeqListRequest
+	trigger      string
+	until        time.Time
+	limit        int
+	beforeCursor string
+}
+
+func parseRunFilter(r *http.Request) (*runFilter, error) {
+	q := r.URL.Query()
+	f := &runFilter{limit: events.DefaultListLimit}
+	f.req.Status, f.req.Sequence, f.trigger, f.beforeCursor = q.Get("status"), q.Get("sequence"), q.Get("trigger"), q.Get("before")
+	if f.trigger != "" && !slices.Contains(triggers, f.trigger) {
+		return nil, fmt.Errorf("trigger %q; want manual, boot, schedule or seq_call", f.trigger)
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > events.MaxListLimit {
+			return nil, fmt.Errorf("limit %q; want 1 to %d", v, events.MaxListLimit)
+		}
+		f.limit = n
+	}
+	if v := q.Get("since"); v != "" {
+		t, err := parseWhen(v)
+		if err != nil {
+			return nil, fmt.Errorf("since: %v", err)
+		}
+		f.req.Since = t
+	}
+	if v := q.Get("until"); v != "" {
+		t, err := parseWhen(v)
+		if err != nil {
+			return nil, fmt.Errorf("until: %v", err)
+		}
+		f.until = t
+	}
+	// The seq.list request's own checks (status, lengths), so a bad filter
+	// reads as `skillbus runs ls` says it.
+	check := f.req
+	check.Limit, check.Before = f.limit, f.beforeCursor
+	if _, err := events.Encode(&check); err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), events.ErrBadMessage.Error()+": "))
+	}
+	return f, nil
+}
+
+// parseWhen reads an RFC 3339 time, or a duration back from now.
+func parseWhen(v string) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return time.Now().Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-01-02T15:04:05Z) nor a duration (90m, 24h)", v)
+	}
+	return t, nil
+}
+
+func (f *runFilter) keep(r events.RunSummary, withStatus bool) bool {
+	return (!withStatus || f.req.Status == "" || r.Status == f.req.Status) &&
+		(f.req.Sequence == "" || r.Sequence == f.req.Sequence) &&
+		(f.trigger == "" || r.Trigger == f.trigger || f.trigger == events.TriggerManual && (r.Trigger == "" || r.Trigger == events.TriggerCall)) &&
+		(f.req.Since.IsZero() || !r.CreatedAt.Before(f.req.Since)) &&
+		(f.until.IsZero() || !r.CreatedAt.After(f.until))
+}
+
+// cursor is a run's page cursor, as seq.list writes it: its created time
+// (fixed width, so cursors compare as times) and its id.
+func cursor(r events.RunSummary) string {
+	return fmt.Sprintf("%s|%s", r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000000Z"), r.RunID)
+}
+
+// apiRuns is GET /api/runs: runs newest first, filtered, with counts by
+// status.
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+	f, err := parseRunFilter(r)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "400", err.Error())
+		return
+	}
+	all, live := s.index.snapshot()
+	if !live {
+		s.runsThroughList(w, r, f)
+		return
+	}
+	page := runsPage{Live: true, Counts: map[string]int{}}
+	for _, st := range []string{events.StatusQueued, events.StatusRunning, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled} {
+		page.Counts[st] = 0
+	}
+	keep := all[:0]
+	for _, run := range all {
+		if !f.keep(run, false) {
+			continue
+		}
+		page.Counts[run.Status]++
+		if f.keep(run, true) {
+			keep = append(keep, run)
+		}
+	}
+	slices.SortFunc(keep, func(a, b events.RunSummary) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.RunID, a.RunID)
+	})
+	page.Total = len(keep)
+	start := 0
+	if f.beforeCursor != "" {
+		start = len(keep)
+		for i, run := range keep {
+			if cursor(run) < f.beforeCursor {
+				start = i
+				break
+			}
+		}
+	}
+	end := min(start+f.limit, len(keep))
+	page.Runs = slices.Clone(keep[start:end])
+	if end < len(keep) && end > start {
+		page.Next = cursor(keep[end-1])
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// runsThroughList lists through seq.list (the RUNS watch is not running).
+func (s *Server) runsThroughList(w http.ResponseWriter, r *http.Request, f *runFilter) {
+	req := f.req
+	req.Limit, req.Before = f.limit, f.beforeCursor
+	if f.trigger != "" || !f.until.IsZero() {
+		req.Limit = events.MaxListLimit
+	}
+	reply, err := s.runs.List(r.Context(), req)
+	if err != nil {
+		writeFail(w, seqErr(err))
+		return
+	}
+	page := runsPage{Runs: []events.RunSummary{}, Total: reply.Total, Next: reply.Next}
+	for _, run := range reply.Runs {
+		if f.keep(run, true) && len(page.Runs) < f.limit {
+			page.Runs = append(page.Runs, run)
+		}
+	}
+	if f.trigger != "" || !f.until.IsZero() {
+		page.Total, page.Next = len(page.Runs), ""
+		page.Note = fmt.Sprintf("the live run list is not available, so the trigger and until filters were applied to the newest %d runs of seq.list only", events.MaxListLimit)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// slotView is one slot of a run as the page shows it: the value, or for a
+// value larger than maxSlotView its start.
+type slotView struct {
+	Value     json.RawMessage `json:"value,omitempty"`
+	Preview   string          `json:"preview,omitempty"`
+	Size      int             `json:"size"`
+	Truncated bool            `json:"truncated,omitempty"`
+	// Stored says where a large value lives (RUN_SLOTS object).
+	Stored string `json:"stored,omitempty"`
+}
+
+// maxSlotView bounds a slot value sent to the page whole.
+const maxSlotView = 256 << 10
+
+// runView is the answer of GET /api/runs/{id}.
+type runView struct {
+	State *events.RunState `json:"state"`
+	// Sequence is the sequence's AST (pkg/seq canonical JSON): the run's
+	// own inline definition, else the stored sequence of that name.
+	Sequence json.RawMessage `json:"sequence,omitempty"`
+	// SequenceNote says why Sequence is missing or may differ from what ran.
+	SequenceNote string              `json:"sequence_note,omitempty"`
+	Slots        map[string]slotView `json:"slots"`
+	SlotsError   string              `json:"slots_error,omitempty"`
+	// Timeline is the run's events in the EVENTS stream, oldest first
+	// (their results left out); TimelineNote says when they cannot be read.
+	Timeline     []events.RunEvent `json:"timeline,omitempty"`
+	TimelineNote string            `json:"timeline_note,omitempty"`
+}
+
+// apiRun is GET /api/runs/{id}[?part=state]: a run's state (seq.status),
+// its sequence, its slots (large ones read from RUN_SLOTS) and its
+// timeline; part=state leaves out the sequence and the timeline.
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	st, err := s.runs.Status(ctx, id)
+	if err != nil {
+		writeFail(w, seqErr(err))
+		return
+	}
+	v := runView{State: st, Slots: map[string]slotView{}}
+	slots, err := s.runs.Slots(ctx, st)
+	if err != nil {
+		v.SlotsError = err.Error()
+		slots = st.Slots
+	}
+	for k, val := range slots {
+		sv := slotView{Size: len(val)}
+		if ref, ok := st.SlotRefs[k]; ok {
+			sv.Stored = events.BucketRunSlots + "/" + ref.Object
+		}
+		if len(val) > maxSlotView {
+			sv.Preview, sv.Truncated = string(val[:maxSlotView]), true
+		} else {
+			sv.Value = val
+		}
+		v.Slots[k] = sv
+	}
+	if r.URL.Query().Get("part") != "state" {
+		v.Sequence, v.SequenceNote = s.runSequence(ctx, st)
+		v.Timeline, v.TimelineNote = s.timeline(ctx, id)
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// runSequence returns the AST a run ran: its inline definition, or the
+// stored sequence of its name (which may have changed since: the note says
+// so when the groups differ from the run's result).
+func (s *Server) runSequence(ctx context.Context, st *events.RunState) (json.RawMessage, string) {
+	if len(st.Inline) > 0 {
+		return st.Inline, ""
+	}
+	if st.Sequence == "" {
+		return nil, "the run names no sequence"
+	}
+	raw, err := s.seqGet(ctx, st.Sequence)
+	if err != nil {
+		return nil, fmt.Sprintf("the sequence %q cannot be read from the registry (%v); the run is drawn from its result", st.Sequence, err)
+	}
+	var res seq.Result
+	sq, err := seq.Decode(raw)
+	if err != nil {
+		return nil, fmt.Sprintf("the stored sequence %q cannot be read: %v", st.Sequence, err)
+	}
+	if len(st.Result) > 0 && json.Unmarshal(st.Result, &res) == nil && len(res.Groups) > 0 {
+		same := len(res.Groups) == len(sq.Groups)
+		for i := 0; same && i < len(res.Groups); i++ {
+			same = res.Groups[i].Name == sq.Groups[i].Name && len(res.Groups[i].Calls) == len(sq.Groups[i].Tools)
+		}
+		if !same {
+			return nil, fmt.Sprintf("the sequence %q was changed since this run; the run is drawn from its result", st.Sequence)
+		}
+	}
+	return raw, ""
+}
+
+// maxTimeline bounds the events read for one run.
+const maxTimeline = 500
+
+// timeline reads a run's events from the EVENTS stream (an ordered
+// consumer on events.run.<id>.>), oldest first, without their results.
+func (s *Server) timeline(ctx context.Context, runID string) ([]events.RunEvent, string) {
+	subj, err := events.RunEventSubject(runID, events.RunStarted)
+	if err != nil {
+		return nil, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cons, err := s.js.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{strings.TrimSuffix(subj, events.RunStarted) + ">"},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, "the run's events cannot be read from the EVENTS stream: " + err.Error()
+	}
+	defer func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer dcancel()
+		_ = s.js.DeleteConsumer(dctx, events.StreamEvents, cons.CachedInfo().Name)
+	}()
+	pending := cons.CachedInfo().NumPending
+	var out []events.RunEvent
+	for pending > 0 && len(out) < maxTimeline {
+		batch, err := cons.Fetch(int(min(pending, maxTimeline)), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return out, "reading the run's events: " + err.Error()
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			if md, err := m.Metadata(); err == nil {
+				pending = md.NumPending
+			}
+			var ev events.RunEvent
+			if events.Decode(m.Data(), &ev) == nil {
+				ev.Result = nil
+				out = append(out, ev)
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return out, "reading the run's events: " + err.Error()
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return out, ""
+}
+
+// cancelRequest is the body of POST /api/runs/{id}/cancel.
+type cancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+// apiCancel is POST /api/runs/{id}/cancel: seq.cancel, as `skillbus runs
+// cancel` sends it (by = Config.User). The answer is the run's state
+// after the request; a running run ends cancelled shortly after (the
+// stream shows it).
+func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
+	var req cancelRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	st, err := s.runs.Cancel(r.Context(), r.PathValue("id"), s.cfg.User, req.Reason)
+	if err != nil {
+		writeFail(w, seqErr(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// apiRerun is POST /api/runs/{id}/rerun: seq.rerun, as `skillbus runs
+// rerun`; the answer is {"run_id": NEW}.
+func (s *Server) apiRerun(w http.ResponseWriter, r *http.Request) {
+	var req struct{}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	id, err := s.runs.Rerun(r.Context(), r.PathValue("id"), "")
+	if err != nil {
+		writeFail(w, seqErr(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})
+}

@@ -1,0 +1,245 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/runargs"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// seqView is one sequence on the sequences page: the registry's summary
+// plus when its schedule fires next.
+type seqView struct {
+	events.SequenceSummary
+	TimeZone string `json:"timezone,omitempty"`
+	// NextTick is the next time the schedule fires (cron schedules, and
+	// @every schedules once a tick is known); Every is an @every
+	// schedule's interval (Go duration text).
+	NextTick *time.Time `json:"next_tick,omitempty"`
+	Every    string     `json:"every,omitempty"`
+	// ScheduleNote says why NextTick is unknown.
+	ScheduleNote string `json:"schedule_note,omitempty"`
+}
+
+// apiSeqs is GET /api/seqs: seq.list (as `skillbus seqs`), with the next
+// fire time of each schedule.
+func (s *Server) apiSeqs(w http.ResponseWriter, r *http.Request) {
+	list, err := s.seqList(r.Context())
+	if err != nil {
+		writeFail(w, err)
+		return
+	}
+	out := make([]seqView, 0, len(list.Sequences))
+	for _, sum := range list.Sequences {
+		v := seqView{SequenceSummary: sum}
+		if sum.Schedule != "" {
+			tz := ""
+			if raw, err := s.seqGet(r.Context(), sum.Name); err == nil {
+				var sq struct {
+					TimeZone string `json:"timezone"`
+				}
+				_ = json.Unmarshal(raw, &sq)
+				tz = sq.TimeZone
+			}
+			s.nextTick(&v, tz)
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sequences": out})
+}
+
+// nextTick fills v's schedule fields. An @every schedule's ticks count
+// from when the server stored it; the latest tick the console knows (the
+// newest scheduled run) anchors them.
+func (s *Server) nextTick(v *seqView, tz string) {
+	v.TimeZone = tz
+	now := time.Now()
+	next, every, err := seq.NextTick(v.Schedule, tz, now)
+	switch {
+	case err != nil:
+		v.ScheduleNote = err.Error()
+	case every == 0:
+		v.NextTick = &next
+	default:
+		v.Every = every.String()
+		var last time.Time
+		runs, _ := s.index.snapshot()
+		for _, run := range runs {
+			if run.Sequence == v.Name && run.Trigger == events.TriggerSchedule && run.CreatedAt.After(last) {
+				last = run.CreatedAt
+			}
+		}
+		if last.IsZero() {
+			v.ScheduleNote = fmt.Sprintf("every %s, counted from when the NATS server stored the schedule; the next time is known after the first tick", every)
+			return
+		}
+		n := last.Truncate(time.Second).Add(every)
+		if n.Before(now) {
+			n = n.Add(every * (now.Sub(n)/every + 1))
+		}
+		v.NextTick = &n
+	}
+}
+
+// seqDetail is the answer of GET /api/seqs/{name}.
+type seqDetail struct {
+	seqView
+	// Sequence is the stored AST (canonical JSON, as `skillbus seqs show
+	// NAME --json` prints it).
+	Sequence json.RawMessage `json:"sequence"`
+	// ScheduleState is the last schedule event of the sequence (set, or
+	// refused with the server's reason), when EVENTS still holds one.
+	ScheduleState *events.ScheduleEvent `json:"schedule_state,omitempty"`
+}
+
+// apiSeq is GET /api/seqs/{name}: one sequence (seq.get) with its summary.
+func (s *Server) apiSeq(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	ctx := r.Context()
+	raw, err := s.seqGet(ctx, name)
+	if err != nil {
+		writeFail(w, err)
+		return
+	}
+	sq, err := seq.Decode(raw)
+	if err != nil {
+		writeErr(w, http.StatusBadGateway, "", fmt.Sprintf("the stored sequence %q cannot be read: %v", name, err))
+		return
+	}
+	d := seqDetail{Sequence: raw}
+	d.Name, d.Description, d.Boot, d.Schedule = sq.Name, sq.Description, sq.Boot, sq.Schedule
+	d.Signature = map[string]string{}
+	for k, t := range sq.Signature {
+		d.Signature[k] = string(t)
+	}
+	for _, g := range sq.Groups {
+		d.Groups = append(d.Groups, g.Name)
+	}
+	if list, err := s.seqList(ctx); err == nil {
+		for _, sum := range list.Sequences {
+			if sum.Name == sq.Name {
+				d.Source = sum.Source
+			}
+		}
+	}
+	if sq.Schedule != "" {
+		s.nextTick(&d.seqView, sq.TimeZone)
+		d.ScheduleState = s.scheduleState(ctx, sq.Name)
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// scheduleState returns the last schedule event of a sequence in EVENTS.
+func (s *Server) scheduleState(ctx context.Context, name string) *events.ScheduleEvent {
+	subj, err := events.ScheduleEventSubject(name)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	stream, err := s.js.Stream(ctx, events.StreamEvents)
+	if err != nil {
+		return nil
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		return nil
+	}
+	var ev events.ScheduleEvent
+	if events.Decode(m.Data, &ev) != nil {
+		return nil
+	}
+	return &ev
+}
+
+// runForm is the body of POST /api/seqs/{name}/run: each run argument as
+// the text typed in its field, read as `--arg KEY=TEXT` reads it.
+type runForm struct {
+	Args map[string]string `json:"args"`
+}
+
+// apiSeqRun is POST /api/seqs/{name}/run: the form's values are checked
+// by the signature's types with the rules of --arg (internal/runargs, the
+// CLI's code), each problem reported on its field; then seq.run starts the
+// run (pkg/client, as `skillbus run NAME --detach`). The answer is
+// {"run_id"}, or 400 with "fields" (key → problem).
+func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
+	var form runForm
+	if !readJSON(w, r, &form) {
+		return
+	}
+	name := r.PathValue("name")
+	ctx := r.Context()
+	raw, err := s.seqGet(ctx, name)
+	if err != nil {
+		writeFail(w, err)
+		return
+	}
+	sq, err := seq.Decode(raw)
+	if err != nil {
+		writeErr(w, http.StatusBadGateway, "", fmt.Sprintf("the stored sequence %q cannot be read: %v", name, err))
+		return
+	}
+	args, fields := formArgs(sq.Signature, form.Args)
+	if len(fields) > 0 {
+		keys := make([]string, 0, len(fields))
+		for k := range fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		writeJSON(w, http.StatusBadRequest, apiError{
+			Error:  fmt.Sprintf("the run was not started: %s %s not right (the sequence takes %s)", strings.Join(keys, ", "), plural(len(keys), "is", "are"), runargs.SignatureText(sq.Signature)),
+			Fields: fields,
+		})
+		return
+	}
+	b, _ := json.Marshal(args)
+	id, err := s.runs.Start(ctx, events.SeqRunRequest{Sequence: sq.Name, Args: b})
+	if err != nil {
+		writeFail(w, seqErr(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})
+}
+
+// formArgs reads a run form's values by sig's types, as --arg reads them,
+// and returns the arguments or the problems by field: a value that does
+// not fit its type (runargs.Value's message, after "KEY is declared
+// TYPE;" as the CLI writes it), a missing key, an unknown key.
+func formArgs(sig seq.Signature, values map[string]string) (map[string]json.RawMessage, map[string]string) {
+	args := map[string]json.RawMessage{}
+	fields := map[string]string{}
+	for k, v := range values {
+		t, ok := sig[k]
+		if !ok {
+			fields[k] = fmt.Sprintf("unknown argument %q; the sequence takes %s", k, runargs.SignatureText(sig))
+			continue
+		}
+		val, err := runargs.Value(t, v)
+		if err != nil {
+			fields[k] = fmt.Sprintf("%s is declared %s; %v", k, t, err)
+			continue
+		}
+		args[k] = val
+	}
+	for k, t := range sig {
+		if _, ok := values[k]; !ok {
+			fields[k] = fmt.Sprintf("missing: %s is a run argument of type %s; give a value such as %s", k, t, runargs.Example(t))
+		}
+	}
+	return args, fields
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

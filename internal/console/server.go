@@ -1,0 +1,297 @@
+// Package console is skillbus's web console (docs/console.md): one HTTP
+// server, in the skillbus binary, that shows runs live, starts, cancels and
+// reruns them, browses sequences, skills and tools, and previews prompt
+// assembly. `skillbus dev` serves it next to its stack and `skillbus ui`
+// against any cluster.
+//
+// The page is plain HTML, CSS and JavaScript embedded in the binary (web/),
+// with no build step. Everything it shows or does goes through the
+// endpoints the command line uses — pkg/client for runs (seq.run,
+// seq.status, seq.cancel, seq.rerun), the registry's endpoints for skills
+// and sequences, NATS micro discovery and pkg/tool for tools — so the page
+// shows the same errors as the CLI. Live updates reach the page as
+// server-sent events from two feeds held once per server, never per page:
+// a subscription to the EVENTS subjects (events.>) and a headers-only
+// watch of the RUNS bucket (every entry carries its run's summary in
+// Skillbus-Run-* headers, pkg/events), so no page polls NATS.
+//
+// Security (docs/console.md, "Security"): the server binds to 127.0.0.1 by
+// default and then only answers requests whose Host is a loopback name
+// (DNS rebinding); on any other address it needs a token. Every action is
+// a POST with a JSON body and the X-Skillbus-Console header, from the
+// page's own origin (CSRF).
+package console
+
+import (
+	"context"
+	"crypto/tls"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// DefaultListen is the address the console serves on unless told
+// otherwise: loopback only.
+const DefaultListen = "127.0.0.1:4280"
+
+// ErrConfig reports a Config that cannot work (a non-loopback address
+// without a token, a malformed address, a TLS key without a certificate).
+var ErrConfig = errors.New("console: bad configuration")
+
+//go:embed web
+var webFS embed.FS
+
+// Config configures a Server. The zero value serves on DefaultListen
+// without a token.
+type Config struct {
+	// Listen is the TCP address, HOST:PORT; default DefaultListen. Port 0
+	// picks a free port (URL tells which). A host that is not a loopback
+	// address ("", 0.0.0.0, a LAN address) needs Token.
+	Listen string
+	// Token, when set, must be presented by every request: once through
+	// the login form or ?token= (then kept in an HttpOnly, SameSite=Strict
+	// cookie), or as "Authorization: Bearer TOKEN". Required when Listen is
+	// not loopback.
+	Token string
+	// TLSCert and TLSKey, both or neither, serve HTTPS with this
+	// certificate and key (PEM files).
+	TLSCert, TLSKey string
+	// NATSURL is shown in the page's header (with secrets removed by the
+	// caller); informational.
+	NATSURL string
+	// User is recorded as who asked when the page cancels a run (the
+	// cancel's "by"); default "skillbus console".
+	User string
+	// DiscoverWait is how long tool discovery collects answers; default
+	// 500 ms, as `skillbus tools`.
+	DiscoverWait time.Duration
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a running console. Create it with New, then Start.
+type Server struct {
+	cfg  Config
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	runs *client.Client
+	tc   *tool.Client
+	log  *slog.Logger
+	mux  *http.ServeMux
+
+	loopback bool
+	hub      *hub
+	index    *runIndex
+	skills   *skillCache
+
+	mu     sync.Mutex
+	ln     net.Listener
+	srv    *http.Server
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a console on the NATS connection nc (the caller's; the
+// server never closes it). Errors: ErrConfig (wrapped, naming the
+// setting).
+func New(nc *nats.Conn, cfg Config) (*Server, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.User == "" {
+		cfg.User = "skillbus console"
+	}
+	if cfg.DiscoverWait <= 0 {
+		cfg.DiscoverWait = 500 * time.Millisecond
+	}
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listen address %q: %v; write HOST:PORT, e.g. 127.0.0.1:4280", ErrConfig, cfg.Listen, err)
+	}
+	loop := IsLoopback(host)
+	if !loop && cfg.Token == "" {
+		return nil, fmt.Errorf("%w: listen address %q is not a loopback address, so the console would be open to the network: set a token (--token or SKILLBUS_UI_TOKEN), or listen on 127.0.0.1", ErrConfig, cfg.Listen)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, fmt.Errorf("%w: give both a TLS certificate and its key, or neither", ErrConfig)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := client.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := tool.NewClient(nc)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, nc: nc, js: js, runs: rc, tc: tc, log: log, loopback: loop}
+	s.hub = newHub()
+	s.hub.onRegistry = s.onRegistry
+	s.index = newRunIndex(s)
+	s.hub.indexLive = s.index.live
+	s.skills = newSkillCache(s)
+	s.routes()
+	return s, nil
+}
+
+// IsLoopback reports whether host (a host name or IP address, with or
+// without brackets) names this machine only: localhost, 127.0.0.0/8 or ::1.
+func IsLoopback(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Handler returns the console's HTTP handler (with its security checks),
+// for tests and for embedding in another server.
+func (s *Server) Handler() http.Handler { return s.secure(s.mux) }
+
+// Start listens on Config.Listen, starts the live feeds (the EVENTS
+// subscription and the RUNS watch) and serves until Stop or until ctx is
+// done. A feed that cannot start (a NATS user without the permission) is
+// logged and the page says updates are not live; it is not an error.
+// Errors: the listener's (an address in use).
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("console: listen on %s: %w", s.cfg.Listen, err)
+	}
+	if s.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("%w: TLS certificate %s and key %s: %v", ErrConfig, s.cfg.TLSCert, s.cfg.TLSKey, err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	s.mu.Lock()
+	s.ln, s.srv, s.cancel, s.done = ln, srv, cancel, make(chan struct{})
+	s.mu.Unlock()
+	if err := s.hub.subscribe(s.nc); err != nil {
+		s.log.Warn("console: no live events (the page will not update by itself)", "err", err)
+	}
+	go s.index.run(ctx)
+	go func() {
+		defer close(s.done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("console: serve", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return nil
+}
+
+// URL returns the console's address (http://HOST:PORT/, https with TLS),
+// once started; "" before.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	scheme := "http"
+	if s.cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
+	if h, _, _ := net.SplitHostPort(s.cfg.Listen); h == "localhost" {
+		host = h
+	} else if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
+}
+
+// Stop ends the live feeds and the open event streams, then shuts the
+// server down, waiting for requests in flight until ctx is done. Safe to
+// call more than once and before Start.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	srv, cancel, done := s.srv, s.cancel, s.done
+	s.mu.Unlock()
+	s.hub.close()
+	if srv == nil {
+		return nil
+	}
+	cancel()
+	err := srv.Shutdown(ctx)
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	s.index.wait(ctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// routes registers the pages and the API. The API is described in
+// docs/console.md ("API").
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(webFS, "web")
+	files := http.FileServerFS(static)
+	m.Handle("GET /", noStore(files))
+	m.HandleFunc("POST /login", s.login)
+
+	m.HandleFunc("GET /api/info", s.apiInfo)
+	m.HandleFunc("GET /api/stream", s.apiStream)
+
+	m.HandleFunc("GET /api/runs", s.apiRuns)
+	m.HandleFunc("GET /api/runs/{id}", s.apiRun)
+	m.HandleFunc("POST /api/runs/{id}/cancel", s.apiCancel)
+	m.HandleFunc("POST /api/runs/{id}/rerun", s.apiRerun)
+
+	m.HandleFunc("GET /api/seqs", s.apiSeqs)
+	m.HandleFunc("GET /api/seqs/{name}", s.apiSeq)
+	m.HandleFunc("POST /api/seqs/{name}/run", s.apiSeqRun)
+
+	m.HandleFunc("GET /api/skills", s.apiSkills)
+	m.HandleFunc("GET /api/skills/{name}", s.apiSkill)
+	m.HandleFunc("POST /api/preview", s.apiPreview)
+
+	m.HandleFunc("GET /api/tools", s.apiTools)
+	m.HandleFunc("POST /api/tools/{name}/call", s.apiToolCall)
+	s.mux = m
+}
+
+// noStore makes the browser revalidate the embedded files, so a page
+// served after an upgrade never mixes old and new scripts.
+func noStore(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		h.ServeHTTP(w, r)
+	})
+}
