@@ -89,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		RunSlotsMaxBytes:   *runSlotsMax,
 		Logger:             log,
 		Provision:          common.Provision(),
+		Provisioned:        true, // by common.Run (servicecmd), with retries
 	}
 	cfg.Provision.AckWait = *ackWait
 	cfg.Provision.MaxDeliver = *maxDeliver
@@ -102,7 +103,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Provision: &cfg.Provision,
 		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 			cfg.Meters = rt.Meters
-			cfg.Provisioned = rt.Provisioned // done, with retries: Start does not provision again
 			w, err := seqworker.New(rt.Conn, cfg)
 			if err != nil {
 				return nil, err

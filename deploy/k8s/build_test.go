@@ -40,6 +40,8 @@ var targets = []target{
 	{name: "overlays/dev+components/prometheus+components/nats-creds", dir: "overlays/dev", components: []string{"components/prometheus", "components/nats-creds"}},
 	{name: "overlays/prod+components/nats-auth+components/nats-creds", dir: "overlays/prod", components: []string{"components/nats-auth", "components/nats-creds"}},
 	{name: "overlays/dev+components/nats-auth+components/nats-creds", dir: "overlays/dev", components: []string{"components/nats-auth", "components/nats-creds"}},
+	{name: "overlays/dev+components/console", dir: "overlays/dev", components: []string{"components/console"}},
+	{name: "overlays/prod+components/console+components/prometheus", dir: "overlays/prod", components: []string{"components/console", "components/prometheus"}},
 }
 
 // object is one built object: its raw form (as kustomize wrote it) and,

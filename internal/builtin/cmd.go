@@ -91,6 +91,7 @@ func (p *Provider) run(ctx context.Context, args json.RawMessage) (any, error) {
 	stderr := &limitedBuffer{max: p.cfg.MaxOutputBytes}
 	c.Stdout, c.Stderr = stdout, stderr
 	c.WaitDelay = time.Second // a child holding the pipes open does not hang the call
+	ownGroup(c)               // a cancelled call kills the command's children too
 	start := time.Now()
 	runErr := c.Run()
 	res := RunResult{

@@ -21,7 +21,7 @@ import (
 func benchCommand() command {
 	return command{
 		summary: "measure runs on this cluster beside the raw NATS request/reply floor",
-		usage: `Usage: skillbus bench [--groups G] [--calls C] [--runs N] [--concurrency K] [--tool NAME] [--json]
+		usage: `Usage: skillbus bench [--groups G] [--calls C] [--runs N] [--concurrency K] [--tool NAME] [-o json|yaml]
 
 Measures what a skillbus cluster does, like ` + "`nats bench`" + ` does for NATS: it stores a
 generated sequence of G groups of C parallel calls, serves an echo tool (or
@@ -36,7 +36,11 @@ compare the ratios. BENCHMARKS.md has reference numbers.
 Without NATS_URL, an embedded skillbus (NATS server, registry, seqworker)
 runs in this process for the bench. With NATS_URL, a registry and a seqworker
 must serve that cluster; the sequence (bench-ID) is deleted at the end. On a
-terminal a progress bar is shown on stderr.
+terminal a progress bar is shown on stderr. On a cluster with authentication
+(docs/security.md) no role of ` + "`skillbus auth`" + ` may do all it does — store a
+sequence, start runs, serve the echo tool (tool.skillbus.bench.echo) and
+answer the floor's requests (_skillbus_bench.>) — so give it credentials of a
+user allowed those, or measure a stack without authentication.
 
 Flags:
   --groups G         groups in the sequence (default 3, at most 100)
@@ -50,7 +54,8 @@ Flags:
   --args JSON        each call's arguments, a JSON object (default
                      {"g": GROUP, "c": CALL})
   --timeout D        bound of one run (default 1m)
-  --json             print the result as one JSON object (durations in ns)
+  -o json|yaml       print the result as one JSON object (durations in ns),
+                     or the same as YAML (--json: -o json)
 
 Examples:
   skillbus bench
@@ -77,10 +82,13 @@ func runBench(ctx context.Context, env Env, args []string) int {
 	fs.StringVar(&cfg.Tool, "tool", "", "tool to call instead of the echo")
 	argsJSON := fs.String("args", "", "each call's arguments (JSON object)")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "bound of one run")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	out := outputFlags(fs, "json", "yaml")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := connFlagsUnused(env, "bench", fs, "the bench would run on an embedded skillbus in this process"); code >= 0 {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "skillbus bench: unexpected argument %q: bench takes flags only\n\n%s", pos[0], benchCommand().usage)
@@ -175,12 +183,10 @@ func runBench(ctx context.Context, env Env, args []string) int {
 			return ExitFailure
 		}
 	}
-	if *asJSON {
-		writeJSON(env.Stdout, struct {
-			Server string `json:"server"`
-			*bench.Result
-		}{where, res})
-	} else {
+	if !out.Structured(env.Stdout, struct {
+		Server string `json:"server"`
+		*bench.Result
+	}{where, res}) {
 		printBench(env.Stdout, res, where)
 	}
 	if res.Skillbus.Failed > 0 || res.Floor.Failed > 0 {

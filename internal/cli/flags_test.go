@@ -277,7 +277,7 @@ func TestEveryReadCommandHasOutput(t *testing.T) {
 		"runs": "json yaml wide", "runs ls": "json yaml wide", "runs list": "json yaml wide", "runs show": "json yaml",
 		"tools": "json yaml wide", "tools ls": "json yaml wide",
 		"run": "json yaml", "call": "json yaml", "validate": "json yaml", "sections": "json yaml",
-		"watch": "json", "version": "json yaml",
+		"watch": "json", "version": "json yaml", "bench": "json yaml",
 	}
 	seen := map[string]bool{}
 	for _, p := range allCommands() {

@@ -269,6 +269,10 @@ func TestRunPlaceFlags(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errb, "--creds is a NATS connection setting") {
 		t.Errorf("run --creds without NATS_URL = %d %q; want 2", code, errb)
 	}
+	code, _, errb = runMain(t, "bench", "--runs", "1", "--nkey", "x.nk")
+	if code != ExitUsage || !strings.Contains(errb, "--nkey is a NATS connection setting, but no NATS_URL") {
+		t.Errorf("bench --nkey without NATS_URL = %d %q; want 2", code, errb)
+	}
 	t.Setenv("NATS_URL", "nats://127.0.0.1:1")
 	code, _, errb = runMain(t, "run", seqFile, "--local", "--context", "x")
 	if code != ExitUsage || !strings.Contains(errb, "--context and --local contradict") {

@@ -53,7 +53,8 @@ Flags:
   --arg KEY=VALUE     a run argument (repeatable)
   --args-file FILE    a JSON object of run arguments
   -o json|yaml        print the run state as JSON or YAML instead of the
-                      table (--json: -o json); with --detach, {"run_id": ID}
+                      table (--json: -o json); with --detach, the
+                      seqworker's reply {"v": 1, "run_id": ID}
   --quiet             no progress lines
   --detach            print the run id on stdout and exit at once (needs
                       NATS_URL); follow it with skillbus watch RUN_ID or
@@ -246,13 +247,26 @@ func checkRunPlace(env Env, fs *flag.FlagSet, remote, local bool) int {
 		}
 		return -1
 	}
-	conn := append([]string(nil), natsconn.FlagNames()...)
-	if f := givenAny(fs, conn...); f != "" {
-		if local {
+	if local {
+		if f := givenAny(fs, natsconn.FlagNames()...); f != "" {
 			fmt.Fprintf(env.Stderr, "skillbus run: %s and --local contradict each other: --local runs in this process with its own NATS server, so %s would be ignored; leave one out\n", f, f)
-		} else {
-			fmt.Fprintf(env.Stderr, "skillbus run: %s is a NATS connection setting, but no NATS_URL (or --context) says which cluster to submit to, so the run would happen in this process and %s would be ignored; set NATS_URL, or leave %s out\n", f, f, f)
+			return ExitUsage
 		}
+		return -1
+	}
+	return connFlagsUnused(env, "run", fs, "the run would happen in this process")
+}
+
+// connFlagsUnused refuses connection flags (--creds, --nkey, --tls-*)
+// given to a command that, with neither NATS_URL nor --context, runs on an
+// embedded NATS server of its own (what says how): they would be ignored.
+// It returns the exit code of a refusal, or -1.
+func connFlagsUnused(env Env, cmd string, fs *flag.FlagSet, what string) int {
+	if remote(env) {
+		return -1
+	}
+	if f := givenAny(fs, natsconn.FlagNames()...); f != "" {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %s is a NATS connection setting, but no NATS_URL (or --context) says which cluster to use, so %s and %s would be ignored; set NATS_URL, or leave %s out\n", cmd, f, what, f, f)
 		return ExitUsage
 	}
 	return -1

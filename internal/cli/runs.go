@@ -93,7 +93,7 @@ func runsSub(summary string, operands operandKind, run func(context.Context, Env
 
 // runsUsage prints a usage error of a runs subcommand; exit 2.
 func runsUsage(env Env, sub, format string, a ...any) int {
-	fmt.Fprintf(env.Stderr, "skillbus runs "+sub+": "+format+"\n\n%s", append(a, runsCommand().usage)...)
+	fmt.Fprintf(env.Stderr, strings.TrimSpace("skillbus runs "+sub)+": "+format+"\n\n%s", append(a, runsCommand().usage)...)
 	return ExitUsage
 }
 
@@ -124,7 +124,7 @@ func runRunsList(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 0 {
-		return runsUsage(env, "ls", "bad arguments %q: the subcommands are ls, show RUN_ID, cancel RUN_ID and rerun RUN_ID", pos)
+		return runsUsage(env, "", "bad arguments %q: the subcommands are ls, show RUN_ID, cancel RUN_ID and rerun RUN_ID", pos)
 	}
 	if *limit < 1 || *limit > events.MaxListLimit {
 		return runsUsage(env, "ls", "--limit %d: want 1 to %d", *limit, events.MaxListLimit)

@@ -80,7 +80,7 @@ func seqsArgs(env Env, sub string, fs *flag.FlagSet, args []string, n int) ([]st
 		if n == 1 {
 			what = "give one NAME (a stored sequence's name, or for show and graph a sequence file)"
 		}
-		fmt.Fprintf(env.Stderr, "skillbus seqs %s: bad arguments %q: %s\n\n%s", sub, pos, what, seqsCommand().usage)
+		fmt.Fprintf(env.Stderr, "%s: bad arguments %q: %s\n\n%s", strings.TrimSuffix("skillbus seqs "+sub, " ls"), pos, what, seqsCommand().usage)
 		return nil, ExitUsage
 	}
 	return pos, -1

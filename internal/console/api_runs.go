@@ -188,7 +188,7 @@ func (s *Server) runsThroughList(w http.ResponseWriter, r *http.Request, f *runF
 	}
 	reply, err := s.runs.List(r.Context(), req)
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, seqErr(err))
 		return
 	}
 	page := runsPage{Runs: []events.RunSummary{}, Total: reply.Total, Next: reply.Next}
@@ -242,7 +242,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	st, err := s.runs.Status(ctx, id)
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, seqErr(err))
 		return
 	}
 	v := runView{State: st, Slots: map[string]slotView{}}
@@ -370,7 +370,7 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.runs.Cancel(r.Context(), r.PathValue("id"), s.cfg.User, req.Reason)
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, seqErr(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -385,7 +385,7 @@ func (s *Server) apiRerun(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := s.runs.Rerun(r.Context(), r.PathValue("id"), "")
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, seqErr(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})

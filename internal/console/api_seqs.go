@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/internal/runargs"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -18,7 +17,7 @@ import (
 // seqView is one sequence on the sequences page: the registry's summary
 // plus when its schedule fires next.
 type seqView struct {
-	registry.SeqSummary
+	events.SequenceSummary
 	TimeZone string `json:"timezone,omitempty"`
 	// NextTick is the next time the schedule fires (cron schedules, and
 	// @every schedules once a tick is known); Every is an @every
@@ -39,7 +38,7 @@ func (s *Server) apiSeqs(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]seqView, 0, len(list.Sequences))
 	for _, sum := range list.Sequences {
-		v := seqView{SeqSummary: sum}
+		v := seqView{SequenceSummary: sum}
 		if sum.Schedule != "" {
 			tz := ""
 			if raw, err := s.seqGet(r.Context(), sum.Name); err == nil {
@@ -204,7 +203,7 @@ func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
 	b, _ := json.Marshal(args)
 	id, err := s.runs.Start(ctx, events.SeqRunRequest{Sequence: sq.Name, Args: b})
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, seqErr(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})

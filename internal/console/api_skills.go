@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/sections"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -26,7 +25,7 @@ func (s *Server) apiSkills(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if list.Skills == nil {
-		list.Skills = []registry.SkillSummary{}
+		list.Skills = []events.SkillSummary{}
 	}
 	writeJSON(w, http.StatusOK, list)
 }

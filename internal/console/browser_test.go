@@ -381,13 +381,25 @@ func TestBrowser(t *testing.T) {
 				if err := os.WriteFile(file, png, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if p.name == "run" && size.name == "wide" {
-					if docs := os.Getenv("SKILLBUS_DOCS_SCREENSHOT"); docs != "" {
-						if err := os.WriteFile(docs, png, 0o644); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
+			}
+		}
+		// The picture of docs/console-run.png (README): the run page's top,
+		// with a call's details, in a 1280 × 1000 window.
+		if docs := os.Getenv("SKILLBUS_DOCS_SCREENSHOT"); docs != "" {
+			b.do("viewport", chromedp.EmulateViewport(1280, 1000))
+			b.open("#/runs/" + id)
+			b.wait("the run", `document.getElementById("run-status").textContent.includes("succeeded")`, 30*time.Second)
+			b.do("select a call", chromedp.Click(chromedp.CSS(`g.g-call[data-group="1"][data-call="2"]`)))
+			b.wait("its details", `!!document.getElementById("detail-title")`, 10*time.Second)
+			eval[bool](b, `(document.querySelector("main details").open = false, document.activeElement.blur(), window.scrollTo(0, 0), true)`)
+			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(docs, png, 0o644); err != nil {
+				t.Fatal(err)
 			}
 		}
 	})

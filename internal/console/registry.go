@@ -8,10 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
-
-	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/toolcall"
 )
@@ -19,72 +16,62 @@ import (
 // requestTimeout bounds one request to a skillbus service, as the CLI's.
 const requestTimeout = 15 * time.Second
 
-// The registry's endpoints, requested as `skillbus skills` and `skillbus
-// seqs` request them (the same subjects, bodies and errors).
+// The registry's endpoints, through pkg/client as `skillbus skills` and
+// `skillbus seqs` call them; an error reads as the CLI prints it
+// (registryErr).
 
-func (s *Server) skillList(ctx context.Context) (*registry.SkillList, error) {
-	var out registry.SkillList
-	return &out, s.request(ctx, registry.SubjectSkillList, struct{}{}, &out)
+func (s *Server) skillList(ctx context.Context) (*events.SkillList, error) {
+	out, err := s.runs.SkillList(ctx)
+	return out, registryErr(err)
 }
 
 // skillGet returns a skill's stored record (pkg/skill.Skill JSON).
 func (s *Server) skillGet(ctx context.Context, name string) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, s.request(ctx, registry.SubjectSkillGet, registry.NameRequest{Name: name}, &out)
+	out, err := s.runs.SkillGet(ctx, name)
+	return out, registryErr(err)
 }
 
-func (s *Server) skillInfo(ctx context.Context, name, section string) (*registry.SkillInfo, error) {
-	var out registry.SkillInfo
-	return &out, s.request(ctx, registry.SubjectSkillInfo, registry.NameRequest{Name: name, Section: section}, &out)
+func (s *Server) skillInfo(ctx context.Context, name, section string) (*events.SkillInfo, error) {
+	out, err := s.runs.SkillInfo(ctx, name, section)
+	return out, registryErr(err)
 }
 
-func (s *Server) seqList(ctx context.Context) (*registry.SeqList, error) {
-	var out registry.SeqList
-	return &out, s.request(ctx, registry.SubjectSeqList, struct{}{}, &out)
+func (s *Server) seqList(ctx context.Context) (*events.SequenceList, error) {
+	out, err := s.runs.SeqList(ctx)
+	return out, registryErr(err)
 }
 
 // seqGet returns a stored sequence's canonical AST JSON.
 func (s *Server) seqGet(ctx context.Context, name string) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, s.request(ctx, registry.SubjectSeqGet, registry.NameRequest{Name: name}, &out)
+	out, err := s.runs.SeqGet(ctx, name)
+	return out, registryErr(err)
 }
 
-// request sends req as JSON to subject and decodes the reply into resp (a
-// *json.RawMessage keeps it as it is). Errors: *toolcall.Error for an
-// error reply (the service's code and message); for no responders and
-// timeouts, the sentences the CLI prints.
-func (s *Server) request(ctx context.Context, subject string, req, resp any) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	msg, err := events.Request(ctx, s.nc, &nats.Msg{Subject: subject, Data: data})
-	if err != nil {
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			return fmt.Errorf("no service answers on %s: %s: %w", subject, whoServes(subject), err)
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-			return fmt.Errorf("no reply on %s within %v: the service is busy or stuck; check its logs: %w", subject, requestTimeout, context.DeadlineExceeded)
-		}
-		return err
-	}
-	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		text := msg.Header.Get(micro.ErrorHeader)
-		var body struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(msg.Data, &body) == nil && body.Error != "" {
-			text = body.Error
-		}
-		return &toolcall.Error{Code: code, Description: text}
-	}
-	if raw, ok := resp.(*json.RawMessage); ok {
-		*raw = append((*raw)[:0], msg.Data...)
+// registryErr is a registry error as the CLI shows it: the registry's own
+// message (a *toolcall.Error, keeping its code), or, when no registry
+// answers, what to start.
+func registryErr(err error) error {
+	if err == nil {
 		return nil
 	}
-	return json.Unmarshal(msg.Data, resp)
+	var te *toolcall.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	if errors.Is(err, client.ErrUnavailable) {
+		return fmt.Errorf("%w: %s", err, whoServes(events.RegistryPrefix))
+	}
+	return err
+}
+
+// seqErr is a seqworker error as the CLI shows it: the client's error,
+// and what to start when no seqworker answers.
+func seqErr(err error) error {
+	var te *toolcall.Error
+	if errors.Is(err, client.ErrUnavailable) && !errors.As(err, &te) {
+		return fmt.Errorf("%w: %s", err, whoServes(events.SeqPrefix))
+	}
+	return err
 }
 
 // whoServes says which process serves a subject, for "no responders"

@@ -52,12 +52,11 @@ type Config struct {
 	// server redelivers it (the worker sends in-progress acks every third
 	// of it while it runs); Provision.MaxDeliver bounds deliveries.
 	Provision events.Options
-	// Provisioned says Provision has been provisioned already (the service
-	// commands do it before building the worker, retrying until it
-	// succeeds: internal/servicecmd): Start then only opens the streams,
-	// buckets and consumer. Provisioning again there, with
-	// update-then-create calls and no retry, made workers started together
-	// on a fresh cluster time out and exit (docs/operations.md, "Start-up").
+	// Provisioned says the caller has provisioned the resources with
+	// Provision already (cmd/seqworker does, through internal/servicecmd,
+	// with retries that survive services starting together on a fresh
+	// cluster): Start then only opens them. Default false: Start
+	// provisions them (events.Provision), for embedded uses.
 	Provisioned bool
 	// RedeliveryDelay is the first delay before a run whose delivery failed
 	// for a passing reason (NATS or KV unavailable, a checkpoint that could

@@ -23,14 +23,32 @@ func (w *Worker) beatEvery() time.Duration {
 // heartbeat keeps the run alive until the returned stop is called (safe to
 // call twice): every beatEvery it sends an in-progress ack (the server then
 // does not redeliver the request to another worker, however long a tool
-// call takes) and, once the run is claimed, renews RunState.Heartbeat when
-// no write did so in the last two beats. A state write that finds a cancel request
-// or a later owner cancels the run's context (store does).
+// call takes or a state write is retried) and, once the run is claimed,
+// renews RunState.Heartbeat when no write did so in the last two beats.
+// The state write runs apart from the in-progress acks, so a write that
+// waits for NATS never holds them up. A state write that finds a cancel
+// request or a later owner cancels the run's context (store does).
 func (r *run) heartbeat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	kick := make(chan struct{}, 1)
 	go func() {
 		defer close(stopped)
+		writer := make(chan struct{})
+		go func() { // the state's heartbeat
+			defer close(writer)
+			for {
+				select {
+				case <-done:
+					return
+				case <-ctx.Done():
+					return
+				case <-kick:
+				}
+				r.beatState(ctx)
+			}
+		}()
+		defer func() { <-writer }()
 		t := time.NewTicker(r.w.beatEvery())
 		defer t.Stop()
 		for {
@@ -42,26 +60,9 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 			case <-t.C:
 			}
 			_ = r.msg.InProgress()
-			// The state's heartbeat is renewed every second beat, and not
-			// at all while checkpoints renew it: enough for seq.cancel,
-			// which takes a holder silent for two ack waits as gone.
-			r.mu.Lock()
-			due := r.st != nil && r.st.Status == events.StatusRunning && time.Since(r.st.Heartbeat) >= 2*r.w.beatEvery()-r.w.beatEvery()/4
-			r.mu.Unlock()
-			if !due {
-				continue
-			}
-			wctx, cancel := context.WithTimeout(ctx, r.w.beatEvery())
-			err := r.store(wctx, func(st *events.RunState) error {
-				st.Heartbeat = time.Now().UTC()
-				return nil
-			})
-			cancel()
-			switch {
-			case errors.Is(err, errLost):
-				r.cancel(errLost)
-			case err != nil && !errors.Is(err, errCancelled) && ctx.Err() == nil:
-				r.log.Warn("heartbeat not stored", "err", err)
+			select {
+			case kick <- struct{}{}:
+			default: // a write is under way
 			}
 		}
 	}()
@@ -69,11 +70,47 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 	return func() { once.Do(func() { close(done); <-stopped }) }
 }
 
-// hold registers r as a run this worker holds, for the cancel signal.
+// beatState renews the state's heartbeat when it is due: every second
+// beat, and not while checkpoints renew it. That is enough for seq.cancel,
+// which takes a holder silent for two ack waits as gone, and for a
+// redelivery, which waits for a holder that beat within the ack wait.
+func (r *run) beatState(ctx context.Context) {
+	beat := r.w.beatEvery()
+	r.mu.Lock()
+	due := r.st != nil && r.st.Status == events.StatusRunning && time.Since(time.Unix(0, r.wrote.Load())) >= 2*beat-beat/4
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, beat)
+	defer cancel()
+	err := r.store(wctx, func(st *events.RunState) error {
+		st.Heartbeat = time.Now().UTC()
+		return nil
+	})
+	switch {
+	case errors.Is(err, errLost):
+		r.cancel(errLost)
+	case err != nil && !errors.Is(err, errCancelled) && ctx.Err() == nil:
+		r.log.Warn("heartbeat not stored", "err", err)
+	}
+}
+
+// hold registers r as a run this worker holds, for the cancel signal and
+// for a redelivery of the same run to this worker (holds).
 func (w *Worker) hold(r *run) {
 	w.heldMu.Lock()
 	defer w.heldMu.Unlock()
 	w.held[r.req.RunID] = r
+}
+
+// holds reports whether this worker holds the run runID through another
+// delivery than r.
+func (w *Worker) holds(runID string, r *run) bool {
+	w.heldMu.Lock()
+	defer w.heldMu.Unlock()
+	h := w.held[runID]
+	return h != nil && h != r
 }
 
 // release1 forgets a run held by hold.

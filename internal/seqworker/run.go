@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,6 +50,10 @@ type run struct {
 	st   *events.RunState // nil until claimed
 	rev  uint64
 	refs map[string]events.SlotRef // slot values already in the object store
+
+	// wrote is when the state was last written (unix ns), for the
+	// heartbeat.
+	wrote atomic.Int64
 }
 
 // handleRun processes one delivery of a run request. The outcome decides
@@ -57,7 +63,7 @@ type run struct {
 // delivery owns the run.
 func (w *Worker) handleRun(msg jetstream.Msg) {
 	ctx, span := events.StartReceiveSpan(w.runCtx, msg.Headers(), msg.Subject(), len(msg.Data()))
-	err := w.processRun(ctx, msg)
+	err := w.processRun(ctx, &heldMsg{Msg: msg})
 	events.EndSpan(span, err)
 }
 
@@ -94,10 +100,20 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	}
 	seqCh := make(chan resolved, 1)
 	go func() {
-		s, err := w.resolve(ctx, req)
+		var s *seq.Sequence
+		err := w.persist(rctx, "read the sequence", func(octx context.Context) (err error) {
+			s, err = w.resolve(octx, req)
+			return err
+		})
 		seqCh <- resolved{s, err}
 	}()
-	cur, done, err := r.claim(ctx)
+	cur, done, err := r.claim(rctx)
+	if err == nil && !done {
+		w.hold(r)
+		defer w.release1(r)
+	} else {
+		cancel(nil) // the sequence is not needed
+	}
 	res := <-seqCh
 	if err != nil {
 		if isTerminal(err) {
@@ -110,7 +126,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	if done {
 		return nil
 	}
-	return r.execute(ctx, rctx, cur, res.s, res.err, stopBeat)
+	return r.execute(ctx, rctx, cur, res.s, res.err)
 }
 
 // claim makes this delivery the run's holder: it writes the running state
@@ -125,6 +141,15 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 // queued state exists; it is honoured when the state at that revision is
 // queued and was made from this very request (the same digest), and a
 // state made from another request under the same run id is refused.
+//
+// A running state whose holder is another worker that beat within the
+// ack wait is not taken over: the server redelivered the request while
+// its holder lives (after a restart or a leader change that lost the
+// holder's in-progress acks). This delivery then waits, holding the
+// request, until the run finishes (the request is acknowledged) or the
+// holder falls silent for the ack wait (the run is claimed).
+//
+// Passing failures of NATS are retried (persist) rather than handed back.
 func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err error) {
 	w, req := r.w, r.req
 	now := time.Now().UTC()
@@ -137,7 +162,11 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 	}
 	hint, _ := strconv.ParseUint(r.msg.Headers().Get(events.HeaderPendingRevision), 10, 64)
 	if r.attempt == 1 && hint == 0 && req.Trigger != events.TriggerSchedule {
-		rev, err := w.writeState(ctx, st, 0)
+		var rev uint64
+		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
+			rev, err = w.writeState(octx, st, 0)
+			return err
+		})
 		if err == nil {
 			r.setState(st, rev)
 			return nil, false, nil
@@ -146,9 +175,14 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 			return nil, false, fmt.Errorf("store run state: %w", err)
 		}
 	}
-	for range 3 {
-		cur, rev, err := w.readState(ctx, req.RunID)
-		if err != nil {
+	var waited time.Time // since when a live holder is waited for
+	for conflicts := 0; conflicts < 3; {
+		var cur *events.RunState
+		var rev uint64
+		if err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
+			cur, rev, err = w.readState(octx, req.RunID)
+			return err
+		}); err != nil {
 			return nil, false, fmt.Errorf("read run state: %w", err)
 		}
 		if cur != nil {
@@ -167,6 +201,20 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				r.setState(cur, rev)
 				r.finishCancelled(ctx, nil, nil)
 				return nil, true, nil
+			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && time.Since(cur.Heartbeat) < w.ackWait:
+				if waited.IsZero() {
+					waited = time.Now()
+					r.log.Info("the run is held by a live worker; waiting for it instead of taking the run over", "holder", cur.Worker, "holder_attempt", cur.Attempt,
+						"heartbeat_age", time.Since(cur.Heartbeat).Round(time.Millisecond))
+				}
+				sleepCtx(ctx, w.beatEvery())
+				if ctx.Err() != nil {
+					return nil, false, ctx.Err()
+				}
+				continue
+			}
+			if !waited.IsZero() {
+				r.log.Info("the holder fell silent; taking the run over", "holder", cur.Worker, "waited", time.Since(waited).Round(time.Millisecond))
 			}
 			if hint != 0 && hint == rev && cur.Status == events.StatusQueued {
 				r.log.Debug("claim hint honoured", "revision", hint)
@@ -186,9 +234,14 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 			}
 			st.FinishedGroups, st.Groups, st.Slots, st.SlotRefs, st.Result = cur.FinishedGroups, cur.Groups, cur.Slots, cur.SlotRefs, cur.Result
 		}
-		nrev, err := w.writeState(ctx, st, rev)
+		var nrev uint64
+		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
+			nrev, err = w.writeState(octx, st, rev)
+			return err
+		})
 		if errors.Is(err, errConflict) {
-			continue // changed meanwhile (a cancel, another delivery): look again
+			conflicts++
+			continue // changed meanwhile (a cancel, another delivery, this one's own write): look again
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("store run state: %w", err)
@@ -205,6 +258,7 @@ func (r *run) setState(st *events.RunState, rev uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.st, r.rev = st, rev
+	r.wrote.Store(time.Now().UnixNano())
 }
 
 func trigger(req *events.RunRequest) string {
@@ -216,7 +270,7 @@ func trigger(req *events.RunRequest) string {
 
 // execute runs the claimed run from its checkpoint cur (nil: from the
 // start) and stores the outcome.
-func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Sequence, serr error, stopBeat func()) error {
+func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Sequence, serr error) error {
 	w, msg, req := r.w, r.msg, r.req
 	if serr != nil {
 		if !isTerminal(serr) {
@@ -247,12 +301,15 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 	r.mu.Lock()
 	r.st.Sequence, r.st.Groups = s.Name, len(s.Groups)
 	r.mu.Unlock()
+	var resume *seq.Result
 	if cur != nil && cur.FinishedGroups > 0 && len(cur.Result) > 0 {
-		cp, err := r.checkpoint(ctx, cur)
+		err := w.persist(rctx, "read the checkpoint", func(octx context.Context) (err error) {
+			resume, err = r.checkpoint(octx, cur)
+			return err
+		})
 		if err != nil {
 			return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("read the checkpoint: %w", err))
 		}
-		opts = append(opts, seq.WithResume(cp))
 	}
 	if cur != nil && cur.Attempt > 0 {
 		w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunResumed, Sequence: s.Name, Group: cur.FinishedGroups, Groups: len(s.Groups),
@@ -271,10 +328,34 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
 
-	w.hold(r)
-	res, runErr := seq.Run(rctx, s, w.caller, args, opts...)
-	stopBeat()
-	w.release1(r)
+	// Each pass runs from the last finished group. A pass ends early when
+	// a tool call was interrupted by a lost NATS connection: the worker
+	// waits for the connection and runs the next pass itself, without
+	// handing the run back (docs/runs.md, "NATS faults").
+	var res *seq.Result
+	var runErr error
+	for pass := 1; ; pass++ {
+		popts := opts
+		if resume != nil {
+			popts = append(slices.Clip(opts), seq.WithResume(resume))
+		}
+		pctx, pcancel := context.WithCancelCause(rctx)
+		res, runErr = seq.Run(pctx, s, &passCaller{inner: w.caller, cancel: pcancel}, args, popts...)
+		cause := context.Cause(pctx)
+		pcancel(nil)
+		if res.Status != seq.StatusInterrupted || !errors.Is(cause, errBusInterrupted) || rctx.Err() != nil || w.stopping.Load() {
+			break
+		}
+		finished := 0
+		for _, g := range res.Groups {
+			if g.Status.Finished() {
+				finished++
+			}
+		}
+		r.log.Warn("run interrupted by a lost NATS connection; resuming it here after its last finished group", "after_group", finished, "pass", pass+1, "err", cause)
+		w.waitConnected(rctx)
+		resume = res
+	}
 	return r.conclude(ctx, s, res, runErr, context.Cause(rctx), coder)
 }
 
@@ -327,46 +408,64 @@ func (r *run) fill(ctx context.Context, st *events.RunState, res *seq.Result, co
 }
 
 // store applies change to a copy of the run's state and writes it,
-// compare-and-set; on success the copy becomes the state. A conflict means
-// someone else wrote the state: a cancel request (the run is cancelled:
-// errCancelled), or a later delivery (errLost).
+// compare-and-set; on success the copy becomes the state. Passing failures
+// of NATS are retried (persist) for as long as ctx allows. A conflict
+// means someone else wrote the state: a cancel request (the run is
+// cancelled: errCancelled), or a later delivery or another worker
+// (errLost) — unless the state found is this very delivery's own earlier
+// write whose acknowledgement was lost (a timeout across a leader change
+// or a reconnect), which is taken as written.
 func (r *run) store(ctx context.Context, change func(st *events.RunState) error) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for range 3 {
+	conflicts := 0
+	return r.w.persist(ctx, "store run state", func(octx context.Context) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		st := *r.st
 		if err := change(&st); err != nil {
 			return err
 		}
-		nrev, err := r.w.writeState(ctx, &st, r.rev)
+		nrev, err := r.w.writeState(octx, &st, r.rev)
 		if err == nil {
 			r.st, r.rev = &st, nrev
+			r.wrote.Store(time.Now().UnixNano())
 			return nil
 		}
 		if !errors.Is(err, errConflict) {
 			return err
 		}
-		cur, rev, rerr := r.w.readState(ctx, r.req.RunID)
+		cur, rev, rerr := r.w.readState(octx, r.req.RunID)
 		if rerr != nil {
 			return rerr
 		}
 		switch {
-		case cur == nil || cur.Attempt > r.attempt || events.Finished(cur.Status):
+		case cur == nil || cur.Attempt > r.attempt || cur.Worker != r.w.cfg.WorkerID:
 			return errLost
-		case cur.Cancel != nil:
+		case cur.Cancel != nil && r.st.Cancel == nil, cur.Cancel != nil && cur.Status == events.StatusCancelled && st.Status != events.StatusCancelled:
 			r.st.Cancel, r.rev = cur.Cancel, rev
 			if r.cancel != nil {
 				r.cancel(errCancelled)
 			}
 			return errCancelled
+		case events.Finished(cur.Status):
+			// Written by this delivery (same worker and attempt): the
+			// final write went through and its acknowledgement was lost.
+			r.st, r.rev = cur, rev
+			return nil
 		}
-		// Same delivery, no cancel (a heartbeat raced a checkpoint under
-		// another lock holder is impossible; a hand-edited state): retry
-		// over it.
+		// This delivery's own earlier write (its acknowledgement lost),
+		// or a cancel already known: write over it.
 		r.rev = rev
-	}
-	return errLost
+		if conflicts++; conflicts > 5 {
+			return errLost
+		}
+		return fmt.Errorf("%w: retrying over revision %d", errRetryOver, rev)
+	})
 }
+
+// errRetryOver: a compare-and-set write met this delivery's own state at
+// another revision; the write is tried again over it (a passing error for
+// persist).
+var errRetryOver = errors.New("seqworker: run state changed by this delivery")
 
 // conclude stores the run's outcome and settles its request.
 func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, runErr, cause error, coder *resultCoder) error {
@@ -385,7 +484,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		for _, k := range limit.slots {
 			delete(res.Slots, k)
 		}
-	case res.Status == seq.StatusInterrupted && (w.runCtx.Err() != nil || errors.Is(runErr, errHandBack)):
+	case res.Status == seq.StatusInterrupted && (w.runCtx.Err() != nil || errors.Is(runErr, errHandBack) || w.stopping.Load()):
 		r.handBack(ctx, runErr)
 		return runErr
 	case res.Status == seq.StatusInterrupted:

@@ -134,6 +134,7 @@ type Worker struct {
 
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
+	conn    *connWatch  // reconnects, for the tries of persist
 
 	// mu guards state, draining and stopErr, and orders inflight.Add
 	// before the final inflight.Wait.
@@ -182,6 +183,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		callSlots: make(chan struct{}, cfg.Concurrency),
 		recheck:   make(chan string, 1024),
 		held:      map[string]*run{},
+		conn:      newConnWatch(),
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
 	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
@@ -228,6 +230,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 	}()
 
+	w.conn.watch(w.nc, w.runCtx.Done())
 	if !w.cfg.Provisioned {
 		if err := events.Provision(ctx, w.js, w.cfg.Provision); err != nil {
 			return err

@@ -59,6 +59,11 @@ const (
 
 	// ToolPrefix is the prefix of a tool's subject: tool.<name>.
 	ToolPrefix = "tool."
+	// ToolCancelToken is the last token of a tool's cancel subject,
+	// tool.<name>.$cancel (ToolCancelSubject; docs/tools.md, "Cancel"). A
+	// tool name cannot contain '$', so no tool's own subject is a cancel
+	// subject.
+	ToolCancelToken = "$cancel"
 	// RegistryPrefix, SkillfacePrefix and SeqPrefix are the subject prefixes
 	// of the micro service endpoints (for example skillbus.registry.skill.get).
 	RegistryPrefix  = "skillbus.registry"
@@ -206,6 +211,18 @@ func ToolSubject(name string) (string, error) {
 		}
 	}
 	return ToolPrefix + name, nil
+}
+
+// ToolCancelSubject returns tool.<name>.$cancel, where a caller that gave
+// up on a call of the tool publishes the call's reply subject so that the
+// provider running it cancels it (docs/tools.md, "Cancel"). Errors: those
+// of ToolSubject.
+func ToolCancelSubject(name string) (string, error) {
+	s, err := ToolSubject(name)
+	if err != nil {
+		return "", err
+	}
+	return s + "." + ToolCancelToken, nil
 }
 
 // checkToken reports whether s is one valid NATS subject token: non-empty,

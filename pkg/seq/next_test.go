@@ -59,3 +59,28 @@ func TestNextTick(t *testing.T) {
 		t.Errorf("NextTick with an unknown zone: error = %v; want ErrInvalidValue", err)
 	}
 }
+
+// FuzzNextTick: any schedule text, never a panic; for a cron schedule
+// that is valid, the tick is after the instant asked and is the next tick
+// of the second before it (a tick is a tick).
+func FuzzNextTick(f *testing.F) {
+	for _, s := range []string{"@hourly", "0 0 3 * * *", "*/7 */5 1-3 * * MON-FRI", "0 0 0 29 2 *", "0 0 0 1 * MON", "@every 5m", "0 30 2 * * *", "* * * * *", "0 0 0 31 4 *", "?/1 0 0 L * *"} {
+		f.Add(s, "")
+	}
+	f.Add("0 30 1 * * *", "America/New_York")
+	f.Add("0 0 3 * * *", "Europe/Berlin")
+	after := time.Date(2026, 11, 1, 4, 59, 59, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, schedule, tz string) {
+		next, every, err := NextTick(schedule, tz, after)
+		if err != nil || every != 0 {
+			return
+		}
+		if !next.After(after) {
+			t.Fatalf("NextTick(%q, %q) = %s, not after %s", schedule, tz, next, after)
+		}
+		again, _, err := NextTick(schedule, tz, next.Add(-time.Second))
+		if err != nil || !again.Equal(next) {
+			t.Fatalf("NextTick(%q, %q) from a second before %s = %s, %v", schedule, tz, next, again, err)
+		}
+	})
+}

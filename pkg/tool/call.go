@@ -106,6 +106,13 @@ func (e *endpoint) receive(r micro.Request) {
 	s.calls.prev.next = in
 	s.calls.prev = in
 	s.ncalls++
+	if m.Reply != "" {
+		if _, dup := s.byReply[m.Reply]; !dup { // a call sent again after a reconnect may arrive twice
+			in.reply = m.Reply
+			s.byReply[m.Reply] = in
+			in.cancelled = s.tombs.take(m.Reply)
+		}
+	}
 	s.mu.Unlock()
 	j := job{msg: m, in: in}
 	if e.quick() {
@@ -157,6 +164,9 @@ func (s *Server) done(in *inflight) {
 	in.prev.next, in.next.prev = in.next, in.prev
 	in.prev, in.next = nil, nil
 	s.ncalls--
+	if in.reply != "" && s.byReply[in.reply] == in {
+		delete(s.byReply, in.reply)
+	}
 	s.mu.Unlock()
 }
 
@@ -190,6 +200,9 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) (code string) {
 	cctx := newCallCtx(ctx, deadline)
 	defer cctx.cancel(context.Canceled)
 	ctx = cctx
+	if !s.attach(m.Reply, cctx) {
+		return codeCancelled // its caller cancelled it before it started: nobody waits
+	}
 
 	args := json.RawMessage(m.Data)
 	if isBlank(args) {
@@ -214,6 +227,9 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) (code string) {
 				code = "504"
 			}
 			te = &Error{Code: code, Description: ferr.Error()}
+		}
+		if cctx.byCaller() {
+			return codeCancelled // the caller cancelled it: nobody reads a reply
 		}
 		if callerDeadline && ctx.Err() != nil && time.Now().After(deadline) {
 			return te.CodeOrDefault() // the caller has given up: nobody reads a reply
@@ -254,6 +270,11 @@ func (s *Server) handle(e *endpoint, m *nats.Msg) (code string) {
 	}
 	return ""
 }
+
+// codeCancelled is the status a call cancelled by its caller is counted
+// with (skillbus.tool.calls): no reply is sent. 499 is "client closed
+// request", as proxies count it.
+const codeCancelled = "499"
 
 // call runs f, turning a panic into a code-500 error so one bad call
 // never takes the provider down.

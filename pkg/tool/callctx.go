@@ -16,11 +16,12 @@ type callCtx struct {
 	context.Context // the parent
 	deadline        time.Time
 
-	mu    sync.Mutex // mu guards the fields below
-	done  chan struct{}
-	err   error
-	timer *time.Timer
-	stop  func() bool // stops the watch on the parent
+	mu       sync.Mutex // mu guards the fields below
+	done     chan struct{}
+	err      error
+	timer    *time.Timer
+	stop     func() bool // stops the watch on the parent
+	cancelBy bool        // its caller cancelled the call (cancelByCaller)
 }
 
 func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
@@ -83,6 +84,24 @@ func (c *callCtx) cancel(err error) {
 		c.err = err
 	}
 	c.closeLocked()
+}
+
+// cancelByCaller ends the context with context.Canceled because the
+// caller sent a cancel (docs/tools.md, "Cancel").
+func (c *callCtx) cancelByCaller() {
+	c.mu.Lock()
+	if c.err == nil {
+		c.cancelBy = true
+	}
+	c.mu.Unlock()
+	c.cancel(context.Canceled)
+}
+
+// byCaller reports whether the call's caller cancelled it.
+func (c *callCtx) byCaller() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cancelBy
 }
 
 func (c *callCtx) closeLocked() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,16 +21,66 @@ import (
 // DefaultCallTimeout bounds a call whose context has no deadline.
 const DefaultCallTimeout = 60 * time.Second
 
+// DefaultMissingGrace is how long a call waits, by default, for a tool
+// that has no provider right now but answered within the last minute (or
+// right after the caller's own reconnect) before the tool counts as
+// missing: its provider is most likely reconnecting to another NATS server
+// (docs/tools.md, "Across NATS faults").
+const DefaultMissingGrace = 15 * time.Second
+
+// recentWindow: a tool that answered within it is expected back when it
+// has no responders (see DefaultMissingGrace).
+const recentWindow = time.Minute
+
 // Client calls tools over NATS request/reply. It implements toolcall.Caller (and so pkg/seq's Caller), so
 // the seqworker's engine runs sequences against real tool providers. A
 // Client is safe for concurrent use.
+//
+// Replies arrive on one subscription of the Client (an inbox of the
+// connection, with one token per call), which lets a call outlive its
+// connection: a call in flight when the connection drops is sent again,
+// with the same reply subject, once it is back (docs/tools.md, "Across
+// NATS faults").
 type Client struct {
 	nc      *nats.Conn
 	timeout time.Duration
+	grace   time.Duration
 	tr      tracing
 
-	subjects  sync.Map     // tool name → subject
-	nsubjects atomic.Int32 // names stored in subjects (at most maxSubjects)
+	tools  sync.Map     // tool name → *toolEntry
+	ntools atomic.Int32 // names stored in tools (at most maxSubjects)
+
+	// The reply subscription and the connection watch, set up by the first
+	// call (start).
+	initMu  sync.Mutex
+	started atomic.Bool
+	prefix  string // replies arrive on prefix + token
+	sub     *nats.Subscription
+	next    atomic.Uint64 // the last token handed out
+	reconAt atomic.Int64  // unix ns of the last reconnect; 0 none
+
+	mu        sync.Mutex // mu guards the fields below
+	pending   map[string]*pendingCall
+	connected bool
+	gen       uint64        // connections so far; a call sent on an older one is sent again
+	up        chan struct{} // closed while connected
+	closed    bool
+}
+
+// toolEntry is what the Client keeps per tool name.
+type toolEntry struct {
+	subject, cancel string
+	lastOK          atomic.Int64 // unix ns of the last answer; 0 never
+}
+
+// pendingCall is a call waiting for its reply. Its fields other than ch
+// and msg are guarded by Client.mu.
+type pendingCall struct {
+	ch     chan *nats.Msg // the reply (or closed: the connection closed)
+	msg    *nats.Msg      // the request, sent again after a reconnect
+	gen    uint64         // the connection it was last sent on
+	lost   bool           // the connection dropped while it was pending
+	resent int            // times sent again after a reconnect
 }
 
 // ClientOption configures a Client.
@@ -47,9 +98,24 @@ func WithDefaultTimeout(d time.Duration) ClientOption {
 	}
 }
 
+// WithMissingGrace sets how long a call waits for a tool that answered in
+// the last minute (or any tool right after the client's own reconnect) to
+// have a provider again before it counts as missing; 0 decides at once,
+// as for a tool never seen. Default DefaultMissingGrace (15 s). Errors:
+// ErrConfig for a negative d.
+func WithMissingGrace(d time.Duration) ClientOption {
+	return func(c *Client) error {
+		if d < 0 {
+			return fmt.Errorf("%w: missing grace %s; want 0 or more", ErrConfig, d)
+		}
+		c.grace = d
+		return nil
+	}
+}
+
 // NewClient returns a Client over nc. Errors: ErrConfig from an option.
 func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
-	c := &Client{nc: nc, timeout: DefaultCallTimeout, tr: newTracing()}
+	c := &Client{nc: nc, timeout: DefaultCallTimeout, grace: DefaultMissingGrace, tr: newTracing()}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -65,6 +131,15 @@ var _ toolcall.Caller = (*Client)(nil)
 // or after the default timeout when ctx has none; the deadline travels in
 // the DeadlineHeader and the trace context in traceparent.
 //
+// Across NATS faults (docs/tools.md): a call made while the connection is
+// down is sent once it is back; a call in flight when the connection drops
+// is sent again, on the same reply subject, after the reconnect (so the
+// provider may run it twice: at-least-once); a tool with no responders
+// that answered within the last minute is called again for up to the
+// missing grace (WithMissingGrace) before it counts as missing. When ctx
+// is cancelled (not at its deadline), the provider is told to cancel the
+// call (tool.<name>.$cancel).
+//
 // Errors:
 //   - ErrBadName, ErrBadArgs (args are not braced like a JSON object):
 //     nothing was sent. Malformed JSON inside the braces is sent and the
@@ -72,16 +147,20 @@ var _ toolcall.Caller = (*Client)(nil)
 //   - ErrPayloadTooLarge: args exceed the server's max_payload; nothing
 //     was sent.
 //   - an error wrapping toolcall.ErrMissing (and nats.ErrNoResponders): no
-//     provider serves the tool; returned at once, not after the timeout.
+//     provider serves the tool; returned at once for a tool not seen
+//     lately, not after the timeout.
 //   - *Error (toolcall.Error): the provider answered with an error (its code and
 //     description).
 //   - an error wrapping ErrTimeout and context.DeadlineExceeded, or
-//     context.Canceled: no reply in time.
+//     context.Canceled: no reply in time. When the connection dropped while
+//     the call was in flight, the timeout also wraps ErrInterrupted.
+//   - nats.ErrConnectionClosed: the connection closed for good.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	subject, err := c.subject(name)
+	te, err := c.entry(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadName, err)
 	}
+	subject := te.subject
 	if len(args) == 0 || isBlank(args) {
 		args = json.RawMessage("{}")
 	} else if !looksLikeObject(args) {
@@ -91,7 +170,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 		return nil, tooLarge(name, len(args), max)
 	}
 	// A context that can never end (context.Background) needs no timer of
-	// its own: the request's pooled timer bounds the wait.
+	// its own: a pooled timer bounds the wait.
 	deadline, hasDeadline := ctx.Deadline()
 	plain := !hasDeadline && ctx.Done() == nil
 	if !hasDeadline && !plain {
@@ -106,12 +185,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	msg := &nats.Msg{Subject: subject, Data: args, Header: nats.Header{DeadlineHeader: []string{formatDeadline(deadline)}}}
 	c.tr.inject(ctx, msg.Header)
 	start := time.Now()
-	var reply *nats.Msg
-	if plain {
-		reply, err = c.nc.RequestMsg(msg, time.Until(deadline))
-	} else {
-		reply, err = c.nc.RequestMsgWithContext(ctx, msg)
-	}
+	reply, interrupted, err := c.roundTrip(ctx, plain, deadline, te, msg)
 	end(span, err)
 	switch {
 	case err == nil:
@@ -121,6 +195,9 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 		// The arguments fit, but not with the headers (trace context,
 		// deadline) added.
 		return nil, tooLarge(name, len(args), c.nc.MaxPayload())
+	case interrupted && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)):
+		return nil, fmt.Errorf("tool %q: %w: no reply before the deadline (waited %s), and the connection to NATS was lost while the call was in flight (%w; %w)",
+			name, ErrInterrupted, time.Since(start).Round(time.Millisecond), ErrTimeout, context.DeadlineExceeded)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return nil, fmt.Errorf("tool %q: %w (waited %s): %w", name, ErrTimeout, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
 	default:
@@ -136,6 +213,311 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 		}
 	}
 	return json.RawMessage(reply.Data), nil
+}
+
+// roundTrip sends msg and waits for its reply until ctx ends (or, when
+// plain, until deadline), sending it again after a reconnect and, for a
+// tool seen lately, after "no responders" within the missing grace.
+// interrupted reports that the connection dropped while the call was in
+// flight.
+func (c *Client) roundTrip(ctx context.Context, plain bool, deadline time.Time, te *toolEntry, msg *nats.Msg) (reply *nats.Msg, interrupted bool, err error) {
+	if err := c.start(); err != nil {
+		return nil, false, err
+	}
+	var done <-chan struct{}
+	var expired <-chan time.Time
+	if plain {
+		t := acquireTimer(time.Until(deadline))
+		defer releaseTimer(t)
+		expired = t.C
+	} else {
+		done = ctx.Done()
+	}
+	token := strconv.FormatUint(c.next.Add(1), 36)
+	msg.Reply = c.prefix + token
+	p := &pendingCall{ch: make(chan *nats.Msg, 1), msg: msg}
+	var missingSince time.Time
+	missingTries := 0
+	// ended says why the wait ended when done or expired fired: the
+	// caller's error, after telling the provider when the caller gave up.
+	ended := func() error {
+		c.mu.Lock()
+		delete(c.pending, token)
+		interrupted = p.lost || p.resent > 0
+		c.mu.Unlock()
+		if plain {
+			return nats.ErrTimeout
+		}
+		if err := ctx.Err(); errors.Is(err, context.Canceled) {
+			c.sendCancel(te, msg.Reply)
+			return err
+		}
+		return ctx.Err()
+	}
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, interrupted, nats.ErrConnectionClosed
+		}
+		if !c.connected {
+			// Wait for the connection rather than leave the call in the
+			// reconnect buffer (it would go out twice: from the buffer
+			// and again after the reconnect).
+			up := c.up
+			c.mu.Unlock()
+			poll := time.NewTimer(250 * time.Millisecond)
+			select {
+			case <-up:
+			case <-poll.C:
+				if c.nc.IsConnected() {
+					c.onConnected() // a missed status event
+				}
+			case <-done:
+				poll.Stop()
+				return nil, interrupted, ended()
+			case <-expired:
+				poll.Stop()
+				return nil, interrupted, ended()
+			}
+			poll.Stop()
+			continue
+		}
+		p.gen = c.gen
+		c.pending[token] = p
+		c.mu.Unlock()
+		if err := c.nc.PublishMsg(msg); err != nil {
+			c.mu.Lock()
+			delete(c.pending, token)
+			c.mu.Unlock()
+			return nil, interrupted, err
+		}
+		select {
+		case m, ok := <-p.ch:
+			if !ok {
+				return nil, true, nats.ErrConnectionClosed
+			}
+			c.mu.Lock()
+			interrupted = p.lost || p.resent > 0
+			c.mu.Unlock()
+			if len(m.Data) == 0 && m.Header.Get(statusHeader) == noRespondersStatus {
+				wait := c.missingWait(te, &missingSince, &missingTries, deadline)
+				if wait <= 0 {
+					return nil, interrupted, nats.ErrNoResponders
+				}
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+					continue
+				case <-done:
+				case <-expired:
+				}
+				t.Stop()
+				// The deadline (or a cancel) came while the tool was
+				// missing: say so, not "no reply".
+				if err := ended(); errors.Is(err, context.Canceled) {
+					return nil, interrupted, err
+				}
+				return nil, interrupted, nats.ErrNoResponders
+			}
+			te.lastOK.Store(time.Now().UnixNano())
+			if interrupted {
+				// The call went out twice: a provider may still be
+				// running the other copy.
+				c.sendCancel(te, msg.Reply)
+			}
+			return m, interrupted, nil
+		case <-done:
+			return nil, interrupted, ended()
+		case <-expired:
+			return nil, interrupted, ended()
+		}
+	}
+}
+
+// The status header of the message the NATS server sends when a request
+// has no responders (nats.go's own constants are not exported).
+const (
+	statusHeader       = "Status"
+	noRespondersStatus = "503"
+)
+
+// missingWait returns how long to wait before calling again a tool that
+// has no responders, or 0 when it counts as missing now: a tool that
+// answered within recentWindow, or any tool within the grace after this
+// client's reconnect, is given up to the grace (and never past deadline).
+func (c *Client) missingWait(te *toolEntry, since *time.Time, tries *int, deadline time.Time) time.Duration {
+	if c.grace <= 0 {
+		return 0
+	}
+	now := time.Now()
+	last, recon := te.lastOK.Load(), c.reconAt.Load()
+	recent := (last != 0 && now.Sub(time.Unix(0, last)) < recentWindow) || (recon != 0 && now.Sub(time.Unix(0, recon)) < c.grace)
+	if !recent {
+		return 0
+	}
+	if since.IsZero() {
+		*since = now
+	}
+	left := min(c.grace-now.Sub(*since), deadline.Sub(now))
+	if left <= 0 {
+		return 0
+	}
+	wait := 50 * time.Millisecond << min(*tries, 4) // 50 ms doubling to 800 ms
+	*tries++
+	return min(wait, left)
+}
+
+// sendCancel tells the provider running the call whose reply subject is
+// reply to cancel it (tool.<name>.$cancel; best effort).
+func (c *Client) sendCancel(te *toolEntry, reply string) {
+	if te.cancel != "" {
+		_ = c.nc.Publish(te.cancel, []byte(reply))
+	}
+}
+
+// start subscribes to the client's reply subjects and starts watching the
+// connection, once.
+func (c *Client) start() error {
+	if c.started.Load() {
+		return nil
+	}
+	c.initMu.Lock()
+	defer c.initMu.Unlock()
+	if c.started.Load() {
+		return nil
+	}
+	if c.nc.IsClosed() {
+		return nats.ErrConnectionClosed
+	}
+	status := c.nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	prefix := c.nc.NewInbox() + "."
+	c.prefix = prefix
+	sub, err := c.nc.Subscribe(prefix+"*", c.onReply)
+	if err != nil {
+		c.nc.RemoveStatusListener(status)
+		return err
+	}
+	c.mu.Lock()
+	c.sub = sub
+	c.pending = map[string]*pendingCall{}
+	c.up = make(chan struct{})
+	c.mu.Unlock()
+	if c.nc.IsConnected() {
+		c.onConnected()
+	}
+	go c.watch(status)
+	c.started.Store(true)
+	return nil
+}
+
+// watch follows the connection's status until it closes.
+func (c *Client) watch(status chan nats.Status) {
+	for st := range status {
+		switch st {
+		case nats.CONNECTED:
+			c.onConnected()
+		case nats.DISCONNECTED, nats.RECONNECTING:
+			c.onDisconnected()
+		case nats.CLOSED:
+			c.onClosed()
+			c.nc.RemoveStatusListener(status) // closes status: the loop ends
+		}
+	}
+}
+
+// onReply hands a reply to its call (the first reply wins; a call sent
+// twice may be answered twice).
+func (c *Client) onReply(m *nats.Msg) {
+	token := m.Subject[len(c.prefix):]
+	c.mu.Lock()
+	p := c.pending[token]
+	if p != nil {
+		delete(c.pending, token)
+	}
+	c.mu.Unlock()
+	if p != nil {
+		select {
+		case p.ch <- m:
+		default:
+		}
+	}
+}
+
+// onConnected marks the connection up and sends again every pending call
+// that went out on an earlier connection: its request or its reply may
+// have been lost with it.
+func (c *Client) onConnected() {
+	c.mu.Lock()
+	if c.connected || c.closed || c.up == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.connected = true
+	first := c.gen == 0
+	c.gen++
+	close(c.up)
+	var again []*nats.Msg
+	for _, p := range c.pending {
+		if p.gen < c.gen {
+			p.gen = c.gen
+			p.resent++
+			again = append(again, p.msg)
+		}
+	}
+	c.mu.Unlock()
+	if !first {
+		c.reconAt.Store(time.Now().UnixNano())
+	}
+	for _, m := range again {
+		_ = c.nc.PublishMsg(m)
+	}
+}
+
+// onDisconnected marks the connection down and the pending calls as
+// possibly lost.
+func (c *Client) onDisconnected() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.connected {
+		c.connected = false
+		c.up = make(chan struct{})
+	}
+	for _, p := range c.pending {
+		p.lost = true
+	}
+}
+
+// onClosed ends every pending call and every call waiting for the
+// connection: it closed for good.
+func (c *Client) onClosed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if !c.connected && c.up != nil {
+		close(c.up)
+	}
+	c.connected = false
+	for token, p := range c.pending {
+		delete(c.pending, token)
+		close(p.ch)
+	}
+}
+
+// timers is a pool of stopped timers for calls without a context deadline.
+var timers sync.Pool
+
+func acquireTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func releaseTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // formatDeadline writes t as DeadlineHeader wants it: RFC 3339 with
@@ -165,18 +547,25 @@ func toolSubject(name string) (string, error) {
 	return events.ToolSubject(name)
 }
 
-// subject returns tool.<name> (toolSubject), remembering the subjects of
-// the first maxSubjects names so that a call does not build its subject
-// again.
-func (c *Client) subject(name string) (string, error) {
-	if s, ok := c.subjects.Load(name); ok {
-		return s.(string), nil
+// entry returns the Client's record of a tool: its subject
+// (toolSubject), its cancel subject and when it last answered. The
+// records of the first maxSubjects names are kept, so that a call does not
+// build its subjects again and "answered lately" is known.
+func (c *Client) entry(name string) (*toolEntry, error) {
+	if e, ok := c.tools.Load(name); ok {
+		return e.(*toolEntry), nil
 	}
 	s, err := toolSubject(name)
-	if err == nil && c.nsubjects.Add(1) <= maxSubjects {
-		c.subjects.Store(name, s)
+	if err != nil {
+		return nil, err
 	}
-	return s, err
+	e := &toolEntry{subject: s, cancel: s + "." + events.ToolCancelToken}
+	if c.ntools.Add(1) <= maxSubjects {
+		if prev, loaded := c.tools.LoadOrStore(name, e); loaded {
+			return prev.(*toolEntry), nil
+		}
+	}
+	return e, nil
 }
 
 // maxSubjects bounds Client's subject cache.

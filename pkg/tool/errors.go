@@ -25,6 +25,11 @@ var (
 	// ErrTimeout: no reply before the call's deadline. It also wraps
 	// context.DeadlineExceeded.
 	ErrTimeout = errors.New("tool: no reply before the deadline")
+	// ErrInterrupted is toolcall.ErrInterrupted: the connection to NATS was
+	// lost while the call was in flight and no answer came before its
+	// deadline, although the call was sent again after the reconnect. It
+	// also wraps ErrTimeout and context.DeadlineExceeded.
+	ErrInterrupted = toolcall.ErrInterrupted
 )
 
 // Error is skillbus's one error with a code (toolcall.Error). A tool

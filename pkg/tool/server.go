@@ -149,10 +149,16 @@ type Server struct {
 	cancel context.CancelFunc
 	subs   int // subscriptions the micro service added to nc
 
+	cancelSubs []*nats.Subscription // tool.<name>.$cancel, one per tool
+
 	mu      sync.Mutex
 	calls   inflight // running calls: a ring through prev/next, calls itself when empty
 	ncalls  int      // calls in the ring
 	stopped bool     // Stop has returned: late deliveries are refused
+	// byReply finds a call by its reply subject, the call's id in a
+	// cancel message; tombs holds cancels that came before their call.
+	byReply map[string]*inflight
+	tombs   tombstones
 
 	stopOnce sync.Once
 	stopErr  error
@@ -165,6 +171,49 @@ type inflight struct {
 	tool       string
 	start      time.Time
 	prev, next *inflight
+	// reply is the call's reply subject when byReply holds the call;
+	// ctx is its context once it runs; cancelled says its caller sent a
+	// cancel. Guarded by Server.mu.
+	reply     string
+	ctx       *callCtx
+	cancelled bool
+}
+
+// tombstones remembers the reply subjects of the last maxTombstones
+// cancels that named no call of this server: the call may still be on its
+// way (queued behind busy workers), or was sent to another instance.
+type tombstones struct {
+	set   map[string]struct{}
+	order []string
+	next  int
+}
+
+const maxTombstones = 1024
+
+func (t *tombstones) add(reply string) {
+	if t.set == nil {
+		t.set = map[string]struct{}{}
+	}
+	if len(t.order) < maxTombstones {
+		t.order = append(t.order, reply)
+	} else {
+		delete(t.set, t.order[t.next])
+		t.order[t.next] = reply
+		t.next = (t.next + 1) % maxTombstones
+	}
+	t.set[reply] = struct{}{}
+}
+
+// take reports whether reply was cancelled, and forgets it.
+func (t *tombstones) take(reply string) bool {
+	if len(t.set) == 0 {
+		return false
+	}
+	if _, ok := t.set[reply]; ok {
+		delete(t.set, reply)
+		return true
+	}
+	return false
 }
 
 // Serve starts serving tools on nc. Each tool is an endpoint named after
@@ -217,7 +266,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), met: newServerMetrics(cfg.Meters), base: base, cancel: cancel}
+	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), met: newServerMetrics(cfg.Meters), base: base, cancel: cancel, byReply: map[string]*inflight{}}
 	s.calls.prev, s.calls.next = &s.calls, &s.calls
 	eps := make([]*endpointMetrics, 0, len(tools))
 	for _, t := range tools {
@@ -249,8 +298,70 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		return nil, fmt.Errorf("tool: register endpoints with the server: %w", err)
 	}
 	s.subs = nc.NumSubscriptions() - subsBefore
+	// The cancel subjects (docs/tools.md, "Cancel"): every instance
+	// listens, the one running the call cancels it. Not counted in
+	// s.subs: Stop waits for the endpoints to drain, and keeps these
+	// until the calls are over.
+	for _, t := range tools {
+		cs, _ := events.ToolCancelSubject(t.Name)
+		sub, err := nc.Subscribe(cs, s.onCancel)
+		if err != nil {
+			s.unsubscribeCancels()
+			_ = svc.Stop()
+			cancel()
+			return nil, fmt.Errorf("tool: subscribe to %s: %w", cs, err)
+		}
+		s.cancelSubs = append(s.cancelSubs, sub)
+	}
 	s.metReg = s.met.observe(eps)
 	return s, nil
+}
+
+// onCancel cancels the call whose reply subject the message holds, when
+// it runs (or waits) here; otherwise it remembers the cancel for a call
+// still on its way.
+func (s *Server) onCancel(m *nats.Msg) {
+	reply := string(m.Data)
+	if reply == "" {
+		return
+	}
+	var ctx *callCtx
+	s.mu.Lock()
+	if in := s.byReply[reply]; in != nil {
+		in.cancelled = true
+		ctx = in.ctx
+	} else if !s.stopped {
+		s.tombs.add(reply)
+	}
+	s.mu.Unlock()
+	if ctx != nil {
+		ctx.cancelByCaller()
+	}
+}
+
+// attach gives the call replying to reply its context; false when its
+// caller cancelled it before it started.
+func (s *Server) attach(reply string, ctx *callCtx) bool {
+	if reply == "" {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.byReply[reply]
+	if in == nil {
+		return true
+	}
+	if in.cancelled {
+		return false
+	}
+	in.ctx = ctx
+	return true
+}
+
+func (s *Server) unsubscribeCancels() {
+	for _, sub := range s.cancelSubs {
+		_ = sub.Unsubscribe()
+	}
 }
 
 // endpointName maps a tool name onto the micro endpoint-name alphabet.
@@ -344,6 +455,7 @@ func (s *Server) finish() {
 	s.stopped = true
 	s.mu.Unlock()
 	s.cancel()
+	s.unsubscribeCancels()
 	if s.metReg != nil {
 		_ = s.metReg.Unregister()
 	}

@@ -53,6 +53,17 @@ func (f CallerFunc) Call(ctx context.Context, tool string, args json.RawMessage)
 // Caller wraps it with the tool's name.
 var ErrMissing = errors.New("toolcall: tool missing (no provider serves it)")
 
+// ErrInterrupted says that a call's answer was lost with the caller's
+// connection to the bus: the call was in flight when the connection
+// dropped, and no answer came before the call's deadline (a Caller sends
+// such a call again once the connection is back; this error is what is
+// left when that did not help in time). The provider may or may not have
+// run the call. It is an interruption, not a failure of the tool: the
+// seqworker resumes the run after its last finished group instead of
+// failing it (docs/runs.md, "NATS faults"). A Caller wraps it with the
+// tool's name.
+var ErrInterrupted = errors.New("toolcall: call interrupted (the connection to the bus was lost while it was in flight)")
+
 // Error is an error with a code: what a tool provider (or a skillbus
 // service) answers instead of a result. Over NATS the code and description
 // travel in the NATS micro error headers Nats-Service-Error-Code and

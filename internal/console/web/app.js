@@ -149,6 +149,11 @@
       text || s.replace("_", " "));
   }
 
+  // warnBadge is a warning: its sign and its words.
+  function warnBadge(text) {
+    return h("span", { class: "st st-dropped" }, h("span", { "aria-hidden": "true" }, "⚠"), text);
+  }
+
   const STATUSES = ["queued", "running", "interrupted", "succeeded", "failed", "cancelled"];
   const TRIGGERS = ["manual", "boot", "schedule", "seq_call"];
   const finished = (s) => s === "succeeded" || s === "failed" || s === "cancelled";
@@ -427,7 +432,7 @@
     const actions = h("div", { class: "actions" });
     const actionMsg = h("div", { "aria-live": "polite" });
     const graphBox = h("div", {});
-    const detail = h("section", { class: "panel", "aria-labelledby": "detail-title", tabindex: "-1" });
+    const detail = h("section", { class: "panel detail", "aria-labelledby": "detail-title", hidden: true });
     const groupsBox = h("div", {});
     const timelineBox = h("div", {});
     const outputsBox = h("div", {});
@@ -624,7 +629,8 @@
 
     function renderDetail() {
       const sel = model.selected, m = model.shape, v = model.view;
-      if (!sel || !m || !m.groups[sel.group]) { clear(detail); return; }
+      detail.hidden = !sel || !m || !m.groups[sel.group];
+      if (detail.hidden) { clear(detail); return; }
       const g = m.groups[sel.group];
       const slots = v.slots || {};
       const slotBlock = (name) => {
@@ -635,7 +641,7 @@
       };
       if (sel.kind === "call") {
         const c = g.calls[sel.call];
-        if (!c) { clear(detail); return; }
+        if (!c) { clear(detail); detail.hidden = true; return; }
         const r = c.result || {};
         const reads = [];
         const walk = (x) => {
@@ -767,12 +773,12 @@
       if (!live()) return;
       if (!r.sequences.length) { replace(box, h("p", { class: "muted" }, "No sequences are stored. The registry loads *.seq.yaml and *.seq.json files from its directory.")); return; }
       replace(box, h("table", { class: "tbl cards", "aria-label": "Sequences" },
-        h("thead", {}, h("tr", {}, ["Name", "Signature", "Groups", "Runs on", "Source"].map((t) => h("th", { scope: "col" }, t)))),
+        h("thead", {}, h("tr", {}, ["Name", "Signature", "Groups", "Runs", "Source"].map((t) => h("th", { scope: "col" }, t)))),
         h("tbody", {}, r.sequences.map((s) => h("tr", {},
           h("td", { "data-label": "Name" }, h("a", { href: "#/seqs/" + encodeURIComponent(s.name) }, s.name), s.description ? h("div", { class: "muted small" }, s.description) : null),
           h("td", { "data-label": "Signature", class: "mono wrap" }, sigText(s.signature)),
           h("td", { "data-label": "Groups" }, (s.groups || []).join(" → ")),
-          h("td", { "data-label": "Runs on" }, h("div", {}, "demand"), s.boot ? h("div", {}, "every agent boot") : null,
+          h("td", { "data-label": "Runs" }, h("div", {}, "on demand"), s.boot ? h("div", {}, "at every agent boot") : null,
             s.schedule ? h("div", {}, h("span", { class: "mono" }, s.schedule), s.timezone ? ` (${s.timezone})` : "", h("br"), nextText(s)) : null),
           h("td", { "data-label": "Source", class: "wrap small" }, s.source || "seq.create"))))));
     }
@@ -914,7 +920,7 @@
             h("td", { "data-label": "Name" }, h("a", { href: "#/skills/" + encodeURIComponent(s.name) }, s.name)),
             h("td", { "data-label": "Description", class: "wrap" }, s.description),
             h("td", { "data-label": "Source", class: "wrap small" }, s.source),
-            h("td", { "data-label": "Warnings" }, s.warnings && s.warnings.length ? badge("dropped", false, `⚠ ${s.warnings.length} warning${s.warnings.length > 1 ? "s" : ""}`) : h("span", { class: "muted" }, "none")))))),
+            h("td", { "data-label": "Warnings" }, s.warnings && s.warnings.length ? warnBadge(`${s.warnings.length} warning${s.warnings.length > 1 ? "s" : ""}`) : h("span", { class: "muted" }, "none")))))),
         warned.length ? [h("h2", {}, "Warnings"), h("p", { class: "muted small" }, "The skill is loaded, but may not do what its author meant."),
           h("ul", {}, warned.map((s) => s.warnings.map((w) => h("li", {}, h("a", { href: "#/skills/" + encodeURIComponent(s.name) }, s.name), ": ", w))))] : null);
     }
@@ -1096,7 +1102,7 @@
         h("table", { class: "tbl cards", "aria-label": "Tools" },
           h("thead", {}, h("tr", {}, ["Tool", "Provider (instances)", "Description"].map((t) => h("th", { scope: "col" }, t)))),
           h("tbody", {}, r.tools.map((t) => h("tr", {},
-            h("td", { "data-label": "Tool" }, h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.tool) }, t.tool), t.disagree ? h("div", {}, badge("dropped", false, "⚠ instances disagree")) : null),
+            h("td", { "data-label": "Tool" }, h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.tool) }, t.tool), t.disagree ? h("div", {}, warnBadge("instances disagree")) : null),
             h("td", { "data-label": "Provider" }, t.providers.map((p) => `${p.provider} (${p.instances.length})`).join(", ")),
             h("td", { "data-label": "Description", class: "wrap" }, t.description || ""))))),
       ]);
