@@ -67,8 +67,9 @@ func idByte(c byte) bool {
 
 // CheckNameLength refuses a sequence, group or agent name (what says
 // which: "agent name") longer than MaxNameLength bytes, stating the name
-// rule's limit in both units: `agent name is 300 bytes long; a name is at
-// most 64 characters, 256 bytes in UTF-8 (docs/sequences.md, "Names")`.
+// rule's limit in both units: `agent name is 300 bytes long; the name
+// limit is 64 characters, at most 256 bytes in UTF-8 (docs/sequences.md,
+// "Names")`.
 // An empty name passes (callers that need one say so). Errors: a plain
 // error (the entry points answer 400 with it).
 func CheckNameLength(what, name string) error {
@@ -79,7 +80,7 @@ func CheckNameLength(what, name string) error {
 }
 
 // nameLimit states the name limit as every message of this package does.
-var nameLimit = fmt.Sprintf("a name is at most %d characters, %d bytes in UTF-8 (docs/sequences.md, \"Names\")", MaxNameChars, MaxNameLength)
+var nameLimit = fmt.Sprintf("the name limit is %d characters, at most %d bytes in UTF-8 (docs/sequences.md, \"Names\")", MaxNameChars, MaxNameLength)
 
 // checkLen refuses a value longer than limit bytes, naming what and the
 // limit.

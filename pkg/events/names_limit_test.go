@@ -38,7 +38,7 @@ func TestNameLimitOneRule(t *testing.T) {
 		t.Errorf("the longest name's token has %d bytes; MaxNameTokenLength is %d", len(tok), events.MaxNameTokenLength)
 	}
 
-	const limit = "at most 64 characters, 256 bytes in UTF-8"
+	const limit = "the name limit is 64 characters, at most 256 bytes in UTF-8"
 	over := longest + wide
 	errs := map[string]error{"seq.CheckName": seq.CheckName(over)}
 	_, errs["events.RunSubject"] = events.RunSubject(over)

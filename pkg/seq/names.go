@@ -75,7 +75,7 @@ func checkName(name string) string {
 		return "it is not valid UTF-8; use " + nameRule
 	}
 	if n := utf8.RuneCountInString(name); n > MaxNameLength {
-		return fmt.Sprintf("it is %d characters long; a name is at most %d characters, %d bytes in UTF-8; use %s", n, MaxNameLength, MaxNameBytes, nameRule)
+		return fmt.Sprintf("it is %d characters long; the name limit is %d characters, at most %d bytes in UTF-8; use %s", n, MaxNameLength, MaxNameBytes, nameRule)
 	}
 	if !norm.NFC.IsNormalString(name) {
 		return fmt.Sprintf("it is not in Unicode NFC form (write it as %q, composed)", norm.NFC.String(name))

@@ -129,7 +129,7 @@ func TestNameLimitAtTheEndpoints(t *testing.T) {
 		}
 		return msg.Header.Get("Nats-Service-Error-Code"), msg.Header.Get("Nats-Service-Error")
 	}
-	const limit = "at most 64 characters, 256 bytes in UTF-8"
+	const limit = "the name limit is 64 characters, at most 256 bytes in UTF-8"
 	for _, tc := range []struct {
 		what    string
 		subject string
