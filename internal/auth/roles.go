@@ -73,12 +73,13 @@ const (
 	kvSQ  = "KV_" + events.BucketSequences
 	kvRU  = "KV_" + events.BucketRuns
 	kvSS  = "KV_" + events.BucketSessions
+	kvRL  = "KV_" + events.BucketRegistryLease
 	objRS = "OBJ_" + events.BucketRunSlots
 )
 
 // streams are every stream skillbus provisions (events.Provision), with
 // the durable consumers on each and the role that owns them.
-var streams = []string{kvSK, kvSQ, kvRU, kvSS, objRS, events.StreamSeqRuns, events.StreamEvents}
+var streams = []string{kvSK, kvSQ, kvRU, kvSS, kvRL, objRS, events.StreamSeqRuns, events.StreamEvents}
 
 // durables maps a stream to the durable consumers on it; only the
 // seqworker creates, reads and acks them, and every other role that may
@@ -248,10 +249,13 @@ func registryRole() Role {
 			streamRead("read stored skills and sequences", kvSK), streamRead("read stored skills and sequences", kvSQ),
 			ephemeral("watch SKILLS and SEQUENCES (revert writes of others) and list their keys", kvSK),
 			ephemeral("watch SKILLS and SEQUENCES (revert writes of others) and list their keys", kvSQ),
-			grants("registry events (put, delete, invalid, clash, warning, reverted)", events.SubjectRegistryEventsAll),
+			grants("take, renew and release the lease of the one replica that writes (KV create, update, delete)", "$KV."+events.BucketRegistryLease+".>"),
+			streamRead("read the lease", kvRL), ephemeral("watch the lease (take over when the leader releases it)", kvRL),
+			grants("forward seq.create and seq.delete to the replica holding the lease", events.RegistryLeaderPrefix+".>"),
+			grants("registry events (put, delete, invalid, clash, warning, reverted, differs)", events.SubjectRegistryEventsAll),
 		),
 		Sub: cat(inbox(RoleRegistry),
-			grants("its endpoints (skill and sequence list, get, info; seq.create, seq.delete)", events.RegistryPrefix+".>"),
+			grants("its endpoints (skill and sequence list, get, info; seq.create, seq.delete; the leader's forwarded seq.create and seq.delete)", events.RegistryPrefix+".>"),
 			microService()),
 	}
 }

@@ -50,6 +50,8 @@ const (
 	// Registry (internal/registry).
 	RegistryEntries      = "skillbus.registry.entries"       // gauge {entry}; kind
 	RegistryInvalidFiles = "skillbus.registry.invalid_files" // gauge {file}; kind
+	RegistryLeader       = "skillbus.registry.leader"        // gauge {1}: 1 while this replica holds the lease (writes)
+	RegistryTreeDiffers  = "skillbus.registry.tree_differs"  // gauge {1}: 1 while this replica's tree differs from the leader's
 
 	// Skillface (internal/skillfacesvc).
 	AssembleDuration   = "skillbus.skillface.assemble.duration"   // histogram s; status
@@ -241,6 +243,10 @@ type Registry struct {
 // entries and files that did not validate, by kind ("skill", "sequence").
 type RegistryCounts struct {
 	Entries, Invalid map[string]int64
+	// Leader is true while this replica holds the lease and so is the one
+	// that writes SKILLS and SEQUENCES; TreeDiffers while it does not and
+	// its tree differs from the leader's (docs/skills.md, "One writer").
+	Leader, TreeDiffers bool
 }
 
 // NewRegistry registers the registry's gauges on mp, read from counts at
@@ -256,6 +262,14 @@ func NewRegistry(mp metric.MeterProvider, counts func() RegistryCounts) (*Regist
 	if err != nil {
 		return nil, err
 	}
+	leader, err := m.Int64ObservableGauge(RegistryLeader, metric.WithUnit("{1}"), metric.WithDescription("1 while this registry replica holds the lease: the one replica that writes SKILLS and SEQUENCES"))
+	if err != nil {
+		return nil, err
+	}
+	differs, err := m.Int64ObservableGauge(RegistryTreeDiffers, metric.WithUnit("{1}"), metric.WithDescription("1 while this registry replica's tree differs from the leader's (its tree is not loaded)"))
+	if err != nil {
+		return nil, err
+	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		c := counts()
 		for kind, n := range c.Entries {
@@ -264,8 +278,10 @@ func NewRegistry(mp metric.MeterProvider, counts func() RegistryCounts) (*Regist
 		for kind, n := range c.Invalid {
 			o.ObserveInt64(invalid, n, metric.WithAttributes(AttrKind.String(kind)))
 		}
+		o.ObserveInt64(leader, b2i(c.Leader))
+		o.ObserveInt64(differs, b2i(c.TreeDiffers))
 		return nil
-	}, entries, invalid)
+	}, entries, invalid, leader, differs)
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +290,13 @@ func NewRegistry(mp metric.MeterProvider, counts func() RegistryCounts) (*Regist
 
 // Unregister stops observing.
 func (r *Registry) Unregister() error { return r.reg.Unregister() }
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // Skillface are the instruments of prompt assembly.
 type Skillface struct {

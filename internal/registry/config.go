@@ -50,6 +50,12 @@ type Config struct {
 	// Timeout bounds each NATS operation (a KV write, an event publish);
 	// default 10 s.
 	Timeout time.Duration
+	// TreeDiffGrace is how long this replica's tree must differ from the
+	// tree of the registry holding the lease before it is reported (a WARN
+	// log line, an events.OpDiffers event, the tree_differs gauge), so
+	// that two replicas reading one edit at slightly different moments are
+	// not reported; default 5 s (docs/skills.md, "One writer").
+	TreeDiffGrace time.Duration
 	// Provision sizes the streams and buckets (replicas, storage, TTLs);
 	// the zero value suits one embedded server.
 	Provision events.Options
@@ -83,6 +89,9 @@ func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = 10 * time.Second
 	}
+	if c.TreeDiffGrace == 0 {
+		c.TreeDiffGrace = 5 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -111,6 +120,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxDelay %s is negative; want 0 (default 1s) or more", ErrConfig, c.MaxDelay)
 	case c.Timeout < 0:
 		return fmt.Errorf("%w: Timeout %s is negative; want 0 (default 10s) or more", ErrConfig, c.Timeout)
+	case c.TreeDiffGrace < 0:
+		return fmt.Errorf("%w: TreeDiffGrace %s is negative; want 0 (default 5s) or more", ErrConfig, c.TreeDiffGrace)
 	}
 	if c.Debounce > 0 && c.MaxDelay > 0 && c.MaxDelay < c.Debounce {
 		return fmt.Errorf("%w: MaxDelay %s is shorter than Debounce %s", ErrConfig, c.MaxDelay, c.Debounce)

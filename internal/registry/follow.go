@@ -80,11 +80,20 @@ func (r *Registry) onStoredUpdate(ctx context.Context, kind string, e jetstream.
 	} else {
 		delete(r.stored[kind], key)
 	}
+	// A replica that does not hold the lease only follows: it records what
+	// was written (to serve it, and to start from it should it take the
+	// lease) and undoes nothing.
+	leading := r.leading.Load()
+	if !leading && fromRegistry(src) {
+		delete(r.external[kind], key) // the leader has rewritten it
+	}
 	switch {
 	case !fromRegistry(src):
 		what := opWord(e.Operation())
 		r.external[kind][key] = fmt.Sprintf("was %s at revision %d by a client that is not the registry (%s)", what, e.Revision(), describeSource(src))
-		r.log.Warn("bucket changed by a client that is not the registry; undoing it", "bucket", bucketOf(kind), "key", key, "op", what, "source", src)
+		if leading {
+			r.log.Warn("bucket changed by a client that is not the registry; undoing it", "bucket", bucketOf(kind), "key", key, "op", what, "source", src)
+		}
 	case kind == kindSequence && src == createdSource && e.Operation() == jetstream.KeyValuePut:
 		// Another replica's seq.create.
 		d, err := definitionFromStored(kindSequence, "", m.Data)
@@ -98,15 +107,19 @@ func (r *Registry) onStoredUpdate(ctx context.Context, kind string, e jetstream.
 		if known && cur.source == createdSource {
 			delete(r.created, name)
 		}
-	case strings.HasPrefix(src, filePrefix):
-		// Another replica wrote what it read from a file: compare after
-		// reading the tree. Should the tree still say otherwise (this
-		// replica read a newer version, or the write only copied the
-		// header), the apply stores this replica's version as an ordinary
-		// put: replicas that read a file at different moments differ for a
-		// moment, which is no attack to report.
-		r.log.Debug("another replica wrote a file's entry; reading the tree before comparing", "bucket", bucketOf(kind), "key", key, "op", opWord(e.Operation()), "source", src)
+	case strings.HasPrefix(src, filePrefix) && leading:
+		// Another writer of a file's entry while this replica holds the
+		// lease — a registry of a release without the lease during an
+		// upgrade, one that lost the lease while a write was on its way,
+		// or a client copying the header: compare after reading the tree.
+		// Should the tree still say otherwise, the apply stores this
+		// replica's version as an ordinary put.
+		r.log.Debug("a file's entry was written by another writer; reading the tree before comparing", "bucket", bucketOf(kind), "key", key, "op", opWord(e.Operation()), "source", src)
 		return true
+	}
+	if !leading {
+		r.standbyKeyLocked(kind, key)
+		return false
 	}
 	if err := r.applyLocked(ctx); err != nil {
 		r.log.Warn("refresh after a change made elsewhere", "err", err)

@@ -11,7 +11,10 @@ import (
 // resolved view, what skill.list and seq.list return), and
 // skillbus.registry.invalid_files, the files that do not validate now (the
 // last good version of each stays stored), both by kind ("skill",
-// "sequence", and "tree" for a refused directory). They are gauges read
+// "sequence", and "tree" for a refused directory);
+// skillbus.registry.leader, 1 while this replica holds the lease (lease.go),
+// and skillbus.registry.tree_differs, 1 while its tree differs from the
+// leader's. They are gauges read
 // at collection time from a snapshot taken after every apply, so a scrape
 // never waits for the registry's lock.
 
@@ -24,10 +27,12 @@ func (r *Registry) initMetrics() {
 		mp = otel.GetMeterProvider()
 	}
 	m, err := metrics.NewRegistry(mp, func() metrics.RegistryCounts {
-		if c := r.counts.Load(); c != nil {
-			return *c
+		var c metrics.RegistryCounts
+		if p := r.counts.Load(); p != nil {
+			c = *p
 		}
-		return metrics.RegistryCounts{}
+		c.Leader, c.TreeDiffers = r.leading.Load(), r.treeDiffers.Load()
+		return c
 	})
 	if err != nil {
 		r.log.Warn("metrics unavailable", "err", err)

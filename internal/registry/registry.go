@@ -23,28 +23,36 @@
 //
 // # Guarantees
 //
-//   - When Start returns, the buckets match the tree.
+//   - When Start returns, the registry serves its endpoints; when it holds
+//     the lease (it is the only registry, or the first), the buckets match
+//     its tree.
+//
 //   - After a change (a write, an editor's rename-save, a new directory, a
 //     burst of writes), the buckets match the tree again within Debounce
 //     (bounded by MaxDelay) plus the time to write.
+//
 //   - An invalid file never replaces or deletes the last good version of
 //     its definition: the problem is logged with file and line, published
 //     as an events.OpInvalid registry event, and the old version stays —
 //     also across a restart of the registry, since the stored version is
 //     recognised by its source file.
+//
 //   - A file that loads with warnings (an unknown field such as
 //     allowed_tools) is published with an events.OpWarning event each time
 //     it is read, at start and after each change; the warnings stay in the
 //     skill record, in skill.list and skill.info.
+//
 //   - Name clashes are resolved by a documented rule, never by read order:
 //     a skill name belongs to the file whose path sorts first; sequences
 //     created with seq.create come first, then sequence files by path, and
 //     a sequence whose name or any group name is taken is not stored. Each
 //     clash is logged and published (events.OpClash) naming both sources.
+//
 //   - Bucket entries are tagged with their source in the Skillbus-Source
 //     header ("file:<path>" or "seq.create"); entries from files are
 //     deleted when their file goes, sequences created with seq.create by
 //     seq.delete.
+//
 //   - The registry owns the two buckets: a write to them that no registry
 //     made (a plain KV put, delete or purge) is undone — the key put back
 //     to the registry's version, or removed when nothing defines it — and
@@ -58,9 +66,17 @@
 //     permissions keep other clients from writing at all; this is the
 //     second line of defence.
 //
-// One registry (or several replicas over the same tree) owns the two
-// buckets; two registries with different trees on one cluster would undo
-// each other's writes.
+//   - One writer: of all the registries on one bus, only the one holding
+//     the lease (a key of the REGISTRY_LEASE bucket, taken with a
+//     compare-and-set and renewed; lease.go) writes SKILLS and SEQUENCES.
+//     The others stand by — ready, serving the read endpoints from the
+//     buckets, forwarding seq.create and seq.delete to the leader, reading
+//     their own tree — and take over at once when the leader stops (it
+//     releases the lease) or within the lease's TTL when it dies. A
+//     standby whose tree differs from the leader's reports it (a WARN log
+//     line, an events.OpDiffers event, the tree_differs gauge) instead of
+//     undoing the leader's writes: two registries with different trees
+//     never flap (docs/skills.md, "One writer").
 package registry
 
 import (
@@ -119,6 +135,7 @@ type fileState struct {
 	hash     string      // sha256 of the bytes last parsed
 	good     *definition // the last good version; nil when there never was one
 	problems []Problem   // the errors; non-nil while the file is invalid
+	warns    []Problem   // the warnings of the last read
 }
 
 // Registry loads, watches and serves skills and sequences. Create it with
@@ -165,6 +182,21 @@ type Registry struct {
 	counts atomic.Pointer[metrics.RegistryCounts] // metrics.go; nil before the first apply
 	met    *metrics.Registry                      // metrics.go; nil when unavailable
 
+	// One writer (lease.go). leading is true while this replica holds the
+	// lease; it changes only under mu, so a write made under mu is made
+	// by the leader.
+	leading     atomic.Bool
+	treeDiffers atomic.Bool
+	tree        atomic.Pointer[treePrint] // the fingerprint of the last scan
+	treeChanged chan struct{}             // nudges the elector when tree changes
+	lease       *lease                    // the elector's state
+	fwdSub      *nats.Subscription        // forwarded writes, while leading; guarded by mu
+	electCancel context.CancelFunc
+	electDone   chan struct{} // closed when the elector ends
+	// decoded caches the definitions rebuilt from the buckets (a standby's
+	// view), by kind and key; guarded by mu.
+	decoded map[string]map[string]*definition
+
 	lifeMu  sync.Mutex // guards started, stopped
 	started bool
 	stopped bool
@@ -197,6 +229,9 @@ func New(nc *nats.Conn, cfg Config) (*Registry, error) {
 		skills:   map[string]*definition{},
 		seqs:     map[string]*definition{},
 		watched:  map[string]bool{},
+
+		treeChanged: make(chan struct{}, 1),
+		decoded:     map[string]map[string]*definition{kindSkill: {}, kindSequence: {}},
 	}
 	r.initMetrics()
 	return r, nil
@@ -253,6 +288,9 @@ func (r *Registry) Start(ctx context.Context) error {
 			return fmt.Errorf("registry: bucket %s: %w", bucketOf(k), err)
 		}
 	}
+	if err := r.openLease(ctx); err != nil {
+		return err
+	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	// Follow both buckets from before the initial read, so a sequence
 	// another replica creates meanwhile — or a write by anybody else — is
@@ -306,6 +344,7 @@ func (r *Registry) Start(ctx context.Context) error {
 		r.watchDirs(dirs)
 		go r.watchLoop(loopCtx)
 	} else {
+		r.setTree(fingerprint(nil))
 		r.mu.Lock()
 		err := r.applyLocked(ctx)
 		r.mu.Unlock()
@@ -316,7 +355,23 @@ func (r *Registry) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	// The tree is read and the view is what the buckets hold: take the
+	// lease if nobody holds it (then the buckets are brought in line with
+	// the tree before Start returns), and follow it from now on.
+	r.tryAcquire(ctx)
+	electCtx, electCancel := context.WithCancel(context.Background())
+	r.electCancel, r.electDone = electCancel, make(chan struct{})
+	go r.elect(electCtx)
 	if err := r.serve(loopCtx); err != nil {
+		electCancel()
+		<-r.electDone
+		r.mu.Lock()
+		wasLeader := r.leading.Load()
+		r.stopLeadingLocked()
+		r.mu.Unlock()
+		if wasLeader {
+			r.release(context.Background())
+		}
 		cancel()
 		<-r.done
 		<-r.kvDone
@@ -329,7 +384,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.viewMu.RLock()
 	nSkills, nSeqs := len(r.skills), len(r.seqs)
 	r.viewMu.RUnlock()
-	r.log.Info("registry started", "dir", r.cfg.Dir, "skills", nSkills, "sequences", nSeqs)
+	r.log.Info("registry started", "dir", r.cfg.Dir, "skills", nSkills, "sequences", nSeqs, "leader", r.leading.Load())
 	return nil
 }
 
@@ -358,6 +413,23 @@ func (r *Registry) Stop(ctx context.Context) error {
 	// completes its write) until ctx is done; then everything is cancelled.
 	for r.inflight.Load() > 0 && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
+	}
+	// The lease: stop the elector, stop writing, and release the lease at
+	// once so a standby takes over now rather than when it expires.
+	r.electCancel()
+	select {
+	case <-r.electDone:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("registry: election still running at the stop deadline: %w", ctx.Err()))
+	}
+	r.mu.Lock()
+	wasLeader := r.leading.Load()
+	if wasLeader {
+		r.stopLeadingLocked()
+	}
+	r.mu.Unlock()
+	if wasLeader {
+		r.release(ctx)
 	}
 	r.cancel()
 	for _, done := range []chan struct{}{r.done, r.kvDone} {
@@ -459,6 +531,7 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 	defer r.scanMu.Unlock()
 	limit := r.limit()
 	res := scan(r.cfg.Dir, limit, false)
+	r.setTree(fingerprint(res.files))
 	type job struct {
 		f    *scanned
 		hash string
@@ -516,6 +589,7 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 		}
 		st.hash = j.hash
 		errs, warns := split(j.prob)
+		st.warns = warns
 		if j.def != nil {
 			if st.problems != nil {
 				r.log.Info("file valid again", "file", rel)
@@ -532,7 +606,12 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 		}
 		r.reportInvalidLocked(ctx, j.f.kind, rel, st, warns)
 	}
-	r.publishEventsAsync(ctx, warned)
+	if r.leading.Load() {
+		// Only the leader publishes the files' events; a replica that
+		// takes the lease publishes those of its tree then
+		// (republishProblemsLocked).
+		r.publishEventsAsync(ctx, warned)
+	}
 	for rel := range r.files {
 		if _, ok := res.files[rel]; !ok {
 			delete(r.files, rel)
@@ -580,19 +659,50 @@ func warningLines(warns []Problem) []string {
 }
 
 func (r *Registry) reportInvalidLocked(ctx context.Context, kind, rel string, st *fileState, warns []Problem) {
+	for _, p := range st.problems {
+		r.log.Error("invalid "+kind+" file", "file", p.File, "line", p.Line, "where", p.Where, "problem", p.Message)
+	}
+	ev := r.invalidEvent(kind, rel, st, warns)
+	if st.good != nil {
+		r.log.Warn("keeping the last good version", "file", rel, "name", st.good.name)
+	}
+	if r.leading.Load() {
+		r.publishEvent(ctx, ev)
+	}
+}
+
+// invalidEvent is the OpInvalid event of an invalid file.
+func (r *Registry) invalidEvent(kind, rel string, st *fileState, warns []Problem) *events.RegistryEvent {
 	msgs := make([]string, 0, len(st.problems))
 	for _, p := range st.problems {
 		msgs = append(msgs, p.String())
-		r.log.Error("invalid "+kind+" file", "file", p.File, "line", p.Line, "where", p.Where, "problem", p.Message)
 	}
 	ev := &events.RegistryEvent{Kind: eventKind(kind), Op: events.OpInvalid, File: rel, Line: st.problems[0].Line,
 		Error: strings.Join(msgs, "\n"), Warnings: warningLines(warns), At: time.Now().UTC()}
 	if st.good != nil {
 		ev.Name = st.good.name
 		ev.Kept = label(st.good)
-		r.log.Warn("keeping the last good version", "file", rel, "name", st.good.name)
 	}
-	r.publishEvent(ctx, ev)
+	return ev
+}
+
+// republishProblemsLocked publishes the invalid and warning events of
+// every file of the tree: a replica that takes the lease reports its
+// tree's problems as a registry that starts does (the others publish
+// none). The caller holds r.mu.
+func (r *Registry) republishProblemsLocked(ctx context.Context) {
+	var evs []*events.RegistryEvent
+	for _, rel := range sortedKeys(r.files) {
+		st := r.files[rel]
+		switch {
+		case st.problems != nil:
+			evs = append(evs, r.invalidEvent(st.kind, rel, st, st.warns))
+		case st.good != nil && len(st.warns) > 0:
+			evs = append(evs, &events.RegistryEvent{Kind: eventKind(st.kind), Op: events.OpWarning, Name: st.good.name, File: rel, Line: st.warns[0].Line,
+				Warnings: warningLines(st.warns), At: time.Now().UTC()})
+		}
+	}
+	r.publishEventsAsync(ctx, evs)
 }
 
 func (r *Registry) publishEvent(ctx context.Context, ev *events.RegistryEvent) {
@@ -619,7 +729,14 @@ type op struct {
 // applyLocked resolves the definitions and writes the difference to the
 // buckets; it then publishes the new view for the endpoints. A failed write
 // is retried at the next apply (the stored map only records successes).
+//
+// A replica that does not hold the lease writes nothing: its view is what
+// the buckets hold (standbyViewLocked).
 func (r *Registry) applyLocked(ctx context.Context) error {
+	if !r.leading.Load() {
+		r.standbyViewLocked()
+		return nil
+	}
 	fileDefs := map[string]*definition{}
 	for rel, st := range r.files {
 		if st.good != nil {
@@ -691,7 +808,13 @@ func sourceOf(d *definition) string {
 
 // writeLocked performs ops with asynchronous publishes in batches, then
 // publishes one registry event per successful op.
+//
+// Only the replica holding the lease writes: on any other it returns
+// errNotLeader without writing.
 func (r *Registry) writeLocked(ctx context.Context, ops []op) error {
+	if !r.leading.Load() {
+		return errNotLeader
+	}
 	const batch = 512
 	var errs []error
 	for start := 0; start < len(ops); start += batch {

@@ -85,8 +85,10 @@ func (r *Registry) serve(ctx context.Context) error {
 		{"skill-info", SubjectSkillInfo, r.skillInfo},
 		{"seq-list", SubjectSeqList, r.seqList},
 		{"seq-get", SubjectSeqGet, r.seqGet},
-		{"seq-create", SubjectSeqCreate, r.seqCreate},
-		{"seq-delete", SubjectSeqDelete, r.seqDelete},
+		// Writes: made by the replica holding the lease, forwarded to it
+		// by the others (lease.go).
+		{"seq-create", SubjectSeqCreate, r.forwarded(events.RegistryLeaderSeqCreateSubject, r.seqCreate)},
+		{"seq-delete", SubjectSeqDelete, r.forwarded(events.RegistryLeaderSeqDeleteSubject, r.seqDelete)},
 	}
 	for _, ep := range eps {
 		if err := svc.AddEndpoint(ep.name, r.wrap(ctx, ep.subject, ep.h), micro.WithEndpointSubject(ep.subject)); err != nil {
@@ -330,7 +332,9 @@ func (r *Registry) seqGet(ctx context.Context, data []byte) (any, error) {
 
 // seqCreate stores a sequence sent in its JSON form (the form a model
 // writes through seq_create). A sequence of the same name created earlier
-// over NATS is replaced; one defined by a file is not (409).
+// over NATS is replaced; one defined by a file is not (409). On a replica
+// that does not hold the lease it returns errNotLeader (the endpoint
+// forwards the request to the leader).
 func (r *Registry) seqCreate(ctx context.Context, data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fail("400", "bad request: the body must be a sequence in its JSON form, for example "+
@@ -354,6 +358,9 @@ func (r *Registry) seqCreate(ctx context.Context, data []byte) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.leading.Load() {
+		return nil, errNotLeader // forwarded to the replica holding the lease
+	}
 	// Check against everything already resolved, except the sequence this
 	// one replaces.
 	r.viewMu.RLock()
@@ -408,6 +415,9 @@ func (r *Registry) seqDelete(ctx context.Context, data []byte) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.leading.Load() {
+		return nil, errNotLeader // forwarded to the replica holding the lease
+	}
 	d, ok := r.created[req.Name]
 	if !ok {
 		if fd, err := r.lookup(kindSequence, req.Name); err == nil {

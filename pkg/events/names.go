@@ -24,6 +24,14 @@ const (
 	// activation state, updated with compare-and-set. Keys expire after
 	// Options.SessionsTTL (default 24 h).
 	BucketSessions = "SKILLFACE_SESSIONS"
+	// BucketRegistryLease holds one key, RegistryLeaseKey: the lease of
+	// the registry replica that writes SKILLS and SEQUENCES (the leader;
+	// value RegistryLease). Its entries expire RegistryLeaseTTL after they
+	// are written, so a leader that dies without releasing the lease is
+	// replaced within that time (docs/skills.md, "One writer").
+	BucketRegistryLease = "REGISTRY_LEASE"
+	// RegistryLeaseKey is the key of the lease in BucketRegistryLease.
+	RegistryLeaseKey = "leader"
 )
 
 // Stream and consumer names (docs/architecture.md, NATS resources).
@@ -104,11 +112,18 @@ const (
 	// or removed; Error says what was written and what was restored
 	// (docs/skills.md, "The registry owns its buckets").
 	OpReverted = "reverted"
+	// OpDiffers (kind KindTree): a registry replica that does not hold the
+	// lease has a tree that differs from the leader's (another directory,
+	// another ConfigMap version): its tree is not loaded while the leader
+	// holds the lease. Error says both trees' fingerprints, file counts
+	// and holders (docs/skills.md, "One writer").
+	OpDiffers = "differs"
 
 	// KindTree: the event is about the registry's directory tree itself,
 	// not one definition: a directory the registry refuses to enter (a
-	// symlink leading outside the tree, an unreadable directory); used
-	// with OpInvalid only.
+	// symlink leading outside the tree, an unreadable directory, with
+	// OpInvalid), or a replica whose tree differs from the leader's (with
+	// OpDiffers).
 	KindTree = "tree"
 )
 
@@ -191,9 +206,9 @@ func RegistryEventSubject(kind, op string) (string, error) {
 		return "", fmt.Errorf("%w: registry event kind %q; want %q, %q or %q", ErrBadToken, kind, KindSkill, KindSequence, KindTree)
 	}
 	switch op {
-	case OpPut, OpDelete, OpInvalid, OpClash, OpWarning, OpReverted:
+	case OpPut, OpDelete, OpInvalid, OpClash, OpWarning, OpReverted, OpDiffers:
 	default:
-		return "", fmt.Errorf("%w: registry event op %q; want put, delete, invalid, clash, warning or reverted", ErrBadToken, op)
+		return "", fmt.Errorf("%w: registry event op %q; want put, delete, invalid, clash, warning, reverted or differs", ErrBadToken, op)
 	}
 	return "events.registry." + kind + "." + op, nil
 }

@@ -15,6 +15,10 @@ const (
 	DefaultSessionsTTL     = 24 * time.Hour
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultDuplicateWindow = 10 * time.Minute
+	// RegistryLeaseTTL is how long an entry of BucketRegistryLease lives:
+	// a registry leader that dies without releasing its lease is replaced
+	// within this time (one that stops releases it at once).
+	RegistryLeaseTTL = 10 * time.Second
 	// DefaultAckWait is short so that a dead worker's runs are taken over
 	// within seconds; a live worker keeps its runs with in-progress
 	// heartbeats (internal/seqworker Config.Heartbeat).
@@ -93,7 +97,7 @@ type Options struct {
 }
 
 // Owners of the streams, buckets and consumers (docs/security.md): the
-// registry owns SKILLS and SEQUENCES, skillface SKILLFACE_SESSIONS, the
+// registry owns SKILLS, SEQUENCES and REGISTRY_LEASE, skillface SKILLFACE_SESSIONS, the
 // seqworker everything else (RUNS, RUN_SLOTS, SEQ_RUNS, EVENTS and the
 // seqworker consumers).
 const (
@@ -106,7 +110,7 @@ const (
 // bucket, OBJ_<bucket> for an object store, SEQ_RUNS, EVENTS.
 func OwnerOf(stream string) string {
 	switch stream {
-	case "KV_" + BucketSkills, "KV_" + BucketSequences:
+	case "KV_" + BucketSkills, "KV_" + BucketSequences, "KV_" + BucketRegistryLease:
 		return OwnerRegistry
 	case "KV_" + BucketSessions:
 		return OwnerSkillface
@@ -322,7 +326,7 @@ func RunSlotsConfig(o Options) jetstream.ObjectStoreConfig {
 	}
 }
 
-// KeyValueConfigs returns the configurations of the four buckets for o
+// KeyValueConfigs returns the configurations of the five buckets for o
 // (with defaults applied).
 func KeyValueConfigs(o Options) []jetstream.KeyValueConfig {
 	o = o.WithDefaults()
@@ -344,6 +348,7 @@ func KeyValueConfigs(o Options) []jetstream.KeyValueConfig {
 		base(BucketSequences, "skillbus: validated sequence ASTs by name", 0),
 		runs,
 		base(BucketSessions, "skillbus: skillface session activation state", o.SessionsTTL),
+		base(BucketRegistryLease, "skillbus: the lease of the registry replica that writes SKILLS and SEQUENCES", RegistryLeaseTTL),
 	}
 }
 

@@ -1,6 +1,9 @@
 package events
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Endpoints of the ServiceRegistry micro service: list and read skills and
 // sequences, store a sequence sent in its JSON form (seq_create) and delete
@@ -37,7 +40,46 @@ const (
 	// Errors: 404 no sequence of that name was created over NATS; 409 the
 	// sequence is defined by a file (delete the file).
 	RegistrySeqDeleteSubject = RegistryPrefix + ".seq.delete"
+
+	// RegistryLeaderPrefix is the prefix of the subjects on which only the
+	// registry replica holding the lease (BucketRegistryLease) listens: a
+	// replica that does not hold it forwards the seq.create and seq.delete
+	// requests it receives there, so that one replica writes SKILLS and
+	// SEQUENCES (docs/skills.md, "One writer"). Only registries use them.
+	RegistryLeaderPrefix = RegistryPrefix + ".leader"
+	// RegistryLeaderSeqCreateSubject and RegistryLeaderSeqDeleteSubject
+	// take the body of RegistrySeqCreateSubject and RegistrySeqDeleteSubject
+	// and answer as they do.
+	RegistryLeaderSeqCreateSubject = RegistryLeaderPrefix + ".seq.create"
+	RegistryLeaderSeqDeleteSubject = RegistryLeaderPrefix + ".seq.delete"
 )
+
+// RegistryLease is the value of RegistryLeaseKey in BucketRegistryLease:
+// who writes SKILLS and SEQUENCES, and the tree it loads. The leader
+// writes it with compare-and-set when it takes the lease, renews it every
+// RegistryLeaseTTL/10 and deletes it when it stops; the other replicas
+// compare Tree with their own to report a tree that differs (OpDiffers).
+// `nats kv get REGISTRY_LEASE leader` shows it.
+type RegistryLease struct {
+	// Holder identifies the registry process: host, process id and a
+	// random part.
+	Holder string `json:"holder"`
+	// Host is the host name of the process (a pod's name).
+	Host string `json:"host,omitempty"`
+	// Dir is the tree's root as the holder names it.
+	Dir string `json:"dir,omitempty"`
+	// Tree is the tree's fingerprint: "sha256:" and the SHA-256 of every
+	// definition file's path (relative to the root) and content, in path
+	// order; equal trees — the same files with the same bytes — have equal
+	// fingerprints wherever they are mounted.
+	Tree string `json:"tree"`
+	// Files is the number of definition files in the tree.
+	Files int `json:"files"`
+	// Version is the holder's skillbus version.
+	Version string `json:"version,omitempty"`
+	// Since is when the holder took the lease.
+	Since time.Time `json:"since"`
+}
 
 // MaxSkillInfoBytes bounds SkillInfo.Text (64 KiB): a section longer than
 // that (or a whole skill of few but very long lines) is cut at the last
