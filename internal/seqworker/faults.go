@@ -185,6 +185,29 @@ func (c *connWatch) watch(nc *nats.Conn, done <-chan struct{}) {
 	}()
 }
 
+// holderWatch tells a live holder of a run from a silent one. A live
+// holder writes its state's heartbeat every two beats (more often while
+// checkpoints do), so a heartbeat older than two and a half beats — by the
+// clocks, or by the time this worker watched it without seeing it change
+// (which does not depend on the clocks agreeing) — is a silent holder. A
+// dead worker's run is redelivered after the ack wait (three beats) of
+// silence: it is claimed at once.
+type holderWatch struct {
+	seen  time.Time // when the heartbeat below was first seen
+	beat  time.Time // the holder's last heartbeat seen
+	since bool
+}
+
+// silent reports whether the holder whose state shows heartbeat hb is
+// silent, given the beat interval.
+func (h *holderWatch) silent(hb time.Time, beat time.Duration) bool {
+	limit := 2*beat + beat/2
+	if !h.since || hb.After(h.beat) {
+		h.seen, h.beat, h.since = time.Now(), hb, true
+	}
+	return time.Since(hb) >= limit || time.Since(h.seen) >= limit
+}
+
 // passCaller calls tools for one pass of a run: a call interrupted by a
 // lost connection (toolcall.ErrInterrupted) ends the pass with
 // errBusInterrupted, so the group is interrupted (not failed) and the

@@ -142,12 +142,12 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 // queued and was made from this very request (the same digest), and a
 // state made from another request under the same run id is refused.
 //
-// A running state whose holder is another worker that beat within the
-// ack wait is not taken over: the server redelivered the request while
-// its holder lives (after a restart or a leader change that lost the
-// holder's in-progress acks). This delivery then waits, holding the
+// A running state whose holder is another worker that still beats
+// (holderWatch) is not taken over: the server redelivered the request
+// while its holder lives (after a restart or a leader change that lost
+// the holder's in-progress acks). This delivery then waits, holding the
 // request, until the run finishes (the request is acknowledged) or the
-// holder falls silent for the ack wait (the run is claimed).
+// holder falls silent (the run is claimed).
 //
 // Passing failures of NATS are retried (persist) rather than handed back.
 func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err error) {
@@ -176,6 +176,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 		}
 	}
 	var waited time.Time // since when a live holder is waited for
+	var live holderWatch
 	for conflicts := 0; conflicts < 3; {
 		var cur *events.RunState
 		var rev uint64
@@ -201,13 +202,13 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				r.setState(cur, rev)
 				r.finishCancelled(ctx, nil, nil)
 				return nil, true, nil
-			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && time.Since(cur.Heartbeat) < w.ackWait:
+			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && !live.silent(cur.Heartbeat, w.beatEvery()):
 				if waited.IsZero() {
 					waited = time.Now()
 					r.log.Info("the run is held by a live worker; waiting for it instead of taking the run over", "holder", cur.Worker, "holder_attempt", cur.Attempt,
 						"heartbeat_age", time.Since(cur.Heartbeat).Round(time.Millisecond))
 				}
-				sleepCtx(ctx, w.beatEvery())
+				sleepCtx(ctx, w.beatEvery()/2)
 				if ctx.Err() != nil {
 					return nil, false, ctx.Err()
 				}
