@@ -91,6 +91,8 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 	for try := 1; ; try++ {
 		octx, cancel := w.tryContext(ctx)
 		err := op(octx)
+		tryEnded := octx.Err() != nil // its time, or a reconnect, ended the try
+		reconnected := errors.Is(octx.Err(), context.Canceled) && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			if try > 1 {
@@ -101,7 +103,7 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 		if ctx.Err() != nil {
 			return errors.Join(ctx.Err(), err)
 		}
-		if !transient(err) {
+		if !tryEnded && !transient(err) {
 			return err
 		}
 		if time.Since(start) > persistFor {
@@ -111,8 +113,8 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 			logged = time.Now()
 			w.log.Warn(what+": passing failure; retrying", "tries", try, "err", err)
 		}
-		if errors.Is(err, errRetryOver) {
-			continue // a compare-and-set to redo over a known revision: at once
+		if errors.Is(err, errRetryOver) || reconnected {
+			continue // a compare-and-set to redo over a known revision, or a try cut by a reconnect: at once
 		}
 		d := wait - wait/5 + rand.N(2*wait/5+1)
 		sleepCtx(ctx, d)

@@ -275,7 +275,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 	w, msg, req := r.w, r.msg, r.req
 	if serr != nil {
 		if !isTerminal(serr) {
-			return w.retry(ctx, msg, req, r.attempt, serr)
+			return r.retry(ctx, serr)
 		}
 		r.log.Warn("run cannot succeed", "err", serr)
 		w.failRun(ctx, req.RunID, req.Sequence, r.attempt, serr.Error())
@@ -309,7 +309,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 			return err
 		})
 		if err != nil {
-			return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("read the checkpoint: %w", err))
+			return r.retry(ctx, fmt.Errorf("read the checkpoint: %w", err))
 		}
 	}
 	if cur != nil && cur.Attempt > 0 {
@@ -489,7 +489,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		r.handBack(ctx, runErr)
 		return runErr
 	case res.Status == seq.StatusInterrupted:
-		return w.retry(ctx, msg, req, r.attempt, runErr)
+		return r.retry(ctx, runErr)
 	}
 	err := r.store(ctx, func(st *events.RunState) error {
 		if ferr := r.fill(ctx, st, res, coder); ferr != nil {
@@ -517,7 +517,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		_ = msg.Ack()
 		return err
 	case err != nil:
-		return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("store run result: %w", err))
+		return r.retry(ctx, fmt.Errorf("store run result: %w", err))
 	}
 	r.mu.Lock()
 	final := *r.st
@@ -627,6 +627,24 @@ func cancelText(c *events.CancelInfo) string {
 		s += ": " + c.Reason
 	}
 	return s
+}
+
+// retry hands a claimed run back to the queue after a failure that could
+// not be waited out here (Worker.retry), first recording it as
+// interrupted (best effort, for 2 s), so that the next delivery takes it
+// over at once instead of waiting for this worker's heartbeat to go
+// silent.
+func (r *run) retry(ctx context.Context, err error) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if serr := r.store(wctx, func(st *events.RunState) error {
+		now := time.Now().UTC()
+		st.Status, st.Error, st.UpdatedAt, st.Interrupted = events.StatusInterrupted, "handed back: "+err.Error(), now, now
+		return nil
+	}); serr != nil && !errors.Is(serr, errLost) && !errors.Is(serr, errCancelled) {
+		r.log.Debug("record the handed-back run", "err", serr)
+	}
+	return r.w.retry(ctx, r.msg, r.req, r.attempt, err)
 }
 
 // retry hands a run back to the queue after a passing failure, with a
