@@ -168,6 +168,14 @@ type scanResult struct {
 // (.claude/skills, .agents) are walked.
 var skippedDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".jj": true, "node_modules": true}
 
+// skipped reports whether the walk leaves the entry named name alone:
+// skippedDirs, and every name starting with "..". Those are the kubelet's
+// own entries in a mounted ConfigMap or Secret volume — "..data", a link
+// to the current "..2026_01_02_15_04_05.123456789" directory — through
+// which every file of the volume is reachable a second time beside the
+// volume's top-level links (docs/skills.md, "Loading").
+func skipped(name string) bool { return skippedDirs[name] || strings.HasPrefix(name, "..") }
+
 // within reports whether path (absolute, symlinks resolved) is root or
 // lies under it.
 func within(root, path string) bool {
@@ -179,7 +187,9 @@ func within(root, path string) bool {
 // at most limit bytes each. Its rules, shared by the registry and
 // `skillbus validate`:
 //
-//   - skippedDirs are skipped, by name, whatever they are;
+//   - skippedDirs and names starting with ".." (a Kubernetes volume's
+//     "..data" and timestamped directory) are skipped, by name, whatever
+//     they are (skipped);
 //   - a symlink is followed only when it resolves inside the root (the
 //     root's own symlinks resolved first); a symlinked directory or
 //     definition file leading outside is refused (ErrOutsideTree), so a
@@ -229,7 +239,7 @@ func scan(root string, limit int64, others bool) scanResult {
 		}
 		for _, e := range ents { // sorted by name
 			name := e.Name()
-			if skippedDirs[name] {
+			if skipped(name) {
 				continue
 			}
 			p := filepath.Join(dir, name)
