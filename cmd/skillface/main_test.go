@@ -24,7 +24,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"negative replicas", []string{"--replicas", "-1"}, 2, "--session-ttl and --replicas must not be negative"},
 		{"bad log level", []string{"--log-level", "loud"}, 2, `skillface: --log-level "loud"`},
 		{"stray argument", []string{"extra"}, 2, "unexpected arguments"},
-		{"unknown flag", []string{"--bodies", "3"}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"--bodies", "3"}, 2, "unknown flag --bodies"},
 		{"version", []string{"--version"}, 0, "skillface " + version.String() + "\n"},
 		{"help", []string{"-h"}, 0, "Usage: skillface [flags]\n\nEnriches prompt-assembly requests"},
 	}
@@ -39,7 +39,7 @@ func TestRunExitCodes(t *testing.T) {
 // value names its variable; the command line wins over the environment.
 func TestRunEnvironment(t *testing.T) {
 	t.Setenv("SKILLBUS_BODY_BYTES", "lots")
-	servicecmdtest.ExpectExit(t, run, nil, 2, `skillface: SKILLBUS_BODY_BYTES="lots": not a whole number (the environment form of --body-bytes`)
+	servicecmdtest.ExpectExit(t, run, nil, 2, `skillface: SKILLBUS_BODY_BYTES="lots": not a whole number; want one such as 10 (the environment form of --body-bytes`)
 	t.Setenv("SKILLBUS_BODY_BYTES", "0")
 	servicecmdtest.ExpectExit(t, run, nil, 2, "--body-bytes must be positive")
 	servicecmdtest.ExpectExit(t, run, []string{"--body-bytes", "5", "--entry-chars", "10"}, 2, "EntryChars 10 is below the minimum")
