@@ -138,7 +138,7 @@ var formerFlags = map[string]bool{"shutdown-timeout": true, "drain-timeout": tru
 type docMention struct {
 	line    int
 	text    string
-	context string // the whole line
+	context string   // the whole line
 	program string   // skillbus, registry, seqworker, skillface, or "" (unattributed)
 	words   []string // skillbus: the words after "skillbus", cleaned
 	flags   []string // the flag names it gives (before any "--")
@@ -321,4 +321,3 @@ func dashFlag(name string) string {
 	}
 	return "--" + name
 }
-

@@ -125,4 +125,3 @@ func sentinels(err error) []string {
 	walk(err)
 	return out
 }
-
