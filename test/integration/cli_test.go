@@ -119,7 +119,7 @@ func TestCLIRunErrors(t *testing.T) {
 		{"bad flag", []string{"run", survey, "--nope"}, cli.ExitUsage, "unknown flag --nope"},
 		{"bad run id", []string{"run", survey, "--arg", "root=.", "--run-id", "a.b"}, cli.ExitUsage, "--run-id"},
 		{"tool fails", []string{"run", fails, "--tools-root", dir}, cli.ExitFailure, `no file or directory "no-such-file.txt"`},
-		{"missing tools root", []string{"run", survey, "--arg", "root=.", "--tools-root", filepath.Join(dir, "none")}, cli.ExitFailure, "tool root"},
+		{"missing tools root", []string{"run", survey, "--arg", "root=.", "--tools-root", filepath.Join(dir, "none")}, cli.ExitUsage, "--tools-root " + filepath.Join(dir, "none") + ": no such directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
