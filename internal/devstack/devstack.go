@@ -110,6 +110,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if cfg.Auth != nil {
 		so.ConfigFile = cfg.Auth.AuthConfig()
 	}
+	busStarted := time.Now()
 	s.srv, err = natsserver.Start(so)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
@@ -118,7 +119,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.reg, err = registry.New(regNC, registry.Config{Dir: cfg.Dir, Logger: log.With("service", "registry"), Provision: s.owner(events.OwnerRegistry)}); err != nil {
+	if s.reg, err = registry.New(regNC, registry.Config{Dir: cfg.Dir, Logger: log.With("service", "registry"), Provision: s.owner(events.OwnerRegistry),
+		// The server is this process's: a registry lease in its store is
+		// left from an earlier run (docs/skills.md, "One writer").
+		BusStarted: busStarted}); err != nil {
 		return nil, err
 	}
 	if err = s.reg.Start(ctx); err != nil {

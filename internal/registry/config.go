@@ -56,6 +56,16 @@ type Config struct {
 	// that two replicas reading one edit at slightly different moments are
 	// not reported; default 5 s (docs/skills.md, "One writer").
 	TreeDiffGrace time.Duration
+	// BusStarted, when set, is when the NATS server the registry uses
+	// was started by this process (skillbus dev's embedded server). A
+	// lease entry written before then is left from an earlier run — its
+	// holder was connected to a server that is gone, and a holder that
+	// reconnects finds its renewal refused and stands by — so Start takes
+	// the lease over at once instead of standing by until the entry
+	// expires (up to events.RegistryLeaseTTL; docs/skills.md, "One
+	// writer"). Zero (default): a lease held by another process is
+	// respected.
+	BusStarted time.Time
 	// Provision sizes the streams and buckets (replicas, storage, TTLs);
 	// the zero value suits one embedded server.
 	Provision events.Options

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -98,6 +99,7 @@ func (r *Registry) ownTree() treePrint {
 type lease struct {
 	kv    jetstream.KeyValue
 	id    string        // this replica's Holder
+	host  string        // its host name
 	ttl   time.Duration // the bucket's TTL
 	step  time.Duration // renew / poll period: ttl/10
 	since time.Time     // when this replica took the lease
@@ -110,10 +112,11 @@ type lease struct {
 	reported string                // the pair of trees last reported as differing
 }
 
-// holderID names this process: host, pid and a random part.
+// holderID names this registry: host, process id and a NUID (unique, so
+// two registries in one process — tests, an embedding program — differ).
 func holderID() (id, host string) {
 	host, _ = os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), nuid.Next()[:8]), host
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), nuid.Next()), host
 }
 
 // openLease opens the lease bucket and reads its TTL. Errors: the bucket
@@ -131,18 +134,40 @@ func (r *Registry) openLease(ctx context.Context) error {
 	if ttl <= 0 {
 		return fmt.Errorf("registry: bucket %s has no TTL, so the lease of a registry that died would never end; provision it again (events.Provision sets %s)", events.BucketRegistryLease, events.RegistryLeaseTTL)
 	}
-	id, _ := holderID()
-	r.lease = &lease{kv: kv, id: id, ttl: ttl, step: max(ttl/10, 10*time.Millisecond)}
+	id, host := holderID()
+	r.lease = &lease{kv: kv, id: id, host: host, ttl: ttl, step: max(ttl/10, 10*time.Millisecond)}
 	return nil
 }
 
 // leaseValue is this replica's lease entry.
 func (r *Registry) leaseValue() []byte {
 	tp := r.ownTree()
-	_, host := holderID()
-	b, _ := json.Marshal(events.RegistryLease{Holder: r.lease.id, Host: host, Dir: r.cfg.Dir, Tree: tp.sum, Files: tp.files,
+	b, _ := json.Marshal(events.RegistryLease{Holder: r.lease.id, Host: r.lease.host, Dir: r.cfg.Dir, Tree: tp.sum, Files: tp.files,
 		Version: r.cfg.Version, Since: r.lease.since.UTC()})
 	return b
+}
+
+// takeStale deletes a lease entry written before Config.BusStarted (left
+// by a registry of an earlier run of this process's embedded server), so
+// that tryAcquire takes the lease at once.
+func (r *Registry) takeStale(ctx context.Context) {
+	if r.cfg.BusStarted.IsZero() {
+		return
+	}
+	l := r.lease
+	cctx, cancel := context.WithTimeout(ctx, l.step*5)
+	defer cancel()
+	e, err := l.kv.Get(cctx, events.RegistryLeaseKey)
+	if err != nil || e.Operation() != jetstream.KeyValuePut || !e.Created().Before(r.cfg.BusStarted) {
+		return
+	}
+	var v events.RegistryLease
+	_ = json.Unmarshal(e.Value(), &v)
+	if err := l.kv.Delete(cctx, events.RegistryLeaseKey, jetstream.LastRevision(e.Revision())); err != nil {
+		r.log.Warn("cannot take over the registry lease left by an earlier run; taking it when it expires", "holder", v.Holder, "ttl", l.ttl, "err", err)
+		return
+	}
+	r.log.Info("took over the registry lease left by an earlier run (written before the embedded server started)", "holder", v.Holder, "written", e.Created().UTC().Format(time.RFC3339))
 }
 
 // tryAcquire takes the lease when nobody holds it; it reports whether this
@@ -182,6 +207,18 @@ func (r *Registry) renew(ctx context.Context) {
 		l.rev, l.ok = rev, sent
 	case ctx.Err() != nil:
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
+		// A renewal whose reply was lost moved the revision on: the entry
+		// is still this replica's, so carry on from its revision.
+		if e, gerr := l.kv.Get(cctx, events.RegistryLeaseKey); gerr == nil && e.Operation() == jetstream.KeyValuePut {
+			var v events.RegistryLease
+			if json.Unmarshal(e.Value(), &v) == nil && v.Holder == l.id {
+				l.rev = e.Revision()
+				if rev, err := l.kv.Update(cctx, events.RegistryLeaseKey, r.leaseValue(), l.rev); err == nil {
+					l.rev, l.ok = rev, sent
+					return
+				}
+			}
+		}
 		r.stepDown("the lease was taken by another replica or deleted")
 		r.tryAcquire(ctx)
 	case time.Since(l.ok) > l.ttl/2:
@@ -312,13 +349,79 @@ func (r *Registry) compareTrees(now time.Time) {
 	l.reported = pair
 	r.treeDiffers.Store(true)
 	h := l.holder
-	msg := fmt.Sprintf("the tree of this registry (%s: %d files, %s) differs from the tree of the registry holding the lease (%s on %s: %s, %d files, %s); "+
-		"only the lease holder writes SKILLS and SEQUENCES, so this tree is not loaded while it holds the lease. "+
+	r.mu.Lock()
+	diff := r.treeDiffLocked()
+	r.mu.Unlock()
+	which := "no file differs from what the leader stored (the trees differ in a file that is invalid or refused on both sides)"
+	if len(diff) > 0 {
+		which = "files that differ from what the leader stored: " + strings.Join(diff, ", ")
+	}
+	msg := fmt.Sprintf("the tree of this registry (%s: %d files, %s) differs from the tree of the registry holding the lease (%s on %s: %s, %d files, %s); %s. "+
+		"Only the lease holder writes SKILLS and SEQUENCES, so this tree is not loaded while it holds the lease. "+
 		"Registries on one bus must load the same tree: stop the one with the wrong tree. During a rolling update this lasts until the old pod stops, then the new tree is loaded (docs/skills.md, \"One writer\")",
-		dirLabel(r.cfg.Dir), own.files, own.sum, h.Holder, h.Host, dirLabel(h.Dir), h.Files, h.Tree)
+		dirLabel(r.cfg.Dir), own.files, own.sum, h.Holder, h.Host, dirLabel(h.Dir), h.Files, h.Tree, which)
 	r.log.Warn("this registry's tree differs from the leader's; it is not loaded", "dir", r.cfg.Dir, "tree", own.sum, "files", own.files,
-		"leader", h.Holder, "leader_dir", h.Dir, "leader_tree", h.Tree, "leader_files", h.Files, "since", l.differ.Format(time.RFC3339))
+		"differing_files", diff, "leader", h.Holder, "leader_dir", h.Dir, "leader_tree", h.Tree, "leader_files", h.Files, "since", l.differ.Format(time.RFC3339))
 	r.publishEvent(context.Background(), &events.RegistryEvent{Kind: events.KindTree, Op: events.OpDiffers, Error: msg, At: now.UTC()})
+}
+
+// maxDiffFiles bounds the files a tree_differs report names.
+const maxDiffFiles = 20
+
+// treeDiffLocked names the files of this replica's tree whose entries
+// differ from what the buckets hold (the leader's writes), in path order
+// and at most maxDiffFiles (then a count of the others): "<path> (differs)"
+// when the bucket holds another version or another file's definition of
+// that name, "<path> (only here)" when the bucket has no entry for it,
+// "<path> (invalid here)" when the leader stored it but it does not
+// validate here, and "<path> (only on the leader)" for a file the leader
+// stored that this tree does not have. The caller holds r.mu.
+func (r *Registry) treeDiffLocked() []string {
+	fileDefs := map[string]*definition{}
+	for rel, st := range r.files {
+		if st.good != nil && st.problems == nil {
+			fileDefs[rel] = st.good
+		}
+	}
+	skills, seqs, _ := resolve(fileDefs, r.created)
+	found := map[string]string{}
+	for kind, desired := range map[string]map[string]*definition{kindSkill: skills, kindSequence: seqs} {
+		for _, d := range desired {
+			if d.source == "" {
+				continue
+			}
+			e, ok := r.stored[kind][events.KeyFor(d.name)]
+			switch {
+			case !ok:
+				found[d.source] = "only here"
+			case e.sum != d.sum || e.source != sourceOf(d):
+				found[d.source] = "differs"
+			}
+		}
+		for _, e := range r.stored[kind] {
+			rel, ok := strings.CutPrefix(e.source, filePrefix)
+			if !ok {
+				continue
+			}
+			if _, here := fileDefs[rel]; here {
+				continue
+			}
+			if _, known := r.files[rel]; known {
+				found[rel] = "invalid here"
+			} else {
+				found[rel] = "only on the leader"
+			}
+		}
+	}
+	var out []string
+	for _, rel := range sortedKeys(found) {
+		if len(out) == maxDiffFiles {
+			out = append(out, fmt.Sprintf("and %d more", len(found)-maxDiffFiles))
+			break
+		}
+		out = append(out, rel+" ("+found[rel]+")")
+	}
+	return out
 }
 
 func dirLabel(dir string) string {

@@ -358,6 +358,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	// The tree is read and the view is what the buckets hold: take the
 	// lease if nobody holds it (then the buckets are brought in line with
 	// the tree before Start returns), and follow it from now on.
+	r.takeStale(ctx)
 	r.tryAcquire(ctx)
 	electCtx, electCancel := context.WithCancel(context.Background())
 	r.electCancel, r.electDone = electCancel, make(chan struct{})
