@@ -97,6 +97,13 @@ func TestProdAsProcesses(t *testing.T) {
 			if w.obj.Name == "skillbus-seqworker" {
 				svcPods = append(svcPods, cluster.addPod(w, 1))
 			}
+			// Every registry replica the manifest asks for: one holds
+			// the lease and writes, the others stand by.
+			if w.obj.Name == "skillbus-registry" {
+				for i := 1; i < int(*w.replicas); i++ {
+					svcPods = append(svcPods, cluster.addPod(w, i))
+				}
+			}
 		}
 	}
 	for _, p := range svcPods {
@@ -116,6 +123,7 @@ func TestProdAsProcesses(t *testing.T) {
 	waitReady(t, svcPods, 3*time.Minute)
 
 	checkReplicas(t, nc)
+	t.Run("registry lease", func(t *testing.T) { checkRegistryLease(t, cluster.replicas("skillbus-registry")) })
 
 	// The tool provider's workspace is the volume the manifest mounts:
 	// put a file in it and see the built-in tools find it.
@@ -934,7 +942,7 @@ func checkReplicas(t *testing.T, nc *nats.Conn) {
 	if err := l.Err(); err != nil {
 		t.Fatalf("list streams: %v", err)
 	}
-	for _, want := range []string{"SEQ_RUNS", "EVENTS", "KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "KV_SKILLFACE_SESSIONS"} {
+	for _, want := range []string{"SEQ_RUNS", "EVENTS", "KV_SKILLS", "KV_SEQUENCES", "KV_RUNS", "KV_SKILLFACE_SESSIONS", "KV_REGISTRY_LEASE"} {
 		if _, ok := seen[want]; !ok {
 			t.Errorf("stream %s was not provisioned (streams: %v)", want, seen)
 		}
@@ -1104,6 +1112,93 @@ groups:
           template: "held {{.held.held}}"
         as: report
 `
+
+// gauge reads an unlabelled gauge from the /metrics of p (the port of its
+// probes); -1 when absent.
+func (p *pod) gauge(name string) float64 {
+	u := strings.Replace(p.probeURL(p.ctr.ReadinessProbe), p.ctr.ReadinessProbe.HTTPGet.Path, "/metrics", 1)
+	resp, err := http.Get(u)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^` + name + `(?:\{[^}]*\})?\s+([0-9.e+]+)`).FindSubmatch(b)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// registryLeaseTTL is the TTL of the REGISTRY_LEASE bucket
+// (events.RegistryLeaseTTL of the main module, which this module does not
+// import).
+const registryLeaseTTL = 10 * time.Second
+
+// checkRegistryLease: of the registry replicas the manifest runs, exactly
+// one holds the lease (skillbus_registry_leader 1) and none reports a tree
+// that differs (they mount the same ConfigMaps). The leader is killed
+// (SIGKILL: no release), another takes over within the lease's TTL plus
+// one poll (docs/skills.md, "One writer"), and the killed pod is started
+// again, as the kubelet would, and stands by.
+func checkRegistryLease(t *testing.T, regs []*pod) {
+	if len(regs) < 2 {
+		t.Skipf("%d registry replica: no lease to hand over", len(regs))
+	}
+	leaderOf := func(limit time.Duration) (*pod, string) {
+		deadline := time.Now().Add(limit)
+		var state string
+		for {
+			var leaders []*pod
+			state = ""
+			for _, p := range regs {
+				p.mu.Lock()
+				down := p.stopping
+				p.mu.Unlock()
+				if down {
+					continue
+				}
+				v := p.gauge("skillbus_registry_leader")
+				state += fmt.Sprintf(" %s=%v", p.name, v)
+				if v == 1 {
+					leaders = append(leaders, p)
+				}
+			}
+			if len(leaders) == 1 {
+				return leaders[0], state
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("want exactly one registry replica holding the lease; skillbus_registry_leader:%s", state)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	leader, state := leaderOf(30 * time.Second)
+	t.Logf("registry lease held by %s (skillbus_registry_leader:%s)", leader.name, state)
+	for _, p := range regs {
+		if v := p.gauge("skillbus_registry_tree_differs"); v != 0 {
+			t.Errorf("%s: skillbus_registry_tree_differs = %v; the replicas mount the same library", p.name, v)
+		}
+	}
+	killed := time.Now()
+	leader.kill()
+	next, _ := leaderOf(time.Minute)
+	took := time.Since(killed)
+	t.Logf("registry leader %s killed (SIGKILL); %s took the lease after %s (TTL %s)", leader.name, next.name, took.Round(time.Millisecond), registryLeaseTTL)
+	// The bound plus slack for a loaded machine and a /metrics poll.
+	if took > registryLeaseTTL+2*time.Second+10*time.Second {
+		t.Errorf("takeover after %s; docs/skills.md promises the lease's TTL (%s) plus about a second", took, registryLeaseTTL)
+	}
+	leader.mu.Lock()
+	leader.stopping = false
+	leader.mu.Unlock()
+	leader.start()
+	waitReady(t, []*pod{leader}, time.Minute)
+	if again, state := leaderOf(30 * time.Second); again != next {
+		t.Errorf("the restarted replica took the lease from the live one:%s", state)
+	}
+}
 
 // runsFinished is the seqworker's counter of finished runs, as its
 // Prometheus endpoint names it (docs/operations.md).

@@ -82,7 +82,7 @@ func TestInstrumentNames(t *testing.T) {
 	sf.Activations.Add(ctx, 1, metric.WithAttributes(metrics.AttrSkill.String("pdf")))
 	sf.ListingTruncations.Add(ctx, 4)
 	reg, err := metrics.NewRegistry(mp, func() metrics.RegistryCounts {
-		return metrics.RegistryCounts{Entries: map[string]int64{"skill": 7, "sequence": 3}, Invalid: map[string]int64{"sequence": 1}}
+		return metrics.RegistryCounts{Entries: map[string]int64{"skill": 7, "sequence": 3}, Invalid: map[string]int64{"sequence": 1}, Leader: true}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +103,8 @@ func TestInstrumentNames(t *testing.T) {
 		`skillbus_skillface_listing_truncations_total{`,
 		`skillbus_registry_entries{`, `skillbus_kind="skill"} 7`,
 		`skillbus_registry_invalid_files{`,
+		`skillbus_registry_leader{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 1`,
+		`skillbus_registry_tree_differs{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 0`,
 		`skillbus_seq_runs_pending{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 42`,
 		`le="600"`,
 	)

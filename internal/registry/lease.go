@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,8 +19,8 @@ import (
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
-// One writer (docs/skills.md, "One writer: the lease"; docs/deploy.md,
-// "Rolling upgrades").
+// One writer (docs/skills.md, "One writer"; docs/deploy.md, "Rolling
+// upgrades").
 //
 // Of all the registries on one bus, only the one holding the lease — the
 // key events.RegistryLeaseKey of the bucket events.BucketRegistryLease —
@@ -95,8 +96,10 @@ func (r *Registry) ownTree() treePrint {
 }
 
 // lease is the elector's state; only the elector goroutine (and Start
-// before it, Stop after it) touches it.
+// before it, Stop after it) touches it, but for since, rev and ok, which
+// the renewer shares (under mu).
 type lease struct {
+	mu    sync.Mutex
 	kv    jetstream.KeyValue
 	id    string        // this replica's Holder
 	host  string        // its host name
@@ -139,11 +142,11 @@ func (r *Registry) openLease(ctx context.Context) error {
 	return nil
 }
 
-// leaseValue is this replica's lease entry.
-func (r *Registry) leaseValue() []byte {
+// leaseValue is this replica's lease entry, holding it since since.
+func (r *Registry) leaseValue(since time.Time) []byte {
 	tp := r.ownTree()
 	b, _ := json.Marshal(events.RegistryLease{Holder: r.lease.id, Host: r.lease.host, Dir: r.cfg.Dir, Tree: tp.sum, Files: tp.files,
-		Version: r.cfg.Version, Since: r.lease.since.UTC()})
+		Version: r.cfg.Version, Since: since.UTC()})
 	return b
 }
 
@@ -176,35 +179,63 @@ func (r *Registry) tryAcquire(ctx context.Context) bool {
 	l := r.lease
 	cctx, cancel := context.WithTimeout(ctx, l.step*5)
 	defer cancel()
-	l.since = time.Now()
-	sent := time.Now()
-	rev, err := l.kv.Create(cctx, events.RegistryLeaseKey, r.leaseValue())
+	since := time.Now()
+	rev, err := l.kv.Create(cctx, events.RegistryLeaseKey, r.leaseValue(since))
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
 			r.log.Warn("cannot take the registry lease; trying again", "err", err)
 		}
 		return false
 	}
-	l.rev, l.ok = rev, sent
+	l.mu.Lock()
+	l.since, l.rev, l.ok = since, rev, since
+	l.mu.Unlock()
 	r.becomeLeader(ctx)
 	return true
 }
 
+// renewLoop renews the lease every tick while this replica leads, until
+// ctx ends. It runs apart from the elector and takes no registry lock, so
+// a long write (the first apply of a large tree) never delays a renewal.
+func (r *Registry) renewLoop(ctx context.Context) {
+	defer close(r.renewDone)
+	tick := time.NewTicker(r.lease.step)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if r.leading.Load() && !r.fenced.Load() {
+				r.renew(ctx)
+			}
+		}
+	}
+}
+
 // renew writes the lease again on its own revision. A write that finds
 // another revision means the lease was lost (it expired and another
-// replica took it, or somebody deleted it): this replica steps down at
-// once, and takes it again if it is free. A write that fails otherwise is
-// retried at the next tick; after ttl/2 without a renewal this replica
-// steps down, before the lease can expire.
+// replica took it, or somebody deleted it): this replica stops writing at
+// once (the elector takes the lease again if it is free). A write that
+// fails otherwise is retried at the next tick; after ttl/2 without a
+// renewal this replica stops writing, before the lease can expire.
 func (r *Registry) renew(ctx context.Context) {
 	l := r.lease
 	cctx, cancel := context.WithTimeout(ctx, l.step*3)
 	defer cancel()
+	l.mu.Lock()
+	rev, since, ok := l.rev, l.since, l.ok
+	l.mu.Unlock()
 	sent := time.Now()
-	rev, err := l.kv.Update(cctx, events.RegistryLeaseKey, r.leaseValue(), l.rev)
+	renewed := func(rev uint64) {
+		l.mu.Lock()
+		l.rev, l.ok = rev, sent
+		l.mu.Unlock()
+	}
+	next, err := l.kv.Update(cctx, events.RegistryLeaseKey, r.leaseValue(since), rev)
 	switch {
 	case err == nil:
-		l.rev, l.ok = rev, sent
+		renewed(next)
 	case ctx.Err() != nil:
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
 		// A renewal whose reply was lost moved the revision on: the entry
@@ -212,23 +243,28 @@ func (r *Registry) renew(ctx context.Context) {
 		if e, gerr := l.kv.Get(cctx, events.RegistryLeaseKey); gerr == nil && e.Operation() == jetstream.KeyValuePut {
 			var v events.RegistryLease
 			if json.Unmarshal(e.Value(), &v) == nil && v.Holder == l.id {
-				l.rev = e.Revision()
-				if rev, err := l.kv.Update(cctx, events.RegistryLeaseKey, r.leaseValue(), l.rev); err == nil {
-					l.rev, l.ok = rev, sent
+				if next, err := l.kv.Update(cctx, events.RegistryLeaseKey, r.leaseValue(since), e.Revision()); err == nil {
+					renewed(next)
 					return
 				}
 			}
 		}
 		r.stepDown("the lease was taken by another replica or deleted")
-		r.tryAcquire(ctx)
-	case time.Since(l.ok) > l.ttl/2:
-		r.stepDown(fmt.Sprintf("the lease could not be renewed for %s (%v)", time.Since(l.ok).Round(time.Millisecond), err))
+	case time.Since(ok) > l.ttl/2:
+		r.stepDown(fmt.Sprintf("the lease could not be renewed for %s (%v)", time.Since(ok).Round(time.Millisecond), err))
 	default:
 		r.log.Warn("cannot renew the registry lease; trying again", "err", err)
 	}
 }
 
-// elect runs the election until ctx ends: renew while leading; while
+// leaseRev is the revision of this replica's lease entry.
+func (r *Registry) leaseRev() uint64 {
+	r.lease.mu.Lock()
+	defer r.lease.mu.Unlock()
+	return r.lease.rev
+}
+
+// elect runs the election until ctx ends (renewLoop renews): while
 // standing by, take the lease as soon as it is released (a delete seen on
 // the watch) or has not been renewed for two ticks (its holder died; the
 // create succeeds once the entry expired), and compare trees.
@@ -269,16 +305,10 @@ func (r *Registry) elect(ctx context.Context) {
 				r.onLease(ctx, e)
 			}
 		case <-r.treeChanged:
-			if r.leading.Load() {
-				r.renew(ctx)
-			} else {
-				r.compareTrees(time.Now())
-			}
+			// The leader's new fingerprint goes out with its next renewal.
+			r.compareTrees(time.Now())
 		case now := <-tick.C:
-			switch {
-			case r.leading.Load():
-				r.renew(ctx)
-			case now.Sub(l.seen) > 2*l.step:
+			if !r.leading.Load() && now.Sub(l.seen) > 2*l.step {
 				r.tryAcquire(ctx)
 			}
 			if updates == nil {
@@ -294,7 +324,7 @@ func (r *Registry) onLease(ctx context.Context, e jetstream.KeyValueEntry) {
 	l := r.lease
 	if e.Operation() != jetstream.KeyValuePut {
 		l.holder = nil
-		if r.leading.Load() && e.Revision() <= l.rev {
+		if r.leading.Load() && e.Revision() <= r.leaseRev() {
 			return // an old delete, from before this replica took the lease
 		}
 		if r.leading.Load() {
@@ -312,7 +342,7 @@ func (r *Registry) onLease(ctx context.Context, e jetstream.KeyValueEntry) {
 		return // this replica's own write
 	}
 	if r.leading.Load() {
-		if e.Revision() < l.rev {
+		if e.Revision() < r.leaseRev() {
 			return // an older holder's entry, seen late
 		}
 		r.stepDown(fmt.Sprintf("the lease is held by %s", v.Holder))
@@ -437,6 +467,7 @@ func (r *Registry) becomeLeader(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leading.Store(true)
+	r.fenced.Store(false)
 	r.treeDiffers.Store(false)
 	tp := r.ownTree()
 	r.log.Info("this registry holds the lease: it writes SKILLS and SEQUENCES", "holder", r.lease.id, "dir", r.cfg.Dir, "tree", tp.sum, "files", tp.files)
@@ -455,6 +486,7 @@ func (r *Registry) becomeLeader(ctx context.Context) {
 
 // stepDown stops writing: the view becomes the buckets' contents again.
 func (r *Registry) stepDown(reason string) {
+	r.fenced.Store(true) // a write under way stops at its next batch
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.leading.Load() {
@@ -480,7 +512,7 @@ func (r *Registry) release(ctx context.Context) {
 	l := r.lease
 	cctx, cancel := context.WithTimeout(ctx, l.step*5)
 	defer cancel()
-	if err := l.kv.Delete(cctx, events.RegistryLeaseKey, jetstream.LastRevision(l.rev)); err != nil {
+	if err := l.kv.Delete(cctx, events.RegistryLeaseKey, jetstream.LastRevision(r.leaseRev())); err != nil {
 		r.log.Warn("cannot release the registry lease; another replica takes over when it expires", "ttl", l.ttl, "err", err)
 		return
 	}

@@ -557,3 +557,41 @@ func TestLeaseLeftByEarlierRun(t *testing.T) {
 		t.Errorf("SKILLS keys = %q; want its tree stored when Start returns", got)
 	}
 }
+
+// TestLeaseLostStopsWriting: a leader whose lease is taken from it (here
+// a client writes another holder into the entry; in life, a leader cut off
+// for longer than the TTL) stops writing at once: an edit of its tree is
+// not stored while another holds the lease, and is stored once it takes
+// the lease again (after that entry expired, it was not renewed).
+func TestLeaseLostStopsWriting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s/SKILL.md")
+	writeFile(t, path, skillMD("s", "v1"))
+	e := newLeaseEnv(t)
+	a := e.start(t, dir, nil)
+	if !a.leading.Load() {
+		t.Fatal("the only registry does not hold the lease")
+	}
+	ctx := context.Background()
+	lease := e.kv(t, events.BucketRegistryLease)
+	other, _ := json.Marshal(events.RegistryLease{Holder: "elsewhere/1/x", Tree: "sha256:0"})
+	if _, err := lease.Put(ctx, events.RegistryLeaseKey, other); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the leader steps down", func() (bool, string) {
+		return !a.leading.Load(), "still leading"
+	})
+	if !strings.Contains(a.log.String(), "no longer holds the lease") {
+		t.Errorf("no log line for the step down:\n%s", a.log)
+	}
+	skills := e.kv(t, events.BucketSkills)
+	writeFile(t, path, skillMD("s", "v2"))
+	time.Sleep(time.Second) // well past Debounce and MaxDelay
+	if v := value(skills, "s"); !strings.Contains(v, `"description":"v1"`) {
+		t.Errorf("SKILLS/s = %s while another holds the lease; want v1 (a standby writes nothing)", v)
+	}
+	eventually(t, "the lease taken again and the edit stored", func() (bool, string) {
+		v := value(skills, "s")
+		return a.leading.Load() && strings.Contains(v, `"description":"v2"`), v
+	})
+}

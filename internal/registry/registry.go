@@ -185,7 +185,10 @@ type Registry struct {
 	// One writer (lease.go). leading is true while this replica holds the
 	// lease; it changes only under mu, so a write made under mu is made
 	// by the leader.
-	leading     atomic.Bool
+	leading atomic.Bool
+	// fenced is set when the lease is lost, before the step down waits
+	// for mu: a write under way stops at its next batch.
+	fenced      atomic.Bool
 	treeDiffers atomic.Bool
 	tree        atomic.Pointer[treePrint] // the fingerprint of the last scan
 	treeChanged chan struct{}             // nudges the elector when tree changes
@@ -193,6 +196,7 @@ type Registry struct {
 	fwdSub      *nats.Subscription        // forwarded writes, while leading; guarded by mu
 	electCancel context.CancelFunc
 	electDone   chan struct{} // closed when the elector ends
+	renewDone   chan struct{} // closed when the renewer ends
 	// decoded caches the definitions rebuilt from the buckets (a standby's
 	// view), by kind and key; guarded by mu.
 	decoded map[string]map[string]*definition
@@ -358,14 +362,18 @@ func (r *Registry) Start(ctx context.Context) error {
 	// The tree is read and the view is what the buckets hold: take the
 	// lease if nobody holds it (then the buckets are brought in line with
 	// the tree before Start returns), and follow it from now on.
+	// The renewer runs first, so that the lease is renewed during the
+	// first apply, however long it takes.
+	electCtx, electCancel := context.WithCancel(context.Background())
+	r.electCancel, r.electDone, r.renewDone = electCancel, make(chan struct{}), make(chan struct{})
+	go r.renewLoop(electCtx)
 	r.takeStale(ctx)
 	r.tryAcquire(ctx)
-	electCtx, electCancel := context.WithCancel(context.Background())
-	r.electCancel, r.electDone = electCancel, make(chan struct{})
 	go r.elect(electCtx)
 	if err := r.serve(loopCtx); err != nil {
 		electCancel()
 		<-r.electDone
+		<-r.renewDone
 		r.mu.Lock()
 		wasLeader := r.leading.Load()
 		r.stopLeadingLocked()
@@ -418,10 +426,12 @@ func (r *Registry) Stop(ctx context.Context) error {
 	// The lease: stop the elector, stop writing, and release the lease at
 	// once so a standby takes over now rather than when it expires.
 	r.electCancel()
-	select {
-	case <-r.electDone:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("registry: election still running at the stop deadline: %w", ctx.Err()))
+	for _, done := range []chan struct{}{r.electDone, r.renewDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("registry: election still running at the stop deadline: %w", ctx.Err()))
+		}
 	}
 	r.mu.Lock()
 	wasLeader := r.leading.Load()
@@ -813,12 +823,16 @@ func sourceOf(d *definition) string {
 // Only the replica holding the lease writes: on any other it returns
 // errNotLeader without writing.
 func (r *Registry) writeLocked(ctx context.Context, ops []op) error {
-	if !r.leading.Load() {
+	if !r.leading.Load() || r.fenced.Load() {
 		return errNotLeader
 	}
 	const batch = 512
 	var errs []error
 	for start := 0; start < len(ops); start += batch {
+		if r.fenced.Load() {
+			errs = append(errs, errNotLeader) // the lease was lost meanwhile
+			break
+		}
 		end := min(start+batch, len(ops))
 		futures := make([]jetstream.PubAckFuture, end-start)
 		for i, o := range ops[start:end] {

@@ -358,7 +358,7 @@ func (r *Registry) seqCreate(ctx context.Context, data []byte) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.leading.Load() {
+	if !r.leading.Load() || r.fenced.Load() {
 		return nil, errNotLeader // forwarded to the replica holding the lease
 	}
 	// Check against everything already resolved, except the sequence this
@@ -396,6 +396,9 @@ func (r *Registry) seqCreate(ctx context.Context, data []byte) (any, error) {
 			delete(r.created, d.name)
 		}
 		_ = r.applyLocked(ctx)
+		if errors.Is(err, errNotLeader) {
+			return nil, err // the lease was lost meanwhile: forwarded to the new leader
+		}
 		return nil, fail("503", "cannot store sequence %q: %v", d.name, err)
 	}
 	var sig map[string]string
@@ -415,7 +418,7 @@ func (r *Registry) seqDelete(ctx context.Context, data []byte) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.leading.Load() {
+	if !r.leading.Load() || r.fenced.Load() {
 		return nil, errNotLeader // forwarded to the replica holding the lease
 	}
 	d, ok := r.created[req.Name]
@@ -429,6 +432,9 @@ func (r *Registry) seqDelete(ctx context.Context, data []byte) (any, error) {
 	if err := r.applyLocked(ctx); err != nil {
 		r.created[req.Name] = d
 		_ = r.applyLocked(ctx)
+		if errors.Is(err, errNotLeader) {
+			return nil, err
+		}
 		return nil, fail("503", "cannot delete sequence %q: %v", req.Name, err)
 	}
 	// The created sequence's own key is deleted here: applyLocked only
@@ -437,6 +443,9 @@ func (r *Registry) seqDelete(ctx context.Context, data []byte) (any, error) {
 	if e, ok := r.stored[kindSequence][key]; ok && e.source == createdSource {
 		if err := r.writeLocked(ctx, []op{{kind: kindSequence, key: key, source: createdSource}}); err != nil {
 			r.created[req.Name] = d
+			if errors.Is(err, errNotLeader) {
+				return nil, err
+			}
 			return nil, fail("503", "cannot delete sequence %q: %v", req.Name, err)
 		}
 		// A file sequence of the same name, hidden so far, can now be stored.
