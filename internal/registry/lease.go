@@ -174,8 +174,9 @@ func (r *Registry) takeStale(ctx context.Context) {
 }
 
 // tryAcquire takes the lease when nobody holds it; it reports whether this
-// replica leads now.
-func (r *Registry) tryAcquire(ctx context.Context) bool {
+// replica leads now, and the error of its first apply as the leader (a
+// bucket write that failed; it is retried at the next apply).
+func (r *Registry) tryAcquire(ctx context.Context) (bool, error) {
 	l := r.lease
 	cctx, cancel := context.WithTimeout(ctx, l.step*5)
 	defer cancel()
@@ -185,13 +186,12 @@ func (r *Registry) tryAcquire(ctx context.Context) bool {
 		if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
 			r.log.Warn("cannot take the registry lease; trying again", "err", err)
 		}
-		return false
+		return false, nil
 	}
 	l.mu.Lock()
 	l.since, l.rev, l.ok = since, rev, since
 	l.mu.Unlock()
-	r.becomeLeader(ctx)
-	return true
+	return true, r.becomeLeader(ctx)
 }
 
 // renewLoop renews the lease every tick while this replica leads, until
@@ -462,8 +462,9 @@ func dirLabel(dir string) string {
 }
 
 // becomeLeader makes this replica the writer: it brings the buckets in
-// line with its tree and starts answering forwarded writes.
-func (r *Registry) becomeLeader(ctx context.Context) {
+// line with its tree and starts answering forwarded writes. It returns the
+// apply's error (logged too).
+func (r *Registry) becomeLeader(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leading.Store(true)
@@ -472,16 +473,18 @@ func (r *Registry) becomeLeader(ctx context.Context) {
 	tp := r.ownTree()
 	r.log.Info("this registry holds the lease: it writes SKILLS and SEQUENCES", "holder", r.lease.id, "dir", r.cfg.Dir, "tree", tp.sum, "files", tp.files)
 	r.clashes = map[string]bool{} // report every clash of this tree
-	if err := r.applyLocked(ctx); err != nil {
-		r.log.Warn("bringing the buckets in line with the tree after taking the lease", "err", err)
+	applyErr := r.applyLocked(ctx)
+	if applyErr != nil {
+		r.log.Warn("bringing the buckets in line with the tree after taking the lease", "err", applyErr)
 	}
 	r.republishProblemsLocked(ctx)
 	sub, err := r.nc.QueueSubscribe(events.RegistryLeaderPrefix+".>", events.ServiceRegistry, r.serveForwarded)
 	if err != nil {
 		r.log.Error("cannot serve forwarded seq.create and seq.delete; the other replicas' writes wait", "err", err)
-		return
+		return applyErr
 	}
 	r.fwdSub = sub
+	return applyErr
 }
 
 // stepDown stops writing: the view becomes the buckets' contents again.

@@ -200,6 +200,10 @@ type Registry struct {
 	// decoded caches the definitions rebuilt from the buckets (a standby's
 	// view), by kind and key; guarded by mu.
 	decoded map[string]map[string]*definition
+	// holdView is true during Start's first read of the tree, before the
+	// lease is tried: a replica about to lead does not rebuild the view
+	// from every stored entry first. Guarded by mu.
+	holdView bool
 
 	lifeMu  sync.Mutex // guards started, stopped
 	started bool
@@ -308,6 +312,9 @@ func (r *Registry) Start(ctx context.Context) error {
 		}
 		watchers[k] = w
 	}
+	r.mu.Lock()
+	r.holdView = true
+	r.mu.Unlock()
 	if err := r.loadStored(ctx); err != nil {
 		cancel()
 		for _, w := range watchers {
@@ -368,9 +375,18 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.electCancel, r.electDone, r.renewDone = electCancel, make(chan struct{}), make(chan struct{})
 	go r.renewLoop(electCtx)
 	r.takeStale(ctx)
-	r.tryAcquire(ctx)
+	led, err := r.tryAcquire(ctx) // err: the leader's first apply failed
+	r.mu.Lock()
+	r.holdView = false
+	if !led {
+		_ = r.applyLocked(ctx) // the standby view: what the buckets hold
+	}
+	r.mu.Unlock()
 	go r.elect(electCtx)
-	if err := r.serve(loopCtx); err != nil {
+	if err == nil {
+		err = r.serve(loopCtx)
+	}
+	if err != nil {
 		electCancel()
 		<-r.electDone
 		<-r.renewDone
@@ -745,7 +761,9 @@ type op struct {
 // the buckets hold (standbyViewLocked).
 func (r *Registry) applyLocked(ctx context.Context) error {
 	if !r.leading.Load() {
-		r.standbyViewLocked()
+		if !r.holdView {
+			r.standbyViewLocked()
+		}
 		return nil
 	}
 	fileDefs := map[string]*definition{}
