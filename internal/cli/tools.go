@@ -103,7 +103,7 @@ func runTools(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "skillbus tools: unknown subcommand %q (use ls or serve)\n\n%s", pos, toolsCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus tools: unknown subcommand %q (use ls or serve)\n%s\n", pos, helpHint("tools"))
 		return ExitUsage
 	}
 	return withConn(env, "tools", func(nc *nats.Conn) int {
