@@ -136,7 +136,10 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 	}
 }
 
-// emit publishes a run event without waiting for the stream's ack.
+// emit publishes a run event with a plain NATS publish: the EVENTS stream
+// stores it all the same, and no acknowledgement comes back (none was
+// awaited: events are informational, the RUNS state is the truth), which
+// saves a message and the asynchronous-publish bookkeeping per event.
 func (w *Worker) emit(ctx context.Context, ev *events.RunEvent) {
 	ev.At = time.Now().UTC()
 	subj, err := events.RunEventSubject(ev.RunID, ev.Kind)
@@ -151,7 +154,7 @@ func (w *Worker) emit(ctx context.Context, ev *events.RunEvent) {
 	}
 	m := &nats.Msg{Subject: subj, Data: b, Header: nats.Header{}}
 	events.Inject(ctx, m.Header)
-	if _, err := w.js.PublishMsgAsync(m); err != nil {
+	if err := w.nc.PublishMsg(m); err != nil {
 		w.log.Warn("run event not published", "run", ev.RunID, "err", err)
 	}
 }
