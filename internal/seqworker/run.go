@@ -191,10 +191,15 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 		}
 	}
 	var waited time.Time // since when a live holder is waited for
+	memo, memoRev, known := w.takeQueued(req.RunID, digest)
 	for conflicts := 0; conflicts < 3; {
 		var cur *events.RunState
 		var rev uint64
-		if err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
+		if known {
+			// This worker queued the run and knows its state at memoRev:
+			// no read (queued.go); the compare-and-set below checks it.
+			cur, rev, known = memo, memoRev, false
+		} else if err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
 			cur, rev, err = w.readState(octx, req.RunID)
 			return err
 		}); err != nil {

@@ -137,6 +137,10 @@ type Worker struct {
 	beatMu   sync.Mutex
 	beating  map[*run]struct{}
 	beatDone chan struct{}
+	// queuedMu guards queued: the runs this worker queued whose request
+	// it has not claimed yet (queued.go).
+	queuedMu sync.Mutex
+	queued   map[string]queuedMemo
 
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
@@ -190,6 +194,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		recheck:   make(chan string, 1024),
 		held:      map[string]*run{},
 		beating:   map[*run]struct{}{},
+		queued:    map[string]queuedMemo{},
 		conn:      newConnWatch(),
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
