@@ -361,7 +361,7 @@ func BenchmarkSeqworkerScaling(b *testing.B) {
 				b.ReportMetric(float64(wcpu.Microseconds())/float64(b.N), "worker-cpu-µs/run")
 				if cpu0 != 0 {
 					b.ReportMetric(float64((wcpu+cpu).Microseconds())/float64(b.N), "total-cpu-µs/run")
-					b.ReportMetric((wcpu + cpu).Seconds()/b.Elapsed().Seconds(), "cores")
+					b.ReportMetric((wcpu+cpu).Seconds()/b.Elapsed().Seconds(), "cores")
 				}
 			})
 		}
