@@ -47,3 +47,14 @@ func TestRunGracefulStop(t *testing.T) {
 		}
 	}
 }
+
+// TestRunProvisionsOnce: the command provisions its streams and buckets
+// once, creating each, and its service's start does not provision them
+// again (a second, update-then-create round without retries is what timed
+// out on a fresh 3-node cluster: docs/operations.md, "Start-up").
+func TestRunProvisionsOnce(t *testing.T) {
+	calls := servicecmdtest.ProvisionsOnce(t, run)
+	if len(calls) == 0 {
+		t.Fatal("no JetStream stream was created: the test saw nothing")
+	}
+}

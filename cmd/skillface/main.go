@@ -100,6 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Provision: &cfg.Provision,
 		New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 			cfg.Meters = rt.Meters
+			cfg.Provisioned = rt.Provisioned // done, with retries: Start does not provision again
 			svc, err := skillfacesvc.New(rt.Conn, cfg)
 			if err != nil {
 				return nil, err

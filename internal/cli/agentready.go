@@ -52,8 +52,8 @@ func runAgentReady(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus agent-ready: give exactly one AGENT name\n\n%s", agentReadyCommand().usage)
 		return ExitUsage
 	}
-	if len(pos[0]) > events.MaxNameLength {
-		fmt.Fprintf(env.Stderr, "skillbus agent-ready: agent name is %d bytes long; the limit is %d\n", len(pos[0]), events.MaxNameLength)
+	if err := events.CheckNameLength("agent name", pos[0]); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus agent-ready: %v\n", err)
 		return ExitUsage
 	}
 	pos[0] = seq.NormalizeName(pos[0])

@@ -13,7 +13,10 @@
 // Readiness is a set of named conditions. A Gate is one a service sets
 // itself (closed until the first KV load is done, for instance); a Check is
 // a function asked at every probe (the NATS connection is up). Stopping
-// fails readiness for good: the first step of a graceful shutdown.
+// fails readiness for good: the first step of a graceful shutdown. A
+// Readiness with no condition is not ready: a process registers its
+// conditions (all closed at first) before it serves /readyz, and a probe
+// can never find it ready in between.
 package health
 
 import (
@@ -34,8 +37,12 @@ var ErrStopping = errors.New("shutting down")
 // errNotYet is a gate's error until it is opened.
 var errNotYet = errors.New("not yet")
 
-// Readiness is the set of conditions /readyz reports. The zero value is
-// ready (no conditions) and safe for concurrent use.
+// errNoConditions is the readiness error while no condition is registered.
+var errNoConditions = errors.New("starting: no readiness condition registered yet")
+
+// Readiness is the set of conditions /readyz reports. The zero value has
+// no condition and is not ready (errNoConditions) until the first Check or
+// Gate; it is safe for concurrent use.
 type Readiness struct {
 	stopping atomic.Bool
 
@@ -88,6 +95,10 @@ func (r *Readiness) report() (lines []string, err error) {
 	r.mu.Lock()
 	conds := append([]condition(nil), r.conds...)
 	r.mu.Unlock()
+	if len(conds) == 0 {
+		failed = append(failed, errNoConditions.Error())
+		lines = append(lines, failed[len(failed)-1])
+	}
 	for _, c := range conds { // no callback under the lock
 		if e := c.check(); e != nil {
 			l := c.name + ": " + e.Error()

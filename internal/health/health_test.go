@@ -22,6 +22,25 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// TestNoConditionsIsNotReady: a Readiness nobody registered a condition
+// on yet is not ready, so a health endpoint started before its process
+// registers its conditions never answers 200 too early.
+func TestNoConditionsIsNotReady(t *testing.T) {
+	var ready health.Readiness
+	s, err := health.Listen("127.0.0.1:0", &ready, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	if code, body := get(t, "http://"+s.Addr()+"/readyz"); code != 503 || !strings.Contains(body, "no readiness condition") {
+		t.Errorf("/readyz with no condition = %d %q; want 503", code, body)
+	}
+	ready.Check("nats", func() error { return nil })
+	if code, body := get(t, "http://"+s.Addr()+"/readyz"); code != 200 {
+		t.Errorf("/readyz once its one condition holds = %d %q; want 200", code, body)
+	}
+}
+
 func TestEndpoints(t *testing.T) {
 	var ready health.Readiness
 	connected := errors.New("disconnected")

@@ -7,10 +7,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +25,13 @@ import (
 )
 
 // startServer starts a nats-server on 127.0.0.1 configured by tune (port
-// given, or random with port 0) and stops it at the end of the test.
+// given, or random with port 0) and stops it at the end of the test. It
+// waits up to a minute for the server to accept connections (a loaded
+// machine running -race tests can be slow), and when it does not, fails
+// with what the server logged (a port taken by another process, say).
 func startServer(t *testing.T, port int, tune func(*server.Options)) *server.Server {
 	t.Helper()
-	o := &server.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true}
+	o := &server.Options{Host: "127.0.0.1", Port: port, NoSigs: true}
 	if port == 0 {
 		o.Port = server.RANDOM_PORT
 	}
@@ -34,24 +42,62 @@ func startServer(t *testing.T, port int, tune func(*server.Options)) *server.Ser
 	if err != nil {
 		t.Fatalf("nats-server: %v", err)
 	}
+	var log errLog
+	s.SetLogger(&log, false, false)
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	if !s.ReadyForConnections(time.Minute) {
 		s.Shutdown()
-		t.Fatal("nats-server not ready")
+		t.Fatalf("nats-server on port %d not ready for connections after a minute; it logged:\n%s", port, log.String())
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
 }
 
-// freePort returns a port nothing listens on right now.
+// errLog keeps a server's warnings, errors and fatal errors.
+type errLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *errLog) add(level, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, level+" "+fmt.Sprintf(format, v...))
+}
+
+func (l *errLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func (l *errLog) Noticef(string, ...any)         {}
+func (l *errLog) Debugf(string, ...any)          {}
+func (l *errLog) Tracef(string, ...any)          {}
+func (l *errLog) Warnf(format string, v ...any)  { l.add("[WRN]", format, v...) }
+func (l *errLog) Errorf(format string, v ...any) { l.add("[ERR]", format, v...) }
+func (l *errLog) Fatalf(format string, v ...any) { l.add("[FTL]", format, v...) }
+
+// freePort returns a port nothing listens on right now, chosen at random
+// below the kernel's ephemeral range (Linux: 32768–60999): a test that
+// stops and starts a server on one port leaves it free for a moment, and
+// a port of the ephemeral range can be taken meanwhile by any other
+// process's outgoing connection or ":0" listener (a busy machine running
+// other tests), which made the server's restart fail ("nats-server not
+// ready").
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		p := 20000 + mrand.IntN(12000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port between 20000 and 32000")
+	return 0
 }
 
 // writeFile writes data to name under dir and returns the path.

@@ -46,11 +46,15 @@ type Conn struct {
 	closed chan struct{} // closed when the connection closed, for any reason
 	ours   atomic.Bool   // Drain was called
 
+	creds    string        // Config.Credentials, for messages
+	refusals chan struct{} // signalled when a refusal is recorded (refused.go)
+
 	mu         sync.Mutex // mu guards the fields below
 	downSince  time.Time  // start of the current outage (or of the first connect)
 	lastLogged time.Time
 	failures   int
-	connected  bool // connected at least once
+	connected  bool      // connected at least once
+	refused    []Refusal // subscriptions refused since the last (re)connect
 }
 
 // Dial opens a service's connection: it never gives up on NATS by itself.
@@ -76,7 +80,8 @@ func Dial(c *Config, name string, log *slog.Logger, opts ...nats.Option) (*Conn,
 	if err != nil {
 		return nil, err
 	}
-	conn := &Conn{log: log, url: Redact(c.URL), lost: make(chan struct{}), closed: make(chan struct{}), downSince: time.Now()}
+	conn := &Conn{log: log, url: Redact(c.URL), lost: make(chan struct{}), closed: make(chan struct{}), downSince: time.Now(),
+		creds: c.Credentials(), refusals: make(chan struct{}, 1)}
 	base := []nats.Option{
 		nats.Name(name),
 		nats.Timeout(5 * time.Second),
@@ -92,6 +97,11 @@ func Dial(c *Config, name string, log *slog.Logger, opts ...nats.Option) (*Conn,
 			log.Warn("NATS server entering lame duck mode; will reconnect elsewhere", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if r, ok := ParseRefusal(err); ok {
+				log.Error("the NATS server refused a subscription; nothing sent there reaches this process", "subject", r.Subject, "queue", r.Queue, "credentials", conn.creds, "err", err)
+				conn.record(r)
+				return
+			}
 			subject := ""
 			if sub != nil {
 				subject = sub.Subject
@@ -191,6 +201,9 @@ func (c *Conn) onReconnect(nc *nats.Conn) {
 	down := time.Since(c.downSince)
 	c.failures, c.connected = 0, true
 	c.mu.Unlock()
+	// Every subscription was sent again: a refusal the server no longer
+	// makes is forgotten once it has had the time to make it (refused.go).
+	go c.recheckRefusals(time.Now())
 	c.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted(), "server", nc.ConnectedServerName(), "down", down.Round(time.Millisecond))
 }
 

@@ -25,7 +25,9 @@ type Config struct {
 	// or skill.yaml; sequences are files named *.seq.json, *.seq.yaml or
 	// *.seq.yml, anywhere in the tree. .git, .hg, .svn, .jj and
 	// node_modules directories are skipped (other hidden directories such
-	// as .claude/skills are loaded); symlinks are followed only when they
+	// as .claude/skills are loaded), and so is every entry whose name
+	// starts with ".." (a mounted ConfigMap's "..data" link and
+	// timestamped directory, so the mount point itself can be Dir); symlinks are followed only when they
 	// resolve inside Dir, each real directory visited once (loop guard);
 	// only regular files are read (see the package doc).
 	Dir string
@@ -51,6 +53,13 @@ type Config struct {
 	// Provision sizes the streams and buckets (replicas, storage, TTLs);
 	// the zero value suits one embedded server.
 	Provision events.Options
+	// Provisioned says Provision has been provisioned already (the service
+	// commands do it before building the service, retrying until it
+	// succeeds: internal/servicecmd): Start then only opens the buckets.
+	// Provisioning again there, with update-then-create calls and no
+	// retry, made services started together on a fresh cluster time out
+	// and exit (docs/operations.md, "Start-up").
+	Provisioned bool
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
 	// Meters is the meter provider of the registry's metrics (metrics.go;

@@ -225,3 +225,53 @@ func TestScanOthers(t *testing.T) {
 		t.Errorf("scan others = %q; want %q", got, want)
 	}
 }
+
+// kubeletVolume lays dir out as the kubelet mounts a ConfigMap volume:
+// the files in dir/..<timestamp>/, dir/..data a link to it, and each
+// top-level name a link through ..data. It returns the timestamped
+// directory's name.
+func kubeletVolume(t *testing.T, dir, stamp string, files map[string]string) string {
+	t.Helper()
+	ts := "..2026_01_02_15_04_05." + stamp
+	writeTree(t, filepath.Join(dir, ts), files)
+	must(t, os.Symlink(ts, filepath.Join(dir, "..data")))
+	top := map[string]bool{}
+	for rel := range files {
+		top[strings.SplitN(rel, "/", 2)[0]] = true
+	}
+	for name := range top {
+		must(t, os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)))
+	}
+	return ts
+}
+
+// TestScanConfigMapVolume: the mount point of a ConfigMap volume is read
+// once, under the names the ConfigMap gives its files: the kubelet's
+// "..data" link and "..<timestamp>" directory (and any other entry whose
+// name starts with "..") are skipped. Before, each top-level file was read
+// twice (a clash with itself) and the rest under the timestamped path.
+func TestScanConfigMapVolume(t *testing.T) {
+	dir := t.TempDir()
+	kubeletVolume(t, dir, "123456789", map[string]string{
+		"smoke.seq.yaml":        "smoke",
+		"skills/hello/SKILL.md": "hello",
+	})
+	writeTree(t, dir, map[string]string{"..stray/x.seq.yaml": "a dot-dot name anywhere is skipped", "skills-extra/..old/SKILL.md": "skipped too"})
+	res := scanWithin(t, 10*time.Second, dir, 1<<20, false)
+	got := map[string]string{}
+	for rel, f := range res.files {
+		if f.err != nil {
+			t.Errorf("%s: %v", rel, f.err)
+		}
+		got[rel] = string(f.data)
+	}
+	want := map[string]string{"smoke.seq.yaml": "smoke", "skills/hello/SKILL.md": "hello"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("scan of a ConfigMap volume =\n%v\nwant\n%v", got, want)
+	}
+	for _, d := range res.dirs {
+		if strings.Contains(d, "..") {
+			t.Errorf("scan watches %s, a kubelet directory", d)
+		}
+	}
+}

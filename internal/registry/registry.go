@@ -223,7 +223,7 @@ func eventKind(kind string) string {
 // registry's server accepts (MaxDefinitionBytes of its max_payload).
 func (r *Registry) limit() int64 { return MaxDefinitionBytes(r.nc.MaxPayload()) }
 
-// Start provisions the streams and buckets, reads what the buckets hold,
+// Start provisions the streams and buckets (unless Config.Provisioned), reads what the buckets hold,
 // loads the tree and brings the buckets in line with it, starts watching
 // the tree and serves the endpoints. When it returns without error the
 // buckets match the tree. ctx bounds the start-up only. Errors: ErrStopped,
@@ -238,8 +238,10 @@ func (r *Registry) Start(ctx context.Context) error {
 	if r.started {
 		return errors.New("registry: already started")
 	}
-	if err := events.Provision(ctx, r.js, r.cfg.Provision); err != nil {
-		return err
+	if !r.cfg.Provisioned {
+		if err := events.Provision(ctx, r.js, r.cfg.Provision); err != nil {
+			return err
+		}
 	}
 	for _, k := range []string{kindSkill, kindSequence} {
 		kv, err := r.js.KeyValue(ctx, bucketOf(k))

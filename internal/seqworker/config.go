@@ -144,12 +144,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// defaultWorkerID is "<host>-<pid>-<4 random characters>".
+// maxWorkerIDBytes bounds Config.WorkerID (it is shown in run states,
+// events and the RUNS headers).
+const maxWorkerIDBytes = 128
+
+// defaultWorkerID is "<host>-<pid>-<4 random characters>", its last
+// maxWorkerIDBytes bytes.
 func defaultWorkerID() string {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s-%d-%s", host, os.Getpid(), strings.ToLower(nuid.Next()[18:]))
-	if len(id) > events.MaxNameLength/4 {
-		id = id[len(id)-events.MaxNameLength/4:]
+	if len(id) > maxWorkerIDBytes {
+		id = id[len(id)-maxWorkerIDBytes:]
 	}
 	return id
 }
@@ -171,8 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ShutdownTimeout = %s; want 0 (default) or more", ErrConfig, c.ShutdownTimeout)
 	case c.FetchWait < 100*time.Millisecond || c.FetchWait > time.Minute:
 		return fmt.Errorf("%w: FetchWait = %s; want 100ms to 1m", ErrConfig, c.FetchWait)
-	case len(c.WorkerID) > 128 || strings.ContainsAny(c.WorkerID, "\r\n"):
-		return fmt.Errorf("%w: WorkerID %.40q; want one line of at most 128 bytes", ErrConfig, c.WorkerID)
+	case len(c.WorkerID) > maxWorkerIDBytes || strings.ContainsAny(c.WorkerID, "\r\n"):
+		return fmt.Errorf("%w: WorkerID %.40q; want one line of at most %d bytes", ErrConfig, c.WorkerID, maxWorkerIDBytes)
 	case c.Heartbeat < 0 || (c.Heartbeat > 0 && c.Heartbeat < 50*time.Millisecond):
 		return fmt.Errorf("%w: Heartbeat = %s; want 0 (a third of the ack wait) or at least 50ms", ErrConfig, c.Heartbeat)
 	case c.InlineSlotBytes < 0 || c.InlineStateBytes < 0:

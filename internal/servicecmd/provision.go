@@ -42,11 +42,20 @@ const (
 // Errors: events.ErrOptions at once (retrying cannot fix it); ctx's error
 // when ctx ends first, joined with the last failure.
 func ProvisionRetry(ctx context.Context, log *slog.Logger, js jetstream.JetStream, o events.Options) error {
+	return provisionRetry(ctx, log, js, o, nil)
+}
+
+// provisionRetry is ProvisionRetry calling failed, when not nil, with each
+// failed attempt's error (Serve shows it on /readyz).
+func provisionRetry(ctx context.Context, log *slog.Logger, js jetstream.JetStream, o events.Options, failed func(error)) error {
 	wait := ProvisionRetryInitial
 	sm := createFirst{js}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, ProvisionAttemptTimeout)
 		err := events.Provision(actx, sm, o)
+		if err == nil {
+			err = answering(actx, js, o)
+		}
 		cancel()
 		if err == nil {
 			if attempt > 1 {
@@ -59,6 +68,9 @@ func ProvisionRetry(ctx context.Context, log *slog.Logger, js jetstream.JetStrea
 		}
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait)+1))
 		log.Warn("provisioning failed; retrying", "attempt", attempt, "retry_in", d.Round(time.Millisecond), "err", err)
+		if failed != nil {
+			failed(err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
@@ -117,4 +129,40 @@ func (c createFirst) CreateOrUpdateObjectStore(ctx context.Context, cfg jetstrea
 	return createOrUpdate(ctx, c, "OBJ_"+cfg.Bucket, jetstream.ErrBucketExists,
 		func(ctx context.Context) (jetstream.ObjectStore, error) { return c.CreateObjectStore(ctx, cfg) },
 		func(ctx context.Context) (jetstream.ObjectStore, error) { return c.UpdateObjectStore(ctx, cfg) })
+}
+
+// answering checks that every stream provisioning made (and, for the
+// seqworker, its consumer) answers an info request within callTimeout: a
+// replicated stream or consumer just created can be without a leader for
+// a while, and a service whose start then reads it would wait until its
+// start deadline and exit (seen with two seqworkers started together on a
+// fresh 3-node cluster: the consumer's info timed out after 30 s). Only
+// the info APIs every role may use (docs/security.md) are called. Errors:
+// events.ErrProvision naming the stream or consumer that did not answer.
+func answering(ctx context.Context, js jetstream.JetStream, o events.Options) error {
+	var streams []string
+	for _, kv := range events.KeyValueConfigs(o) {
+		streams = append(streams, "KV_"+kv.Bucket)
+	}
+	for _, sc := range events.StreamConfigs(o) {
+		streams = append(streams, sc.Name)
+	}
+	streams = append(streams, "OBJ_"+events.BucketRunSlots)
+	for _, name := range streams {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := js.Stream(cctx, name)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: stream %s does not answer yet: %v", events.ErrProvision, name, err)
+		}
+	}
+	if o.Owner == "" || o.Owner == events.OwnerSeqworker {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := js.Consumer(cctx, events.StreamSeqRuns, events.ConsumerSeqworker)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: consumer %s on %s does not answer yet: %v", events.ErrProvision, events.ConsumerSeqworker, events.StreamSeqRuns, err)
+		}
+	}
+	return nil
 }

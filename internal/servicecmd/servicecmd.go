@@ -20,9 +20,11 @@ package servicecmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -63,6 +65,12 @@ type Runtime struct {
 	// Meters is the meter provider to create instruments on
 	// (internal/metrics).
 	Meters metric.MeterProvider
+	// Provisioned is true when Spec.Provision has been provisioned (with
+	// retries, ProvisionRetry) before New: the service must not provision
+	// again in its Start (registry.Config.Provisioned and the like) — a
+	// second round of update-then-create calls without retries is what
+	// timed out on a fresh cluster.
+	Provisioned bool
 	// Fail reports that the service can no longer do its job (a child
 	// process it bridges has ended for good, say): the process shuts down
 	// as at SIGTERM and exits 1 after logging err. Safe to call from any
@@ -137,7 +145,18 @@ type Options struct {
 	// Started is when the process started, for the "ready" log line; zero
 	// means when Serve was called.
 	Started time.Time
+	// RefusalPatience is how long a subscription the NATS server refuses
+	// (permissions) may stay refused, the process not ready meanwhile,
+	// before the process exits 1 naming it and the credentials in use; a
+	// reconnect (which sends every subscription again, with the creds file
+	// read again) is tried in between. 0 means DefaultRefusalPatience.
+	RefusalPatience time.Duration
 }
+
+// DefaultRefusalPatience is Options.RefusalPatience's default: long enough
+// for a creds Secret or the server's permissions being updated to reach
+// the process, short enough that an orchestrator soon sees the failure.
+const DefaultRefusalPatience = 30 * time.Second
 
 // Serve is Run with explicit Options: see Run.
 func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
@@ -146,6 +165,9 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 	}
 	if o.Started.IsZero() {
 		o.Started = time.Now()
+	}
+	if o.RefusalPatience <= 0 {
+		o.RefusalPatience = DefaultRefusalPatience
 	}
 	name := o.Name
 	exporting, flushTraces, err := telemetry.Setup(ctx, name)
@@ -185,7 +207,34 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 		log.Error("bad NATS connection settings", "err", err)
 		return 2
 	}
-	var ready health.Readiness
+	// Every readiness condition is registered, not holding, before the
+	// health endpoint serves its first probe: /readyz is never 200 before
+	// the service is (docs/operations.md, "Health").
+	var (
+		ready       health.Readiness
+		connected   atomic.Pointer[natsconn.Conn]
+		provisioned *health.Gate
+	)
+	ready.Check("nats", func() error {
+		conn := connected.Load()
+		if conn == nil {
+			return errors.New("not dialled yet")
+		}
+		if conn.IsConnected() {
+			return nil
+		}
+		return errors.New(strings.ToLower(conn.Status().String()))
+	})
+	if spec.Provision != nil {
+		provisioned = ready.Gate("provisioned")
+	}
+	started := ready.Gate("started")
+	ready.Check("subscriptions", func() error {
+		if conn := connected.Load(); conn != nil {
+			return conn.RefusedError()
+		}
+		return nil
+	})
 	if o.HealthAddr != "" {
 		if hs, err = health.Listen(o.HealthAddr, &ready, mets.Handler()); err != nil {
 			log.Error("cannot serve the health endpoint", "err", err)
@@ -200,24 +249,14 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 		log.Error("bad NATS connection settings", "err", err)
 		return 2
 	}
-	ready.Check("nats", func() error {
-		if conn.IsConnected() {
-			return nil
-		}
-		return errors.New(strings.ToLower(conn.Status().String()))
-	})
-	var provisioned *health.Gate
-	if spec.Provision != nil {
-		provisioned = ready.Gate("provisioned")
-		if spec.Provision.Owner == "" && cfg.Creds.V != "" {
-			// A user of `skillbus auth` may update only what its role owns
-			// (docs/security.md): provision as that owner.
-			if role, err := natsconn.RoleOf(cfg.Creds.V); err == nil && (events.Options{Owner: role}).Validate() == nil {
-				spec.Provision.Owner = role
-			}
+	connected.Store(conn)
+	if spec.Provision != nil && spec.Provision.Owner == "" && cfg.Creds.V != "" {
+		// A user of `skillbus auth` may update only what its role owns
+		// (docs/security.md): provision as that owner.
+		if role, err := natsconn.RoleOf(cfg.Creds.V); err == nil && (events.Options{Owner: role}).Validate() == nil {
+			spec.Provision.Owner = role
 		}
 	}
-	started := ready.Gate("started")
 	if reg, err := metrics.ObserveConn(mets.Provider(), conn.Conn); err != nil {
 		log.Warn("NATS connection metrics unavailable", "err", err)
 	} else {
@@ -253,6 +292,7 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 
 	code, svc := start(runCtx, log, o, conn, spec, &ready, mets, provisioned, started, fail)
 	if code < 0 {
+		go watchRefusals(runCtx, log, o, conn, fail)
 		<-runCtx.Done()
 	}
 	// Shutdown, within the budget.
@@ -308,7 +348,14 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 			log.Error("JetStream", "err", err)
 			return 1, nil
 		}
-		if err := ProvisionRetry(ctx, log, js, *spec.Provision); err != nil {
+		// /readyz says what provisioning waits for: "provisioned: waiting
+		// (attempt 2 failed): events: provisioning failed: stream EVENTS: …".
+		attempts := 0
+		waiting := func(err error) {
+			attempts++
+			provisioned.Fail(fmt.Errorf("waiting (attempt %d failed): %w", attempts, err))
+		}
+		if err := provisionRetry(ctx, log, js, *spec.Provision, waiting); err != nil {
 			if ctx.Err() != nil {
 				return 0, nil
 			}
@@ -317,7 +364,7 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 		}
 		provisioned.Open()
 	}
-	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider(), Fail: fail})
+	svc, err := spec.New(Runtime{Conn: conn.Conn, Log: log, Ready: ready, Meters: mets.Provider(), Fail: fail, Provisioned: spec.Provision != nil})
 	if err != nil {
 		log.Error(o.Name+" failed", "err", err)
 		return 1, nil
@@ -326,10 +373,73 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 		if ctx.Err() != nil {
 			return 0, svc
 		}
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			// A tool provider's Serve reports its refused subscriptions
+			// itself (pkg/tool ErrRefused): say whose credentials.
+			log.Error(o.Name+" failed: the NATS server refused what it needs with these credentials", "credentials", conn.Credentials(), "err", err)
+			return 1, svc
+		}
 		log.Error(o.Name+" failed", "err", err)
 		return 1, svc
 	}
+	// A round trip to the server: every subscription the service made
+	// (its endpoints) is registered there when the PONG comes back —
+	// or refused, which the connection has recorded by then.
+	if err := conn.FlushRefused(10 * time.Second); err != nil {
+		log.Warn("the NATS server did not confirm the endpoints' subscriptions", "err", err)
+	}
 	started.Open()
+	if err := conn.RefusedError(); err != nil {
+		log.Error("not ready: "+err.Error(), "retrying_for", o.RefusalPatience)
+		return -1, svc
+	}
 	log.Info("ready", "startup", time.Since(o.Started).Round(time.Millisecond))
 	return -1, svc
+}
+
+// watchRefusals keeps an eye on the subscriptions the NATS server refuses
+// (natsconn.Conn.Refused; /readyz fails meanwhile through the
+// "subscriptions" condition). While some are refused it reconnects now
+// and then — a reconnect sends every subscription again and reads the
+// creds file again, so a corrected Secret or server configuration takes
+// effect — and when they are still refused after o.RefusalPatience it
+// calls fail with an error naming the subjects and the credentials: the
+// process exits 1 rather than serve nothing while looking alive. It
+// returns when ctx ends.
+func watchRefusals(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn, fail func(error)) {
+	tick := time.NewTicker(min(time.Second, o.RefusalPatience/8))
+	defer tick.Stop()
+	var since, retry time.Time // since: when the refusal began (zero: none)
+	wait := o.RefusalPatience / 4
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-conn.Refusals():
+		case <-tick.C:
+		}
+		err := conn.RefusedError()
+		switch {
+		case err == nil && since.IsZero():
+			continue
+		case err == nil:
+			log.Info("ready: the NATS server accepts every subscription now", "refused_for", time.Since(since).Round(time.Millisecond))
+			since, wait = time.Time{}, o.RefusalPatience/4
+			continue
+		case since.IsZero():
+			since, retry = time.Now(), time.Now().Add(wait)
+		}
+		if time.Since(since) >= o.RefusalPatience {
+			fail(fmt.Errorf("%w, still after %s and a reconnect; give that user permission to subscribe there, or give the process the creds of a role that has it (docs/security.md)", err, o.RefusalPatience.Round(time.Millisecond)))
+			return
+		}
+		if time.Now().After(retry) && conn.IsConnected() {
+			log.Warn("reconnecting, so the server checks the refused subscriptions again", "refused_for", time.Since(since).Round(time.Millisecond))
+			if rerr := conn.ForceReconnect(); rerr != nil {
+				log.Warn("reconnect", "err", rerr)
+			}
+			wait = min(2*wait, o.RefusalPatience)
+			retry = time.Now().Add(wait)
+		}
+	}
 }

@@ -469,6 +469,46 @@ func TestRunWaitsForNATS(t *testing.T) {
 	}
 }
 
+// TestNotReadyBeforeConditions: /readyz is 503 from its first probe,
+// also while the first connection attempt is still under way. The server
+// here accepts TCP connections and never says a word, so that attempt
+// takes the whole connect timeout (5 s): before the readiness conditions
+// were registered ahead of the health endpoint, /readyz answered 200 all
+// that time (a seqworker "ready" at 133 ms that served at 10.7 s).
+func TestNotReadyBeforeConditions(t *testing.T) {
+	cleanEnv(t)
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent, until the test ends
+		}
+	}()
+	f, _, _ := flags(t, "--nats", "nats://"+mute.Addr().String(), "--health-addr", "127.0.0.1:0")
+	r := start(t, f, newFake())
+	base := r.healthURL(t)
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		code, body := httpGet(t, base+"/readyz")
+		if code != 503 {
+			t.Fatalf("/readyz = %d %q while the first NATS connection attempt hangs; want 503\n%s", code, body, r.log.String())
+		}
+		if !strings.Contains(body, "nats: ") || !strings.Contains(body, "started: not yet") {
+			t.Fatalf("/readyz body %q; want the nats and started conditions listed", body)
+		}
+	}
+	r.cancel()
+	if code := r.exit(t); code != 0 {
+		t.Fatalf("Run = %d; want 0\n%s", code, r.log.String())
+	}
+}
+
 // TestRunStopWhileWaiting: SIGTERM while NATS is unreachable ends the
 // wait: exit 0, no hang.
 func TestRunStopWhileWaiting(t *testing.T) {

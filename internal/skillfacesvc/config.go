@@ -42,6 +42,13 @@ type Config struct {
 	// start (replicas, storage); Provision.SessionsTTL is how long an idle
 	// session is kept in SKILLFACE_SESSIONS (default 24 h, docs/skills.md).
 	Provision events.Options
+	// Provisioned says Provision has been provisioned already (the service
+	// commands do it before building the service, retrying until it
+	// succeeds: internal/servicecmd): Start then only opens the buckets.
+	// Provisioning again there, with update-then-create calls and no
+	// retry, made services started together on a fresh cluster time out
+	// and exit (docs/operations.md, "Start-up").
+	Provisioned bool
 
 	// EntryChars is the listing entry budget in characters; 0 means
 	// skillface.DefaultEntryChars (1,536); at least skillface.MinEntryChars.

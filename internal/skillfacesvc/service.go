@@ -118,7 +118,7 @@ func New(nc *nats.Conn, cfg Config) (*Service, error) {
 	}, nil
 }
 
-// Start provisions the streams and buckets, loads every skill of the SKILLS
+// Start provisions the streams and buckets (unless Config.Provisioned), loads every skill of the SKILLS
 // bucket, starts following the bucket, and serves the endpoints. ctx bounds
 // the start-up only (Config.StartTimeout when it has no deadline). Errors:
 // ErrStopped, events.ErrProvision, a bucket or watch error, a micro service
@@ -137,8 +137,10 @@ func (s *Service) Start(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.StartTimeout)
 		defer cancel()
 	}
-	if err := events.Provision(ctx, s.js, s.cfg.Provision); err != nil {
-		return err
+	if !s.cfg.Provisioned {
+		if err := events.Provision(ctx, s.js, s.cfg.Provision); err != nil {
+			return err
+		}
 	}
 	var err error
 	if s.skillsKV, err = s.js.KeyValue(ctx, events.BucketSkills); err != nil {

@@ -77,7 +77,8 @@ func validKey(s string) bool {
 // seq.run.=5byA5py66Ieq5qOA carries a run of 开机自检. Whoever shows a
 // subject to a person decodes its token with NameForToken (or
 // NameOfSubject). The token of a name of at most MaxNameLength bytes is at
-// most 1 + ⌈4·MaxNameLength/3⌉ bytes. TokenFor("") is "=": not a name.
+// most MaxNameTokenLength (1 + ⌈4·MaxNameLength/3⌉) bytes. TokenFor("") is
+// "=": not a name.
 func TokenFor(name string) string {
 	if name != "" && plainToken(name) {
 		return name
@@ -127,13 +128,13 @@ func NameOfSubject(subject string) (string, error) {
 
 // nameToken checks a name for a subject builder and returns its token.
 // Errors: ErrBadToken when the name is empty or longer than MaxNameLength
-// bytes.
+// bytes (CheckNameLength's message).
 func nameToken(what, name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: %s is empty", ErrBadToken, what)
 	}
-	if len(name) > MaxNameLength {
-		return "", fmt.Errorf("%w: %s is %d bytes long; the limit is %d (MaxNameLength)", ErrBadToken, what, len(name), MaxNameLength)
+	if err := CheckNameLength(what, name); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadToken, err)
 	}
 	return TokenFor(name), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits on the identifiers that reach skillbus from outside. Every entry
@@ -19,10 +20,24 @@ const (
 	MaxRunIDLength = 128
 	// MaxIDLength bounds other ids (a boot id), in bytes.
 	MaxIDLength = 128
-	// MaxNameLength bounds a sequence, group or agent name in a request,
-	// in bytes (a name is at most 64 characters; in UTF-8 and encoded for a
-	// subject it stays below this).
-	MaxNameLength = 512
+	// MaxNameChars is the longest sequence, group or agent name, in
+	// characters (Unicode code points, after NFC normalisation): the one
+	// name rule of docs/sequences.md ("Names"). pkg/seq enforces the whole
+	// rule with the same number (seq.MaxNameLength; pkg/seq has no NATS
+	// dependency and pkg/events none on the sequence language, so the two
+	// cannot share one constant: a test pins them equal).
+	MaxNameChars = 64
+	// MaxNameLength bounds a sequence, group or agent name in bytes, as
+	// every entry point checks it before it derives a subject, a header or
+	// a key: MaxNameChars characters of at most utf8.UTFMax (4) bytes each
+	// in UTF-8, 256 bytes. A name within it may still break the name rule
+	// (more than MaxNameChars characters, a character not allowed), which
+	// the services check where they use the name (seq.CheckName).
+	MaxNameLength = utf8.UTFMax * MaxNameChars
+	// MaxNameTokenLength is the longest subject token or KV key a name
+	// becomes (TokenFor, KeyFor): "=" and the unpadded base64url of
+	// MaxNameLength bytes, 343 bytes.
+	MaxNameTokenLength = 1 + (4*MaxNameLength+2)/3
 	// MaxReasonLength bounds free text such as a cancel reason or the
 	// "by" of a cancel, in bytes.
 	MaxReasonLength = 1024
@@ -49,6 +64,23 @@ func CheckRunID(id string) error {
 func idByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 }
+
+// CheckNameLength refuses a sequence, group or agent name (what says
+// which: "agent name") longer than MaxNameLength bytes, stating the name
+// rule's limit in both units: `agent name is 300 bytes long; the name
+// limit is 64 characters, at most 256 bytes in UTF-8 (docs/sequences.md,
+// "Names")`.
+// An empty name passes (callers that need one say so). Errors: a plain
+// error (the entry points answer 400 with it).
+func CheckNameLength(what, name string) error {
+	if len(name) > MaxNameLength {
+		return fmt.Errorf("%s is %d bytes long; %s", what, len(name), nameLimit)
+	}
+	return nil
+}
+
+// nameLimit states the name limit as every message of this package does.
+var nameLimit = fmt.Sprintf("the name limit is %d characters, at most %d bytes in UTF-8 (docs/sequences.md, \"Names\")", MaxNameChars, MaxNameLength)
 
 // checkLen refuses a value longer than limit bytes, naming what and the
 // limit.

@@ -80,7 +80,7 @@ func (m *AgentReady) check() error {
 	if err := checkToken("agent", m.Agent); err != nil {
 		return fmt.Errorf("%w: agent_ready: %v", ErrBadMessage, err)
 	}
-	if err := checkLen("agent", m.Agent, MaxNameLength); err != nil {
+	if err := CheckNameLength("agent", m.Agent); err != nil {
 		return fmt.Errorf("%w: agent_ready: %v", ErrBadMessage, err)
 	}
 	if m.BootID == "" {

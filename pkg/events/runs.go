@@ -91,10 +91,10 @@ func (m *RunRequest) check() error {
 	case m.Sequence != "" && len(m.Inline) != 0:
 		return fmt.Errorf("%w: run request %q sets both \"sequence\" and \"inline\"; set exactly one", ErrBadMessage, m.RunID)
 	}
-	if err := checkLen("sequence name", m.Sequence, MaxNameLength); err != nil {
+	if err := CheckNameLength("sequence name", m.Sequence); err != nil {
 		return fmt.Errorf("%w: run request %q: %v", ErrBadMessage, m.RunID, err)
 	}
-	if err := checkLen("agent", m.Agent, MaxNameLength); err != nil {
+	if err := CheckNameLength("agent", m.Agent); err != nil {
 		return fmt.Errorf("%w: run request %q: %v", ErrBadMessage, m.RunID, err)
 	}
 	if err := checkLen("boot_id", m.BootID, MaxIDLength); err != nil {

@@ -73,7 +73,7 @@ func (m *SeqCallRequest) check() error {
 	if m.Group == "" {
 		return fmt.Errorf("%w: seq_call request without \"group\": name the group to run", ErrBadMessage)
 	}
-	if err := checkLen("group name", m.Group, MaxNameLength); err != nil {
+	if err := CheckNameLength("group name", m.Group); err != nil {
 		return fmt.Errorf("%w: seq_call request: %v", ErrBadMessage, err)
 	}
 	if len(m.Args) != 0 && !isJSONObject(m.Args) && string(m.Args) != "null" {
@@ -225,7 +225,7 @@ func (m *SeqListRequest) check() error {
 	if m.Limit < 0 || m.Limit > MaxListLimit {
 		return fmt.Errorf("%w: list request: limit %d; want 1 to %d (0 = %d)", ErrBadMessage, m.Limit, MaxListLimit, DefaultListLimit)
 	}
-	if err := checkLen("sequence", m.Sequence, MaxNameLength); err != nil {
+	if err := CheckNameLength("sequence", m.Sequence); err != nil {
 		return fmt.Errorf("%w: list request: %v", ErrBadMessage, err)
 	}
 	if err := checkLen("before", m.Before, 2*MaxRunIDLength); err != nil {

@@ -10,10 +10,18 @@ import (
 )
 
 // MaxNameLength is the longest sequence, group or agent name, in
-// characters (Unicode code points, after NFC normalisation). In UTF-8 such
-// a name takes at most 256 bytes, and encoded as a NATS subject token or
-// KV key (events.TokenFor, events.KeyFor) at most 343 bytes.
+// characters (Unicode code points, after NFC normalisation): the name rule
+// of docs/sequences.md ("Names"). In UTF-8 such a name takes at most
+// MaxNameBytes bytes, and encoded as a NATS subject token or KV key
+// (events.TokenFor, events.KeyFor) at most 343 bytes. pkg/events states
+// the same rule as events.MaxNameChars and events.MaxNameLength (bytes,
+// derived from it); this package stays free of NATS, so a test pins the
+// two equal.
 const MaxNameLength = 64
+
+// MaxNameBytes is the most bytes a name of MaxNameLength characters takes
+// in UTF-8 (utf8.UTFMax bytes a character): 256, events.MaxNameLength.
+const MaxNameBytes = utf8.UTFMax * MaxNameLength
 
 // ErrName: a sequence, group or agent name breaks the name rule of
 // CheckName. A name problem found while parsing a sequence wraps
@@ -67,7 +75,7 @@ func checkName(name string) string {
 		return "it is not valid UTF-8; use " + nameRule
 	}
 	if n := utf8.RuneCountInString(name); n > MaxNameLength {
-		return fmt.Sprintf("it is %d characters long, over the limit of %d; use %s", n, MaxNameLength, nameRule)
+		return fmt.Sprintf("it is %d characters long; the name limit is %d characters, at most %d bytes in UTF-8; use %s", n, MaxNameLength, MaxNameBytes, nameRule)
 	}
 	if !norm.NFC.IsNormalString(name) {
 		return fmt.Sprintf("it is not in Unicode NFC form (write it as %q, composed)", norm.NFC.String(name))

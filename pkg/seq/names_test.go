@@ -43,7 +43,7 @@ func TestNames(t *testing.T) {
 		{"x²", "'²' (U+00B2)"},
 		{"Ⅻ", "character 1 is 'Ⅻ' (U+216B)"},
 		{"ｶﾀｶﾅ", "compatibility form of \"カ\""},
-		{strings.Repeat("a", MaxNameLength+1), "65 characters long, over the limit of 64"},
+		{strings.Repeat("a", MaxNameLength+1), "65 characters long; the name limit is 64 characters, at most 256 bytes in UTF-8"},
 		{strings.Repeat("检", MaxNameLength+1), "65 characters long"},
 		{"a\xffb", "not valid UTF-8"},
 	} {

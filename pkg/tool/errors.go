@@ -22,6 +22,12 @@ var (
 	// ErrConfig: a ServerConfig or Tool field is invalid; the message names
 	// the field.
 	ErrConfig = errors.New("tool: invalid configuration")
+	// ErrRefused: the NATS server refused a subscription Serve made (a
+	// tool's subject, or the micro service's $SRV discovery subjects): the
+	// connection's user may not subscribe there (docs/security.md), so the
+	// tool would receive no call. The error names the subject and also
+	// wraps nats.ErrPermissionViolation.
+	ErrRefused = errors.New("tool: subscription refused by the NATS server")
 	// ErrTimeout: no reply before the call's deadline. It also wraps
 	// context.DeadlineExceeded.
 	ErrTimeout = errors.New("tool: no reply before the deadline")

@@ -255,6 +255,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		seen[ep] = t.Name
 	}
 	subsBefore := nc.NumSubscriptions()
+	refusals := watchRefusals(nc)
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        cfg.Name,
 		Version:     cfg.Version,
@@ -265,6 +266,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
 	}
+	refusals.check(func(subject string) bool { return strings.HasPrefix(subject, "$SRV.") })
 	base, cancel := context.WithCancel(context.Background())
 	s := &Server{svc: svc, nc: nc, cfg: cfg, tr: newTracing(), met: newServerMetrics(cfg.Meters), base: base, cancel: cancel, byReply: map[string]*inflight{}}
 	s.calls.prev, s.calls.next = &s.calls, &s.calls
@@ -289,13 +291,15 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 			cancel()
 			return nil, fmt.Errorf("tool: add endpoint for %q: %w", t.Name, err)
 		}
+		refusals.check(func(s string) bool { return s == subject })
 	}
-	// Make the subscriptions known to the server before returning, so a
-	// call made right after Serve (from any connection) finds the tool.
-	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+	// The subscriptions are known to the server (each step ended with a
+	// round trip), so a call made right after Serve, from any connection,
+	// finds the tool — unless the server refused one.
+	if err := refusals.err(); err != nil {
 		_ = svc.Stop()
 		cancel()
-		return nil, fmt.Errorf("tool: register endpoints with the server: %w", err)
+		return nil, err
 	}
 	s.subs = nc.NumSubscriptions() - subsBefore
 	// The cancel subjects (docs/tools.md, "Cancel"): every instance

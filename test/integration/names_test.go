@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +104,45 @@ func TestUnicodeNamesEndToEnd(t *testing.T) {
 	for tl, want := range map[string]string{"disk.check": "机器人", "net.check": "机器人", "manual.step": "机器人"} {
 		if got := seen[tl]; len(got) != 1 || got[0] != want {
 			t.Errorf("%s called for %v; want once for %s", tl, got, want)
+		}
+	}
+}
+
+// TestNameLimitAtTheEndpoints: the seqworker's endpoints refuse a name
+// over the one name limit (64 characters, 256 bytes in UTF-8) with code
+// 400 stating it, and take a longest name (64 four-byte characters) as a
+// name: not found (404), not refused. Before, the endpoints let names up
+// to 512 bytes through and a 65-character name was refused only further
+// on, with another limit in the message.
+func TestNameLimitAtTheEndpoints(t *testing.T) {
+	t.Parallel()
+	env := swStart(t, natsserver.Options{}, swOptions())
+	swWorker(t, env, seqworker.Config{})
+	longest := strings.Repeat("\U00020000", 64)
+	over := longest + "\U00020000"
+	ask := func(subject string, req any) (code, desc string) {
+		t.Helper()
+		data, _ := json.Marshal(req)
+		msg, err := env.nc.Request(subject, data, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		return msg.Header.Get("Nats-Service-Error-Code"), msg.Header.Get("Nats-Service-Error")
+	}
+	const limit = "the name limit is 64 characters, at most 256 bytes in UTF-8"
+	for _, tc := range []struct {
+		what    string
+		subject string
+		req     func(name string) any
+	}{
+		{"seq_call group", events.SeqCallSubject, func(n string) any { return events.SeqCallRequest{V: 1, Group: n} }},
+		{"seq.run sequence", events.SeqRunSubject, func(n string) any { return events.SeqRunRequest{V: 1, Sequence: n} }},
+	} {
+		if code, desc := ask(tc.subject, tc.req(over)); code != "400" || !strings.Contains(desc, limit) {
+			t.Errorf("%s of 65 characters (260 bytes) = %s %q; want 400 stating %q", tc.what, code, desc, limit)
+		}
+		if code, desc := ask(tc.subject, tc.req(longest)); code != "404" {
+			t.Errorf("%s of 64 characters (256 bytes) = %s %q; want 404: a valid name nothing stores", tc.what, code, desc)
 		}
 	}
 }

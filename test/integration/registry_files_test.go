@@ -286,3 +286,84 @@ func TestRegistryHalfWrittenSaves(t *testing.T) {
 		t.Fatalf("a file left invalid was not reported within %s", regFollowBound)
 	}
 }
+
+// regKubeletSwap lays out files in dir as the kubelet does for a ConfigMap
+// volume, or updates it as the kubelet does: the files in a new
+// dir/..<timestamp>/ directory, a new link dir/..data_tmp renamed over
+// dir/..data (atomic), each top-level name a link through ..data, and the
+// previous timestamped directory removed.
+func regKubeletSwap(t *testing.T, dir, stamp string, files map[string]string) {
+	t.Helper()
+	ts := "..2026_01_02_15_04_05." + stamp
+	for rel, text := range files {
+		regWrite(t, filepath.Join(dir, ts, filepath.FromSlash(rel)), text)
+	}
+	old, _ := os.Readlink(filepath.Join(dir, "..data"))
+	if err := os.Symlink(ts, filepath.Join(dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for rel := range files {
+		top := strings.SplitN(rel, "/", 2)[0]
+		if err := os.Symlink(filepath.Join("..data", top), filepath.Join(dir, top)); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+	if old != "" {
+		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRegistryConfigMapVolume: the registry given the mount point of a
+// ConfigMap volume (--dir=/etc/skillbus/library) reads each file once,
+// under the name the ConfigMap gives it — not again through the kubelet's
+// "..data" link and "..<timestamp>" directory, which made every top-level
+// file clash with itself — and sees a ConfigMap update (the kubelet's
+// atomic swap of "..data") at once, through its watch of the mount point.
+func TestRegistryConfigMapVolume(t *testing.T) {
+	dir := t.TempDir()
+	regKubeletSwap(t, dir, "1", map[string]string{
+		"smoke.seq.yaml":        regSeqYAML("smoke", "smoke-step", "echo"),
+		"skills/hello/SKILL.md": regSkillMD("hello", "says hello", "body"),
+	})
+	e := regStart(t, nil, dir)
+	for _, want := range []struct{ kind, name, file string }{
+		{events.KindSequence, "smoke", "smoke.seq.yaml"},
+		{events.KindSkill, "hello", "skills/hello/SKILL.md"},
+	} {
+		ev := regFindEvent(t, e, "put "+want.name, func(ev *events.RegistryEvent) bool {
+			return ev.Op == events.OpPut && ev.Name == want.name
+		})
+		if ev.Kind != want.kind || ev.File != want.file {
+			t.Errorf("put event of %s = %s from %q; want %s from %q", want.name, ev.Kind, ev.File, want.kind, want.file)
+		}
+	}
+	for { // the events of the start that arrive late
+		select {
+		case ev := <-e.events:
+			e.seen = append(e.seen, ev)
+			continue
+		case <-time.After(300 * time.Millisecond):
+		}
+		break
+	}
+	for _, ev := range e.seen {
+		if ev.Op == events.OpClash || ev.Op == events.OpInvalid || strings.Contains(ev.File, "..") {
+			t.Errorf("registry event %+v on a ConfigMap volume; want none naming the kubelet's entries", ev)
+		}
+	}
+
+	// A ConfigMap update: seen without waiting for a resync.
+	regKubeletSwap(t, dir, "2", map[string]string{
+		"smoke.seq.yaml":        regSeqYAML("smoke", "smoke-step-2", "echo"),
+		"skills/hello/SKILL.md": regSkillMD("hello", "says hello again", "body"),
+	})
+	regEventually(t, "the swapped ConfigMap", func() (bool, string) {
+		s, k := regValue(e.seqs, "smoke"), regValue(e.skills, "hello")
+		return strings.Contains(s, "smoke-step-2") && strings.Contains(k, "says hello again"), s + "\n" + k
+	})
+}
