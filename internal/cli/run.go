@@ -165,9 +165,13 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		}
 		defer drainWait(nc, 10*time.Second)
 	} else {
+		tools := builtin.Config{Root: *toolsRoot, AllowCommands: allow.values}
+		if code := checkBuiltin(env, "run", "tools-root", tools); code >= 0 {
+			return code
+		}
 		stack, err := devstack.Start(ctx, devstack.Config{
 			DataDir: *dataDir,
-			Tools:   builtin.Config{Root: *toolsRoot, AllowCommands: allow.values},
+			Tools:   tools,
 		})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus run: start the in-process stack: %v\n", err)

@@ -52,13 +52,14 @@ func (w *Worker) beatStop(r *run) {
 // run context ends (after Stop has waited for the runs). It ticks four
 // times per beat, so a run's in-progress ack goes out between one and one
 // and a quarter beats after the previous one (the ack wait is at least two
-// beats: Config.Heartbeat).
+// beats: Config.Heartbeat), and its state's heartbeat is written between
+// one and three quarters and two beats after the last state write.
 func (w *Worker) beatLoop(done chan<- struct{}) {
 	defer close(done)
 	beat := w.beatEvery()
 	t := time.NewTicker(max(beat/4, 10*time.Millisecond))
 	defer t.Stop()
-	var due []*run
+	var due, write []*run
 	for {
 		select {
 		case <-w.runCtx.Done():
@@ -66,24 +67,34 @@ func (w *Worker) beatLoop(done chan<- struct{}) {
 		case <-t.C:
 		}
 		now := time.Now().UnixNano()
-		due = due[:0]
+		due, write = due[:0], write[:0]
 		w.beatMu.Lock()
 		for r := range w.beating {
 			if now-r.progressAt.Load() >= int64(beat) {
 				r.progressAt.Store(now)
 				due = append(due, r)
 			}
+			// The state's heartbeat is looked at every tick (not only with
+			// the in-progress ack), so it is renewed within two beats of
+			// the last write: holderWatch takes a holder silent after two
+			// and a half.
+			if wrote := r.wrote.Load(); wrote != 0 && now-wrote >= int64(2*beat-beat/4) {
+				write = append(write, r)
+			}
 		}
 		w.beatMu.Unlock()
 		for i, r := range due {
 			_ = r.msg.InProgress()
-			if wrote := r.wrote.Load(); wrote != 0 && now-wrote >= int64(2*beat-beat/4) && r.beatBusy.CompareAndSwap(false, true) {
+			due[i] = nil
+		}
+		for i, r := range write {
+			if r.beatBusy.CompareAndSwap(false, true) {
 				go func() {
 					defer r.beatBusy.Store(false)
 					r.beatState(r.ctx)
 				}()
 			}
-			due[i] = nil
+			write[i] = nil
 		}
 	}
 }

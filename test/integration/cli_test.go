@@ -116,10 +116,10 @@ func TestCLIRunErrors(t *testing.T) {
 		{"missing argument", []string{"run", survey}, cli.ExitUsage, "missing argument(s) root"},
 		{"args file value of the wrong type", []string{"run", typed, "--args-file", badArgs}, cli.ExitUsage, "--args-file " + badArgs + `: n is declared integer; give a whole number such as 10, not a string "5"`},
 		{"repeated --arg key", []string{"run", survey, "--arg", "root=a", "--arg", "root=b"}, cli.ExitUsage, `argument "root" is given more than once`},
-		{"bad flag", []string{"run", survey, "--nope"}, cli.ExitUsage, "flag provided but not defined: -nope"},
+		{"bad flag", []string{"run", survey, "--nope"}, cli.ExitUsage, "unknown flag --nope"},
 		{"bad run id", []string{"run", survey, "--arg", "root=.", "--run-id", "a.b"}, cli.ExitUsage, "--run-id"},
 		{"tool fails", []string{"run", fails, "--tools-root", dir}, cli.ExitFailure, `no file or directory "no-such-file.txt"`},
-		{"missing tools root", []string{"run", survey, "--arg", "root=.", "--tools-root", filepath.Join(dir, "none")}, cli.ExitFailure, "tool root"},
+		{"missing tools root", []string{"run", survey, "--arg", "root=.", "--tools-root", filepath.Join(dir, "none")}, cli.ExitUsage, "--tools-root " + filepath.Join(dir, "none") + ": no such directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
