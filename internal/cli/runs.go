@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -212,7 +211,7 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 	if out.Structured(env.Stdout, reply) {
 		return ExitOK
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(env.Stdout)
 	head := "RUN ID\tSEQUENCE\tSTATUS\tTRIGGER\tGROUPS\tCREATED"
 	if out.Wide() {
 		head += "\tWORKER\tATTEMPT\tUPDATED\tERROR"
@@ -307,7 +306,7 @@ func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *ou
 // printRunDetails prints a run's header: status, sequence, trigger, worker,
 // attempt, times, cancel, error and arguments.
 func printRunDetails(w io.Writer, st *events.RunState) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
@@ -106,7 +105,7 @@ func runSeqsList(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintln(env.Stdout, "no sequences stored (the registry loads *.seq.yaml and *.seq.json files from its directory)")
 			return ExitOK
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(env.Stdout)
 		head := "NAME\tGROUPS\tSIGNATURE\tTRIGGERS\tSOURCE"
 		if out.Wide() {
 			head += "\tDESCRIPTION"

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -74,7 +73,7 @@ func runSkillsList(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintln(env.Stdout, "no skills stored (the registry loads SKILL.md and skill.yaml files from its directory)")
 			return ExitOK
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(env.Stdout)
 		if out.Wide() {
 			fmt.Fprintln(tw, "NAME\tSOURCE\tWARNINGS\tDESCRIPTION")
 		} else {
