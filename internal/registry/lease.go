@@ -30,7 +30,11 @@ import (
 // stops, so another replica takes over at once. The bucket's TTL
 // (events.RegistryLeaseTTL) ends the lease of a leader that dies without
 // releasing it; a leader that cannot renew for half that time stops writing
-// before anybody else may start.
+// before anybody else may start. The TTL is the bucket's (the stream's
+// max_age, which every nats-server version honours), not a per-key TTL
+// (the Nats-TTL header, nats-server 2.11 and later with allow_msg_ttl): the
+// bucket holds the lease alone, so one TTL for the bucket is the same thing
+// and works on any server.
 //
 // The other replicas stand by: they read and watch the buckets and serve
 // the read endpoints from what the leader wrote, forward seq.create and
