@@ -184,7 +184,7 @@ func printResultTable(w io.Writer, groups []seq.GroupResult) {
 	fmt.Fprintln(tw, "GROUP / CALL\tSTATUS\tATTEMPTS\tTIME\tERROR")
 	for i, g := range groups {
 		d := ""
-		if g.Status != seq.GroupPending && g.Status != seq.GroupSkipped {
+		if g.Status != seq.GroupPending && g.Status != seq.GroupSkipped && g.Status != seq.GroupRunning {
 			d = roundDur(time.Duration(g.Duration)).String()
 		}
 		e := g.Error

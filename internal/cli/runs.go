@@ -289,11 +289,7 @@ func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *ou
 	var res seq.Result
 	_ = json.Unmarshal(st.Result, &res)
 	fmt.Fprintln(env.Stdout)
-	if len(res.Groups) > 0 {
-		printResultTable(env.Stdout, res.Groups)
-	} else {
-		fmt.Fprintln(env.Stdout, "No group has run yet.")
-	}
+	printRunGroups(env.Stdout, st, &res) // runshow.go
 	printSlots(env.Stdout, st.Slots, nil)
 	return ExitOK
 }

@@ -60,6 +60,16 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 			st.Status, st.FinishedAt, st.UpdatedAt, st.Error = events.StatusCancelled, now, now, cancelText(st.Cancel)
 		}
 		_, err = w.writeState(ctx, &st, rev)
+		if errors.Is(err, errStateTooLarge) {
+			// Recording a cancel never needs the big state: a state that
+			// left no room for it (written before the reserve of
+			// toolarge.go) is recorded without the groups' results.
+			small := st
+			small.Result, small.Slots = nil, nil
+			small.Error = clip(small.Error, maxFinalError) + " (the groups' results were too large to store with the cancel)"
+			_, err = w.writeState(ctx, &small, rev)
+			st = small
+		}
 		if errors.Is(err, errConflict) {
 			continue // the holder wrote meanwhile: look again
 		}

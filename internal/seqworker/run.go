@@ -478,6 +478,8 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 	case errors.Is(cause, errCancelled) || errors.Is(runErr, errCancelled):
 		r.finishCancelled(ctx, res, coder)
 		return nil
+	case errors.Is(runErr, errStateTooLarge):
+		return r.failTooLarge(ctx, s, runErr) // permanent: toolarge.go
 	case errors.As(runErr, &limit):
 		// A failed final state naming the limit; the values over it are
 		// not stored.
@@ -511,7 +513,9 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 	case errors.Is(err, errCancelled):
 		r.finishCancelled(ctx, res, coder)
 		return nil
-	case errors.As(err, &limit) || errors.Is(err, errStateTooLarge):
+	case errors.Is(err, errStateTooLarge):
+		return r.failTooLarge(ctx, s, err)
+	case errors.As(err, &limit):
 		w.failRun(ctx, req.RunID, s.Name, r.attempt, err.Error())
 		_ = msg.Ack()
 		return err
@@ -594,6 +598,17 @@ func (r *run) finishCancelled(ctx context.Context, res *seq.Result, coder *resul
 		})
 		if errors.Is(err, errCancelled) {
 			continue // the cancel request's own write: store over it
+		}
+		if errors.Is(err, errStateTooLarge) && res != nil {
+			// The groups after the last checkpoint do not fit: the
+			// cancelled state keeps the checkpoint (toolarge.go).
+			err = r.finalOverCheckpoint(wctx, func(st *events.RunState) {
+				now := time.Now().UTC()
+				st.Status, st.FinishedAt, st.UpdatedAt, st.Error = events.StatusCancelled, now, now, "cancelled"
+				if c := st.Cancel; c != nil {
+					st.Error = cancelText(c)
+				}
+			})
 		}
 		if errors.Is(err, errLost) {
 			return

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// printRunGroups prints the group table of `runs show` so that it agrees
+// with the status line above it: a running run's group after its
+// checkpoint is shown running (the checkpoint was written before it
+// started, so it reads pending there), and a run whose groups' results
+// were not stored (too large for its RUNS entry: docs/runs.md, Large
+// state) says so instead of claiming that no group has run.
+func printRunGroups(w io.Writer, st *events.RunState, res *seq.Result) {
+	if len(res.Groups) == 0 {
+		if st.FinishedGroups > 0 {
+			fmt.Fprintf(w, "%d groups finished; their results are not stored with the run (see Error).\n", st.FinishedGroups)
+			return
+		}
+		fmt.Fprintln(w, "No group has run yet.")
+		return
+	}
+	if st.Status == events.StatusRunning {
+		markRunning(res.Groups)
+	}
+	printResultTable(w, res.Groups)
+}
+
+// markRunning marks the first group that has not finished as running (its
+// calls stay as the checkpoint has them).
+func markRunning(groups []seq.GroupResult) {
+	for i := range groups {
+		switch groups[i].Status {
+		case seq.GroupPending:
+			groups[i].Status = seq.GroupRunning
+			return
+		case seq.GroupRunning:
+			return
+		}
+		if !groups[i].Status.Finished() {
+			return
+		}
+	}
+}
