@@ -311,6 +311,7 @@ func printRunDetails(w io.Writer, st *events.RunState) {
 	}
 	row("Run", st.RunID)
 	row("Sequence", st.Sequence)
+	row("Definition", definitionText(st.Definition)) // runshow.go
 	groups := fmt.Sprintf("%d finished", st.FinishedGroups)
 	if st.Groups > 0 {
 		groups = fmt.Sprintf("%d of %d finished", st.FinishedGroups, st.Groups)

@@ -45,3 +45,20 @@ func markRunning(groups []seq.GroupResult) {
 		}
 	}
 }
+
+// definitionText describes the definition a run uses (RunState.Definition,
+// docs/runs.md): the stored sequence's revision, or inline, with the start
+// of its digest; "" when the state does not record it.
+func definitionText(d *events.DefinitionRef) string {
+	if d == nil {
+		return ""
+	}
+	digest := d.Digest
+	if len(digest) > 19 {
+		digest = digest[:19] + "…"
+	}
+	if d.Revision == 0 {
+		return "inline (" + digest + ")"
+	}
+	return fmt.Sprintf("revision %d of the stored sequence (%s); a resume uses this one even if the sequence was edited since", d.Revision, digest)
+}

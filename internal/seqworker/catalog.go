@@ -42,25 +42,31 @@ var errNoSequence = errors.New("no such sequence")
 // revision changed. Errors: errNoSequence, a decode error (terminal), or a
 // NATS error (passing).
 func (c *catalog) get(ctx context.Context, name string) (*seq.Sequence, uint64, error) {
+	s, rev, _, err := c.getRaw(ctx, name)
+	return s, rev, err
+}
+
+// getRaw is get, also returning the stored JSON of that revision.
+func (c *catalog) getRaw(ctx context.Context, name string) (*seq.Sequence, uint64, []byte, error) {
 	e, err := c.kv.Get(ctx, events.KeyFor(name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, fmt.Errorf("%w %q in the %s bucket: store it first (skillbus validate, the registry) or check the name", errNoSequence, name, events.BucketSequences)
+		return nil, 0, nil, fmt.Errorf("%w %q in the %s bucket: store it first (skillbus validate, the registry) or check the name", errNoSequence, name, events.BucketSequences)
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	c.mu.Lock()
 	ce, ok := c.byName[name]
 	c.mu.Unlock()
 	if ok && ce.rev == e.Revision() {
-		return ce.seq, ce.rev, nil
+		return ce.seq, ce.rev, e.Value(), nil
 	}
 	s, err := seq.Decode(e.Value())
 	if err != nil {
-		return nil, 0, &terminalError{fmt.Errorf("stored sequence %q (revision %d) does not decode: %w", name, e.Revision(), err)}
+		return nil, 0, nil, &terminalError{fmt.Errorf("stored sequence %q (revision %d) does not decode: %w", name, e.Revision(), err)}
 	}
 	c.put(name, s, e.Revision())
-	return s, e.Revision(), nil
+	return s, e.Revision(), e.Value(), nil
 }
 
 // put records a sequence seen at rev, unless a newer one is known.

@@ -95,17 +95,17 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	stopBeat := r.heartbeat(rctx)
 	defer stopBeat()
 	type resolved struct {
-		s   *seq.Sequence
+		def *definition
 		err error
 	}
 	seqCh := make(chan resolved, 1)
 	go func() {
-		var s *seq.Sequence
+		var def *definition
 		err := w.persist(rctx, "read the sequence", func(octx context.Context) (err error) {
-			s, err = w.resolve(octx, req)
+			def, err = w.resolveDef(octx, req)
 			return err
 		})
-		seqCh <- resolved{s, err}
+		seqCh <- resolved{def, err}
 	}()
 	cur, done, err := r.claim(rctx)
 	if err == nil && !done {
@@ -126,7 +126,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	if done {
 		return nil
 	}
-	return r.execute(ctx, rctx, cur, res.s, res.err)
+	return r.execute(ctx, rctx, cur, res.def, res.err)
 }
 
 // claim makes this delivery the run's holder: it writes the running state
@@ -233,6 +233,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				st.Trigger = cur.Trigger
 			}
 			st.FinishedGroups, st.Groups, st.Slots, st.SlotRefs, st.Result = cur.FinishedGroups, cur.Groups, cur.Slots, cur.SlotRefs, cur.Result
+			st.Definition = cur.Definition // the definition it started with (definition.go)
 		}
 		var nrev uint64
 		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
@@ -269,9 +270,12 @@ func trigger(req *events.RunRequest) string {
 }
 
 // execute runs the claimed run from its checkpoint cur (nil: from the
-// start) and stores the outcome.
-func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Sequence, serr error) error {
+// start) with the definition it started with, and stores the outcome.
+func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *definition, serr error) error {
 	w, msg, req := r.w, r.msg, r.req
+	if serr == nil {
+		def, serr = r.definitionFor(rctx, cur, def) // definition.go
+	}
 	if serr != nil {
 		if !isTerminal(serr) {
 			return w.retry(ctx, msg, req, r.attempt, serr)
@@ -281,6 +285,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 		_ = msg.TermWithReason(clip(serr.Error(), 200))
 		return serr
 	}
+	s := def.seq
 	if req.Trigger == events.TriggerSchedule && s.Schedule == "" {
 		// A tick of a schedule whose sequence lost its schedule: drop the
 		// tick and fix the schedule.
@@ -301,6 +306,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 	r.mu.Lock()
 	r.st.Sequence, r.st.Groups = s.Name, len(s.Groups)
 	r.mu.Unlock()
+	r.recordDefinition(rctx, def)
 	var resume *seq.Result
 	if cur != nil && cur.FinishedGroups > 0 && len(cur.Result) > 0 {
 		err := w.persist(rctx, "read the checkpoint", func(octx context.Context) (err error) {
@@ -480,6 +486,15 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		return nil
 	case errors.Is(runErr, errStateTooLarge):
 		return r.failTooLarge(ctx, s, runErr) // permanent: toolarge.go
+	case errors.Is(runErr, seq.ErrCheckpoint):
+		// A checkpoint of another definition (a state of an older worker,
+		// without RunState.Definition): fail over the checkpoint, whose
+		// groups stay as they ran, rather than storing the new definition's
+		// groups all pending.
+		r.log.Warn("run cannot resume", "err", runErr)
+		w.failRun(ctx, req.RunID, s.Name, r.attempt, runErr.Error())
+		_ = msg.TermWithReason(clip(runErr.Error(), 200))
+		return runErr
 	case errors.As(runErr, &limit):
 		// A failed final state naming the limit; the values over it are
 		// not stored.

@@ -106,6 +106,7 @@ type Worker struct {
 	ackWait    time.Duration
 	maxDeliver int
 	cat        *catalog
+	defs       *defStore // definitions of runs (definition.go)
 
 	runSlots  chan struct{} // a token per running run
 	callSlots chan struct{} // a token per running seq_call
@@ -184,6 +185,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		recheck:   make(chan string, 1024),
 		held:      map[string]*run{},
 		conn:      newConnWatch(),
+		defs:      newDefStore(),
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
 	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
