@@ -55,7 +55,7 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 		if st.Cancel == nil {
 			st.Cancel = &events.CancelInfo{By: in.By, Reason: in.Reason, At: now}
 		}
-		held := cur.Status == events.StatusRunning && now.Sub(cur.Heartbeat) < 2*w.ackWait
+		held := cur.Status == events.StatusRunning && now.Sub(cur.Heartbeat) < 2*w.ackWaitNow()
 		if !held {
 			st.Status, st.FinishedAt, st.UpdatedAt, st.Error = events.StatusCancelled, now, now, cancelText(st.Cancel)
 		}

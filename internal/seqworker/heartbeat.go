@@ -14,8 +14,8 @@ import (
 // of the consumer's ack wait; never more than half of it.
 func (w *Worker) beatEvery() time.Duration {
 	d := w.cfg.Heartbeat
-	if d == 0 || d > w.ackWait/2 {
-		d = w.ackWait / 3
+	if aw := w.ackWaitNow(); d == 0 || d > aw/2 {
+		d = aw / 3
 	}
 	return max(d, 50*time.Millisecond)
 }
@@ -49,7 +49,9 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 			}
 		}()
 		defer func() { <-writer }()
-		t := time.NewTicker(r.w.beatEvery())
+		// The interval follows the consumer's ack wait (follow.go): a
+		// change re-arms it and beats at once.
+		t := time.NewTimer(r.w.beatEvery())
 		defer t.Stop()
 		for {
 			select {
@@ -58,7 +60,10 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-r.w.liveValues.changes():
+				t.Stop()
 			}
+			t.Reset(r.w.beatEvery())
 			_ = r.msg.InProgress()
 			select {
 			case kick <- struct{}{}:

@@ -85,6 +85,9 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	w.noteDelivery(ctx, req, attempt)
+	if attempt > 1 {
+		w.followSoon() // its ack wait may have changed (follow.go)
+	}
 	// The heartbeat starts at once (in-progress acks; state writes once
 	// the run is claimed), so a slow claim never lets the server hand the
 	// request to another worker.
@@ -201,7 +204,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				r.setState(cur, rev)
 				r.finishCancelled(ctx, nil, nil)
 				return nil, true, nil
-			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && time.Since(cur.Heartbeat) < w.ackWait:
+			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && time.Since(cur.Heartbeat) < w.ackWaitNow():
 				if waited.IsZero() {
 					waited = time.Now()
 					r.log.Info("the run is held by a live worker; waiting for it instead of taking the run over", "holder", cur.Worker, "holder_attempt", cur.Attempt,
@@ -662,7 +665,7 @@ func cancelText(c *events.CancelInfo) string {
 // doubling delay; on the last allowed delivery it records the run as
 // failed instead and terminates it.
 func (w *Worker) retry(ctx context.Context, msg jetstream.Msg, req *events.RunRequest, attempt int, err error) error {
-	if w.maxDeliver > 0 && attempt >= w.maxDeliver {
+	if md := w.maxDeliverNow(); md > 0 && attempt >= md {
 		reason := fmt.Sprintf("gave up after %d deliveries: %v", attempt, err)
 		w.log.Error("run failed", "run", req.RunID, "err", reason)
 		w.failRun(ctx, req.RunID, req.Sequence, attempt, reason)
