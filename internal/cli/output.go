@@ -162,8 +162,8 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 	var r seq.Result
 	_ = json.Unmarshal(st.Result, &r)
 	fmt.Fprintf(w, "Run %s of %s: %s", st.RunID, st.Sequence, st.Status)
-	if r.Duration > 0 {
-		fmt.Fprintf(w, " in %s", roundDur(time.Duration(r.Duration)))
+	if d := runDuration(st); d > 0 { // runshow.go: one duration everywhere
+		fmt.Fprintf(w, " in %s", roundDur(d))
 	}
 	fmt.Fprintln(w)
 	if st.Error != "" {

@@ -23,7 +23,7 @@ import (
 func runsCommand() command {
 	return command{
 		summary: "list, inspect, cancel and rerun runs (ls, show, cancel, rerun)",
-		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [-o json|yaml|wide]
+		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [--before CURSOR] [-o json|yaml|wide]
        skillbus runs show RUN_ID [-o json|yaml]
        skillbus runs cancel RUN_ID [--reason TEXT] [--by NAME] [--no-wait]
        skillbus runs rerun RUN_ID [--run-id NEW_ID]
@@ -132,6 +132,9 @@ func runRunsList(ctx context.Context, env Env, args []string) int {
 	if *since < 0 {
 		return runsUsage(env, "ls", "--since %v: want a positive duration such as 90m or 24h", *since)
 	}
+	if err := events.CheckListCursor(*before); err != nil {
+		return runsUsage(env, "ls", "--before: %v", strings.TrimPrefix(err.Error(), events.ErrBadMessage.Error()+": "))
+	}
 	req := events.SeqListRequest{Status: *status, Sequence: seq.NormalizeName(*sequence), Limit: *limit, Before: *before}
 	if *since > 0 {
 		req.Since = time.Now().Add(-*since)
@@ -174,12 +177,17 @@ func runRunsRerun(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	return withClient(env, "runs", func(c *client.Client) int {
-		nid, err := c.Rerun(ctx, id, *newID)
+		reply, err := c.RerunReply(ctx, id, *newID)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
 			return ExitFailure
 		}
+		nid := reply.RunID
 		fmt.Fprintln(env.Stdout, nid)
+		if reply.Existing {
+			fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s already exists (this rerun was asked before); nothing new was started; see it with `skillbus runs show %s`\n", nid, nid)
+			return ExitOK
+		}
 		fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
 		return ExitOK
 	})
@@ -338,6 +346,9 @@ func printRunDetails(w io.Writer, st *events.RunState) {
 	row("Interrupted", tm(st.Interrupted))
 	row("Updated", tm(st.UpdatedAt))
 	row("Finished", tm(st.FinishedAt))
+	if d := runDuration(st); d > 0 {
+		row("Took", roundDur(d).String()+" (first claim to final state)")
+	}
 	if c := st.Cancel; c != nil {
 		row("Cancel", strings.TrimSpace(cancelLine(c)+" at "+tm(c.At)))
 	}

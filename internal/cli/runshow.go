@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -61,4 +62,15 @@ func definitionText(d *events.DefinitionRef) string {
 		return "inline (" + digest + ")"
 	}
 	return fmt.Sprintf("revision %d of the stored sequence (%s); a resume uses this one even if the sequence was edited since", d.Revision, digest)
+}
+
+// runDuration is a run's duration as every command prints it (docs/runs.md,
+// States): from its first claim (StartedAt) to its final state
+// (FinishedAt), interruptions, failovers and the waits between deliveries
+// included. 0 when the state does not have both times.
+func runDuration(st *events.RunState) time.Duration {
+	if st.StartedAt.IsZero() || st.FinishedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
+		return 0
+	}
+	return st.FinishedAt.Sub(st.StartedAt)
 }

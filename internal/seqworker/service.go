@@ -212,7 +212,8 @@ func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunR
 		_ = req.Error("400", err.Error(), nil)
 		return
 	}
-	if err := w.enqueue(ctx, r); err != nil {
+	existed, err := w.enqueueOnce(ctx, r)
+	if err != nil {
 		code := "503"
 		switch {
 		case errors.Is(err, errRunIDReused):
@@ -223,7 +224,7 @@ func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunR
 		_ = req.Error(code, "queue the run: "+err.Error(), nil)
 		return
 	}
-	w.respond(req, &events.SeqRunReply{V: events.Version, RunID: in.RunID})
+	w.respond(req, &events.SeqRunReply{V: events.Version, RunID: in.RunID, Existing: existed})
 }
 
 func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {

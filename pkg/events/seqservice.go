@@ -134,6 +134,10 @@ func (m *SeqRunRequest) check() error {
 type SeqRunReply struct {
 	V     int    `json:"v"`
 	RunID string `json:"run_id"`
+	// Existing is true when the request's run id named a run that already
+	// existed with the same request (a run id is an idempotency key): that
+	// run was returned and no new one was started.
+	Existing bool `json:"existing,omitempty"`
 }
 
 func (m *SeqRunReply) version() int { return m.V }
@@ -230,6 +234,9 @@ func (m *SeqListRequest) check() error {
 	}
 	if err := checkLen("before", m.Before, 2*MaxRunIDLength); err != nil {
 		return fmt.Errorf("%w: list request: %v", ErrBadMessage, err)
+	}
+	if err := CheckListCursor(m.Before); err != nil { // cursor.go
+		return fmt.Errorf("list request: before: %w", err)
 	}
 	return nil
 }
