@@ -145,6 +145,10 @@ func (w *Worker) enqueueOnce(ctx context.Context, req *events.RunRequest) (exist
 			return true, nil // already started (or done)
 		}
 		existed = cur != nil // queued by an earlier request: published again below
+		st = cur
+	}
+	if st != nil && rev > 0 {
+		w.rememberQueued(st, rev)
 	}
 	subjName := req.Sequence
 	if len(req.Inline) > 0 {

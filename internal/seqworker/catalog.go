@@ -27,6 +27,7 @@ type catalog struct {
 type catalogEntry struct {
 	seq *seq.Sequence
 	rev uint64
+	raw []byte // the stored JSON of rev (definition.go records its digest)
 }
 
 func newCatalog(kv jetstream.KeyValue) *catalog {
@@ -36,6 +37,40 @@ func newCatalog(kv jetstream.KeyValue) *catalog {
 // errNoSequence says that a run names a sequence the SEQUENCES bucket does
 // not hold (terminal for the run).
 var errNoSequence = errors.New("no such sequence")
+
+// lookup returns the sequence called name: the catalog's copy when it has
+// one (the watcher keeps it current: an update reaches it within
+// milliseconds of being stored, as fast as the request that would use
+// it), else what get reads from the bucket — so a sequence stored a moment
+// ago is found. A run thus runs the newest revision of its sequence that
+// this worker has seen when the run is claimed (docs/runs.md). Errors:
+// those of get.
+func (c *catalog) lookup(ctx context.Context, name string) (*seq.Sequence, error) {
+	c.mu.Lock()
+	ce, ok := c.byName[name]
+	c.mu.Unlock()
+	if ok {
+		return ce.seq, nil
+	}
+	s, _, err := c.get(ctx, name)
+	return s, err
+}
+
+// cached returns the catalog's copy of the sequence called name, if any.
+func (c *catalog) cached(name string) (*seq.Sequence, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce, ok := c.byName[name]
+	return ce.seq, ok
+}
+
+// cachedRaw is cached, also returning the copy's revision and stored JSON.
+func (c *catalog) cachedRaw(name string) (*seq.Sequence, uint64, []byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce, ok := c.byName[name]
+	return ce.seq, ce.rev, ce.raw, ok && ce.raw != nil
+}
 
 // get returns the stored sequence called name, reading the bucket (so a
 // sequence stored a moment ago is found) but decoding only when its
@@ -65,12 +100,13 @@ func (c *catalog) getRaw(ctx context.Context, name string) (*seq.Sequence, uint6
 	if err != nil {
 		return nil, 0, nil, &terminalError{fmt.Errorf("stored sequence %q (revision %d) does not decode: %w", name, e.Revision(), err)}
 	}
-	c.put(name, s, e.Revision())
+	c.put(name, s, e.Revision(), e.Value())
 	return s, e.Revision(), e.Value(), nil
 }
 
-// put records a sequence seen at rev, unless a newer one is known.
-func (c *catalog) put(name string, s *seq.Sequence, rev uint64) {
+// put records a sequence seen at rev (raw: its stored JSON), unless a
+// newer one is known.
+func (c *catalog) put(name string, s *seq.Sequence, rev uint64, raw []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.byName[name]; ok {
@@ -79,7 +115,7 @@ func (c *catalog) put(name string, s *seq.Sequence, rev uint64) {
 		}
 		c.unindexLocked(name, old.seq)
 	}
-	c.byName[name] = catalogEntry{seq: s, rev: rev}
+	c.byName[name] = catalogEntry{seq: s, rev: rev, raw: raw}
 	for _, g := range s.Groups {
 		c.groups[g.Name] = name
 	}

@@ -79,8 +79,30 @@ func (w *Worker) resolveDef(ctx context.Context, req *events.RunRequest) (*defin
 	if err != nil {
 		return nil, err
 	}
+	return storedDef(s, rev, raw), nil
+}
+
+// resolveDefNow is resolveDef from what the worker holds without a read:
+// an inline sequence, or the catalog's copy of a stored one (the
+// SEQUENCES watcher keeps it current). ok is false when the bucket must be
+// read (resolveDef).
+func (w *Worker) resolveDefNow(req *events.RunRequest) (def *definition, ok bool, err error) {
+	if len(req.Inline) > 0 {
+		def, err = w.resolveDef(context.Background(), req)
+		return def, true, err
+	}
+	s, rev, raw, ok := w.cat.cachedRaw(req.Sequence)
+	if !ok {
+		return nil, false, nil
+	}
+	return storedDef(s, rev, raw), true, nil
+}
+
+// storedDef is the definition of the stored sequence s at revision rev,
+// whose stored JSON is raw.
+func storedDef(s *seq.Sequence, rev uint64, raw []byte) *definition {
 	d := defDigest(raw)
-	return &definition{seq: s, raw: raw, ref: events.DefinitionRef{Revision: rev, Digest: d, Object: events.DefinitionObject(d), Size: int64(len(raw))}}, nil
+	return &definition{seq: s, raw: raw, ref: events.DefinitionRef{Revision: rev, Digest: d, Object: events.DefinitionObject(d), Size: int64(len(raw))}}
 }
 
 // recordDefinition records def in the run's state, which carries it from

@@ -44,6 +44,7 @@ type run struct {
 	attempt int
 	log     *slog.Logger
 	cancel  context.CancelCauseFunc
+	ctx     context.Context // the run's context (cancelled with cancel)
 
 	// mu guards st, rev and refs.
 	mu   sync.Mutex
@@ -51,9 +52,14 @@ type run struct {
 	rev  uint64
 	refs map[string]events.SlotRef // slot values already in the object store
 
-	// wrote is when the state was last written (unix ns), for the
-	// heartbeat.
+	// wrote is when the state was last written (unix ns; 0 until the run
+	// is claimed), for the heartbeat.
 	wrote atomic.Int64
+	// progressAt is when the request last had an in-progress ack (unix
+	// ns; at first its delivery), and beatBusy is set while a heartbeat
+	// write is under way (heartbeat.go).
+	progressAt atomic.Int64
+	beatBusy   atomic.Bool
 }
 
 // handleRun processes one delivery of a run request. The outcome decides
@@ -93,23 +99,30 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	// request to another worker.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log, cancel: cancel}
-	_ = msg.InProgress()
-	stopBeat := r.heartbeat(rctx)
-	defer stopBeat()
+	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log, cancel: cancel, ctx: rctx}
+	w.beatStart(r)
+	defer w.beatStop(r)
+	// The sequence: the catalog's copy, or read from the bucket
+	// meanwhile the run is claimed.
 	type resolved struct {
 		def *definition
 		err error
 	}
-	seqCh := make(chan resolved, 1)
-	go func() {
-		var def *definition
-		err := w.persist(rctx, "read the sequence", func(octx context.Context) (err error) {
-			def, err = w.resolveDef(octx, req)
-			return err
-		})
-		seqCh <- resolved{def, err}
-	}()
+	var res resolved
+	var seqCh chan resolved
+	if def, ok, err := w.resolveDefNow(req); ok {
+		res = resolved{def, err}
+	} else {
+		seqCh = make(chan resolved, 1)
+		go func() {
+			var def *definition
+			err := w.persist(rctx, "read the sequence", func(octx context.Context) (err error) {
+				def, err = w.resolveDef(octx, req)
+				return err
+			})
+			seqCh <- resolved{def, err}
+		}()
+	}
 	cur, done, err := r.claim(rctx)
 	if err == nil && !done {
 		w.hold(r)
@@ -117,7 +130,9 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	} else {
 		cancel(nil) // the sequence is not needed
 	}
-	res := <-seqCh
+	if seqCh != nil {
+		res = <-seqCh
+	}
 	if err != nil {
 		if isTerminal(err) {
 			log.Warn("run request refused", "err", err)
@@ -145,12 +160,12 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 // queued and was made from this very request (the same digest), and a
 // state made from another request under the same run id is refused.
 //
-// A running state whose holder is another worker that beat within the
-// ack wait is not taken over: the server redelivered the request while
-// its holder lives (after a restart or a leader change that lost the
-// holder's in-progress acks). This delivery then waits, holding the
+// A running state whose holder is another worker that still beats
+// (holderWatch) is not taken over: the server redelivered the request
+// while its holder lives (after a restart or a leader change that lost
+// the holder's in-progress acks). This delivery then waits, holding the
 // request, until the run finishes (the request is acknowledged) or the
-// holder falls silent for the ack wait (the run is claimed).
+// holder falls silent (the run is claimed).
 //
 // Passing failures of NATS are retried (persist) rather than handed back.
 func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err error) {
@@ -179,10 +194,16 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 		}
 	}
 	var waited time.Time // since when a live holder is waited for
+	var live holderWatch
+	memo, memoRev, known := w.takeQueued(req.RunID, digest)
 	for conflicts := 0; conflicts < 3; {
 		var cur *events.RunState
 		var rev uint64
-		if err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
+		if known {
+			// This worker queued the run and knows its state at memoRev:
+			// no read (queued.go); the compare-and-set below checks it.
+			cur, rev, known = memo, memoRev, false
+		} else if err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
 			cur, rev, err = w.readState(octx, req.RunID)
 			return err
 		}); err != nil {
@@ -204,13 +225,13 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				r.setState(cur, rev)
 				r.finishCancelled(ctx, nil, nil)
 				return nil, true, nil
-			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && time.Since(cur.Heartbeat) < w.ackWaitNow():
+			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && !live.silent(cur.Heartbeat, w.beatEvery()):
 				if waited.IsZero() {
 					waited = time.Now()
 					r.log.Info("the run is held by a live worker; waiting for it instead of taking the run over", "holder", cur.Worker, "holder_attempt", cur.Attempt,
 						"heartbeat_age", time.Since(cur.Heartbeat).Round(time.Millisecond))
 				}
-				sleepCtx(ctx, w.beatEvery())
+				sleepCtx(ctx, w.beatEvery()/2)
 				if ctx.Err() != nil {
 					return nil, false, ctx.Err()
 				}
@@ -281,7 +302,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 	}
 	if serr != nil {
 		if !isTerminal(serr) {
-			return w.retry(ctx, msg, req, r.attempt, serr)
+			return r.retry(ctx, serr)
 		}
 		r.log.Warn("run cannot succeed", "err", serr)
 		w.failRun(ctx, req.RunID, req.Sequence, r.attempt, serr.Error())
@@ -317,7 +338,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 			return err
 		})
 		if err != nil {
-			return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("read the checkpoint: %w", err))
+			return r.retry(ctx, fmt.Errorf("read the checkpoint: %w", err))
 		}
 	}
 	if cur != nil && cur.Attempt > 0 {
@@ -508,7 +529,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		r.handBack(ctx, runErr)
 		return runErr
 	case res.Status == seq.StatusInterrupted:
-		return w.retry(ctx, msg, req, r.attempt, runErr)
+		return r.retry(ctx, runErr)
 	}
 	err := r.store(ctx, func(st *events.RunState) error {
 		if ferr := r.fill(ctx, st, res, coder); ferr != nil {
@@ -538,7 +559,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		_ = msg.Ack()
 		return err
 	case err != nil:
-		return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("store run result: %w", err))
+		return r.retry(ctx, fmt.Errorf("store run result: %w", err))
 	}
 	r.mu.Lock()
 	final := *r.st
@@ -659,6 +680,24 @@ func cancelText(c *events.CancelInfo) string {
 		s += ": " + c.Reason
 	}
 	return s
+}
+
+// retry hands a claimed run back to the queue after a failure that could
+// not be waited out here (Worker.retry), first recording it as
+// interrupted (best effort, for 2 s), so that the next delivery takes it
+// over at once instead of waiting for this worker's heartbeat to go
+// silent.
+func (r *run) retry(ctx context.Context, err error) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if serr := r.store(wctx, func(st *events.RunState) error {
+		now := time.Now().UTC()
+		st.Status, st.Error, st.UpdatedAt, st.Interrupted = events.StatusInterrupted, "handed back: "+err.Error(), now, now
+		return nil
+	}); serr != nil && !errors.Is(serr, errLost) && !errors.Is(serr, errCancelled) {
+		r.log.Debug("record the handed-back run", "err", serr)
+	}
+	return r.w.retry(ctx, r.msg, r.req, r.attempt, err)
 }
 
 // retry hands a run back to the queue after a passing failure, with a

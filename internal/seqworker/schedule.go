@@ -55,7 +55,7 @@ func (w *Worker) startWatcher(ctx context.Context) error {
 					w.log.Warn("stored sequence does not decode; ignored", "sequence", name, "revision", e.Revision(), "err", err)
 					w.cat.remove(name)
 				} else {
-					w.cat.put(name, s, e.Revision())
+					w.cat.put(name, s, e.Revision(), e.Value())
 				}
 				w.requestReconcile(name)
 			}

@@ -198,7 +198,7 @@ func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunR
 			_ = req.Error("400", "inline sequence: "+err.Error(), nil)
 			return
 		}
-	} else if _, _, err := w.cat.get(ctx, in.Sequence); err != nil {
+	} else if _, err := w.cat.lookup(ctx, in.Sequence); err != nil {
 		code := "503"
 		if errors.Is(err, errNoSequence) {
 			code = "404"

@@ -38,9 +38,13 @@
 //   - A run that cannot succeed (unknown sequence, undecodable request or
 //     sequence, an identifier over its limit, a checkpoint of a changed
 //     sequence) is terminated at once (Term) with the reason in its RUNS
-//     state when it has a usable run id. Passing failures (NATS or KV
-//     unavailable) are redelivered with a doubling delay; a run whose
-//     deliveries are exhausted ends failed in RUNS with the reason.
+//     state when it has a usable run id. Faults of NATS itself (a state
+//     write timing out while a stream elects a leader, a lost connection,
+//     a reply lost across a reconnect) do not use the run's deliveries:
+//     they are waited out on the worker that holds the run (faults.go;
+//     docs/runs.md, "NATS faults"). What still fails after that is handed
+//     back with a doubling delay; a run whose deliveries are exhausted
+//     ends failed in RUNS with the reason.
 //   - Boot runs have deterministic ids (BootRunID), are guarded by a
 //     create-only RUNS key and published with Nats-Msg-Id, so each boot
 //     sequence runs once per agent and boot id however many replicas see
@@ -96,6 +100,7 @@ type Worker struct {
 	log    *slog.Logger
 	caller seq.Caller
 	met    *metrics.Seqworker // metrics.go
+	attrs  attrCache          // the measurements' attribute sets (metrics.go)
 
 	runs       jetstream.KeyValue
 	slots      jetstream.ObjectStore // large slot values; nil if unavailable
@@ -131,6 +136,15 @@ type Worker struct {
 	// heldMu guards held: the runs this worker holds, by run id.
 	heldMu sync.Mutex
 	held   map[string]*run
+	// beatMu guards beating: the runs whose requests the heartbeat keeps
+	// (heartbeat.go); beatDone is closed when beatLoop returns.
+	beatMu   sync.Mutex
+	beating  map[*run]struct{}
+	beatDone chan struct{}
+	// queuedMu guards queued: the runs this worker queued whose request
+	// it has not claimed yet (queued.go).
+	queuedMu sync.Mutex
+	queued   map[string]queuedMemo
 
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
@@ -183,6 +197,8 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		callSlots: make(chan struct{}, cfg.Concurrency),
 		recheck:   make(chan string, 1024),
 		held:      map[string]*run{},
+		beating:   map[*run]struct{}{},
+		queued:    map[string]queuedMemo{},
 		conn:      newConnWatch(),
 	}
 	w.defs, w.liveValues = newDefStore(), newLiveConsumer() // definition.go, follow.go
@@ -287,6 +303,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
 		return fmt.Errorf("seqworker: flush subscriptions: %w", err)
 	}
+	w.beatDone = make(chan struct{})
+	go w.beatLoop(w.beatDone)
 	w.loops.Add(2)
 	go w.fetchLoop()
 	go w.followConsumer()
@@ -349,6 +367,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 		}
 	}
 	w.runCancel()
+	if w.beatDone != nil {
+		<-w.beatDone
+	}
 	w.mu.Lock()
 	w.stopErr = err
 	w.mu.Unlock()
