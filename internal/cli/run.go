@@ -16,6 +16,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/client"
@@ -370,13 +371,14 @@ func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence,
 // describeClient turns a pkg/client error into text, adding a hint for
 // not-found and naming what to start when no seqworker answers.
 func describeClient(err error, hint404 string) string {
+	text := errtext.Error(err) // without the Go packages' "client: not found: " scaffolding
 	switch {
 	case errors.Is(err, client.ErrNotFound) && hint404 != "" && !strings.Contains(err.Error(), "skillbus "):
-		return err.Error() + "; " + hint404
+		return text + "; " + hint404
 	case errors.Is(err, client.ErrUnavailable) && !errors.As(err, new(*toolcall.Error)):
-		return err.Error() + ": " + whoServes(events.SeqPrefix)
+		return text + ": " + whoServes(events.SeqPrefix)
 	}
-	return err.Error()
+	return text
 }
 
 // looksLikeFile reports whether a SEQUENCE argument is meant as a path

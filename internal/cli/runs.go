@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -44,10 +45,13 @@ or -o yaml prints the run's state as stored in the RUNS bucket.
 cancel stops a run: a queued or interrupted run is cancelled at once; a
 running one is stopped by the worker holding it (its tool calls are
 canceled, no further group starts) — cancel waits up to 30 s for that
-unless --no-wait. A finished run cannot be cancelled (exit 1).
+unless --no-wait. A cancelled run is reported as such (exit 0); a
+succeeded or failed run cannot be cancelled (exit 1, with its status),
+nor one that finishes on its own before the cancel reaches its worker.
 
 rerun starts a new run with the same sequence and arguments and prints its
-id. Each subcommand takes only its own flags, before or after RUN_ID.
+id; with --run-id it is idempotent: asked again, it prints the same id and
+says that the run already exists. Each subcommand takes only its own flags, before or after RUN_ID.
 Needs NATS_URL. docs/runs.md describes run states and retention.
 
 Flags:
@@ -69,8 +73,9 @@ Examples:
   skillbus runs cancel run-Xq3... --reason "wrong arguments"
   skillbus runs rerun run-Xq3...
 
-Exit codes: 0 done; 1 no such run, a finished run cancelled, NATS or the
-seqworker unreachable; 2 bad command line.
+Exit codes: 0 done (cancel: the run is cancelled, or was already); 1 no
+such run, a succeeded or failed run cancelled, a run that did not stop
+within 30 s, NATS or the seqworker unreachable; 2 bad command line.
 `,
 		run: runRunsList,
 		subs: func() map[string]command {
@@ -105,7 +110,11 @@ func runsID(env Env, sub string, fs *flag.FlagSet, args []string) (id string, co
 		return "", flagExit(err)
 	}
 	if len(pos) != 1 || events.CheckRunID(pos[0]) != nil {
-		return "", runsUsage(env, sub, "give one RUN_ID (letters, digits, - and _, at most %d bytes), got %q", events.MaxRunIDLength, pos)
+		got := make([]string, len(pos))
+		for i, p := range pos {
+			got[i] = clipArg(p)
+		}
+		return "", runsUsage(env, sub, "give one RUN_ID (letters, digits, - and _, at most %d bytes), got %q", events.MaxRunIDLength, got)
 	}
 	return pos[0], -1
 }
@@ -173,24 +182,43 @@ func runRunsRerun(ctx context.Context, env Env, args []string) int {
 	}
 	if *newID != "" {
 		if err := events.CheckRunID(*newID); err != nil {
-			return runsUsage(env, "rerun", "--run-id: %v", err)
+			return runsUsage(env, "rerun", "--run-id: %s", errtext.Error(err))
+		}
+		if *newID == id {
+			return runsUsage(env, "rerun", "--run-id %s is the run to rerun; give the new run an id of its own, or leave --run-id out for a new one", clipArg(id))
 		}
 	}
-	return withClient(env, "runs", func(c *client.Client) int {
-		reply, err := c.RerunReply(ctx, id, *newID)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
-			return ExitFailure
+	return withClient(env, "runs", func(c *client.Client) int { return runsRerun(ctx, env, c, id, *newID) })
+}
+
+// runsRerun asks for the rerun and says what happened: a new run started,
+// or (a --run-id asked again) the run that already exists, with its status.
+func runsRerun(ctx context.Context, env Env, c *client.Client, id, newID string) int {
+	reply, err := c.RerunReply(ctx, id, newID)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+		return ExitFailure
+	}
+	nid := reply.RunID
+	fmt.Fprintln(env.Stdout, nid)
+	if reply.Existing {
+		status := ""
+		if st, err := c.Status(ctx, nid); err == nil {
+			status = " (" + st.Status + ")"
 		}
-		nid := reply.RunID
-		fmt.Fprintln(env.Stdout, nid)
-		if reply.Existing {
-			fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s already exists (this rerun was asked before); nothing new was started; see it with `skillbus runs show %s`\n", nid, nid)
-			return ExitOK
-		}
-		fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
+		fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s already exists%s with this sequence and these arguments (a run id names one run); nothing new was started; see it with `skillbus runs show %s`, or leave --run-id out for a new run\n", nid, status, nid)
 		return ExitOK
-	})
+	}
+	fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
+	return ExitOK
+}
+
+// clipArg shortens a command-line value for an error message.
+func clipArg(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
 
 // withClient runs fn with a pkg/client on a connection to NATS_URL.
@@ -379,10 +407,31 @@ func cancelLine(c *events.CancelInfo) string {
 	return s
 }
 
+// runsCancel cancels a run and says what became of it (docs/runs.md,
+// Cancel). It reads the run's state first: a finished run is not asked
+// again — a cancelled one is reported as such (exit 0), a succeeded or
+// failed one cannot be cancelled (exit 1) — and it looks at the state the
+// cancel left: a run that finished on its own before the cancel reached
+// its worker is reported with its status (exit 1).
 func runsCancel(ctx context.Context, env Env, c *client.Client, id, by, reason string, wait bool) int {
+	const hint = "list the runs with `skillbus runs`"
+	cur, err := c.Status(ctx, id)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", describeClient(err, hint))
+		return ExitFailure
+	}
+	if events.Finished(cur.Status) {
+		return cancelledAlready(env, cur)
+	}
 	st, err := c.Cancel(ctx, id, by, reason)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+		if errors.Is(err, client.ErrConflict) {
+			// It finished between the read and the cancel.
+			if now, serr := c.Status(ctx, id); serr == nil && events.Finished(now.Status) {
+				return cancelledAlready(env, now)
+			}
+		}
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", describeClient(err, hint))
 		return ExitFailure
 	}
 	if st.Status == events.StatusRunning {
@@ -399,14 +448,47 @@ func runsCancel(ctx context.Context, env Env, c *client.Client, id, by, reason s
 				fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s has not stopped after 30s; the cancel is recorded and its worker stops it at its next heartbeat or group; check with `skillbus runs show %s`\n", id, id)
 				return ExitFailure
 			}
-			fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", err)
+			fmt.Fprintf(env.Stderr, "skillbus runs cancel: %s\n", errtext.Error(err))
 			return ExitFailure
 		}
 		st = final
 	}
-	fmt.Fprintf(env.Stdout, "run %s %s after group %d: %s\n", id, st.Status, st.FinishedGroups, st.Error)
 	if st.Status != events.StatusCancelled {
-		return ExitFailure // it finished on its own before the cancel reached it
+		// It finished on its own before the cancel reached its worker.
+		fmt.Fprintf(env.Stdout, "run %s %s\n", id, finishedText(st))
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s finished %s before the cancel reached its worker; nothing was cancelled\n", id, st.Status)
+		return ExitFailure
 	}
+	fmt.Fprintf(env.Stdout, "run %s cancelled after group %d: %s\n", id, st.FinishedGroups, st.Error)
 	return ExitOK
+}
+
+// cancelledAlready reports a cancel of a run that had finished: exit 0
+// when it was cancelled already, 1 when it succeeded or failed.
+func cancelledAlready(env Env, st *events.RunState) int {
+	if st.Status == events.StatusCancelled {
+		fmt.Fprintf(env.Stdout, "run %s was already cancelled %s\n", st.RunID, finishedText(st))
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s already finished: %s %s; only a queued, running or interrupted run can be cancelled (rerun it with `skillbus runs rerun %s`)\n",
+		st.RunID, st.Status, finishedText(st), st.RunID)
+	return ExitFailure
+}
+
+// finishedText says when a finished run ended and how far it got:
+// "at 2026-11-30 21:10:12 (2 of 3 groups finished): the error".
+func finishedText(st *events.RunState) string {
+	s := ""
+	if !st.FinishedAt.IsZero() {
+		s = "at " + st.FinishedAt.Local().Format("2006-01-02 15:04:05")
+	}
+	g := fmt.Sprintf("%d groups finished", st.FinishedGroups)
+	if st.Groups > 0 {
+		g = fmt.Sprintf("%d of %d groups finished", st.FinishedGroups, st.Groups)
+	}
+	s = strings.TrimSpace(s + " (" + g + ")")
+	if st.Error != "" {
+		s += ": " + oneLine(st.Error, 200)
+	}
+	return s
 }

@@ -123,5 +123,5 @@ func (w *Worker) serveRerun(ctx context.Context, req micro.Request) {
 	} else {
 		r.Sequence = cur.Sequence
 	}
-	w.startRun(ctx, req, r)
+	w.startRun(ctx, req, r, fmt.Sprintf("rerun of run %q: ", in.RunID))
 }

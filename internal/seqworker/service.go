@@ -184,12 +184,14 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	w.startRun(ctx, req, &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerManual, RequestedAt: time.Now().UTC()})
+	w.startRun(ctx, req, &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerManual, RequestedAt: time.Now().UTC()}, "")
 }
 
 // startRun checks a run request that seq.run or seq.rerun makes, queues it
-// and answers with its run id.
-func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunRequest) {
+// and answers with its run id; what starts every error's text (seq.rerun:
+// which run it reruns).
+func (w *Worker) startRun(ctx context.Context, mreq micro.Request, r *events.RunRequest, what string) {
+	req := prefixErrors(mreq, what)
 	in := r
 	// Refuse at once what can never run, rather than queueing a run that
 	// fails.
@@ -245,6 +247,23 @@ func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
 		return
 	}
 	_ = req.Respond(e.Value())
+}
+
+// prefixErrors returns req whose Error descriptions start with what.
+func prefixErrors(req micro.Request, what string) micro.Request {
+	if what == "" {
+		return req
+	}
+	return &prefixed{Request: req, what: what}
+}
+
+type prefixed struct {
+	micro.Request
+	what string
+}
+
+func (p *prefixed) Error(code, description string, data []byte, opts ...micro.RespondOpt) error {
+	return p.Request.Error(code, p.what+description, data, opts...)
 }
 
 func (w *Worker) respond(req micro.Request, m events.Message) {
