@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -96,9 +95,11 @@ func runsSub(summary string, operands operandKind, run func(context.Context, Env
 	return command{summary: summary, usage: runsCommand().usage, run: run, operands: operands}
 }
 
-// runsUsage prints a usage error of a runs subcommand; exit 2.
+// runsUsage prints a usage error of a runs subcommand and where its usage
+// is; exit 2.
 func runsUsage(env Env, sub, format string, a ...any) int {
-	fmt.Fprintf(env.Stderr, strings.TrimSpace("skillbus runs "+sub)+": "+format+"\n\n%s", append(a, runsCommand().usage)...)
+	name := strings.TrimSpace("runs " + sub)
+	fmt.Fprintf(env.Stderr, "skillbus "+name+": "+format+"\n%s\n", append(a, helpHint(name))...)
 	return ExitUsage
 }
 
@@ -109,12 +110,11 @@ func runsID(env Env, sub string, fs *flag.FlagSet, args []string) (id string, co
 	if err != nil {
 		return "", flagExit(err)
 	}
-	if len(pos) != 1 || events.CheckRunID(pos[0]) != nil {
-		got := make([]string, len(pos))
-		for i, p := range pos {
-			got[i] = clipArg(p)
-		}
-		return "", runsUsage(env, sub, "give one RUN_ID (letters, digits, - and _, at most %d bytes), got %q", events.MaxRunIDLength, got)
+	if len(pos) != 1 {
+		return "", runsUsage(env, sub, "give one RUN_ID (letters, digits, - and _, at most %d bytes), got %s", events.MaxRunIDLength, gotArgs(pos))
+	}
+	if err := events.CheckRunID(pos[0]); err != nil {
+		return "", runsUsage(env, sub, "%s (`skillbus runs` lists the runs)", errtext.Error(err))
 	}
 	return pos[0], -1
 }
@@ -185,7 +185,7 @@ func runRunsRerun(ctx context.Context, env Env, args []string) int {
 			return runsUsage(env, "rerun", "--run-id: %s", errtext.Error(err))
 		}
 		if *newID == id {
-			return runsUsage(env, "rerun", "--run-id %s is the run to rerun; give the new run an id of its own, or leave --run-id out for a new one", clipArg(id))
+			return runsUsage(env, "rerun", "--run-id %s is the run to rerun; give the new run an id of its own, or leave --run-id out for a new one", id)
 		}
 	}
 	return withClient(env, "runs", func(c *client.Client) int { return runsRerun(ctx, env, c, id, *newID) })
@@ -213,14 +213,6 @@ func runsRerun(ctx context.Context, env Env, c *client.Client, id, newID string)
 	return ExitOK
 }
 
-// clipArg shortens a command-line value for an error message.
-func clipArg(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
-
 // withClient runs fn with a pkg/client on a connection to NATS_URL.
 func withClient(env Env, command string, fn func(c *client.Client) int) int {
 	return withConn(env, command, func(nc *nats.Conn) int {
@@ -242,7 +234,7 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 	if out.Structured(env.Stdout, reply) {
 		return ExitOK
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(env.Stdout)
 	head := "RUN ID\tSEQUENCE\tSTATUS\tTRIGGER\tGROUPS\tCREATED"
 	if out.Wide() {
 		head += "\tWORKER\tATTEMPT\tUPDATED\tERROR"
@@ -333,7 +325,7 @@ func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *ou
 // printRunDetails prints a run's header: status, sequence, trigger, worker,
 // attempt, times, cancel, error and arguments.
 func printRunDetails(w io.Writer, st *events.RunState) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
