@@ -105,8 +105,8 @@ func TestCLIRunsCancelAndRerun(t *testing.T) {
 	}
 	noGo("runs rerun of an unknown id", errOut)
 	code, _, errOut = cliRun(t, "runs", "show", strings.Repeat("x", 5000))
-	if code != cli.ExitUsage || strings.Contains(errOut, strings.Repeat("x", 100)) || !strings.Contains(errOut, strings.Repeat("x", 80)+"…") {
-		t.Errorf("runs show with a 5,000-character id: exit %d, %d bytes of error; want 2 and the id clipped to 80 bytes", code, len(errOut))
+	if code != cli.ExitUsage || strings.Contains(errOut, strings.Repeat("x", 100)) {
+		t.Errorf("runs show with a 5,000-character id: exit %d, %q; want 2, without the id echoed in full", code, errOut)
 	}
 	kv, err := env.js.KeyValue(ctx, events.BucketSequences)
 	if err != nil {
