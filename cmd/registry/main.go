@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 )
@@ -70,9 +72,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "registry: %v\n", err)
 		return 2
 	}
+	if *dir != "" {
+		// The directory is checked here to name the argument or flag
+		// (and variable) that gave it.
+		what := common.Source("dir")
+		if fs.NArg() == 1 {
+			what = fmt.Sprintf("DIR %q", *dir)
+		}
+		if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
+			reason := "is not a directory"
+			if errors.Is(err, os.ErrNotExist) {
+				reason = "does not exist"
+			} else if err != nil {
+				reason = "cannot be read: " + errtext.Error(err)
+			}
+			fmt.Fprintf(stderr, "registry: %s %s; give the directory that holds your skills and sequences\n", what, reason)
+			return 2
+		}
+	}
 	cfg := registry.Config{Dir: *dir, Debounce: *debounce, Resync: *resync, Logger: log, Provision: common.Provision()}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "registry: %v\n", err)
+		fmt.Fprintf(stderr, "registry: %s\n", common.ConfigError(err, map[string]string{"Dir": "dir", "Debounce": "debounce", "Resync": "resync", "Replicas": "replicas"}))
 		return 2
 	}
 	return common.Run(ctx, log, servicecmd.Spec{

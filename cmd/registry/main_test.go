@@ -18,13 +18,15 @@ func TestRunUsageErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown flag", []string{"--nope"}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"--nope"}, 2, "unknown flag --nope"},
 		{"two dirs", []string{"a", "b"}, 2, `registry: at most 1 argument(s), got ["a" "b"]`},
 		{"dir twice", []string{"--dir", "a", "b"}, 2, `DIR given twice (--dir "a" and "b")`},
-		{"missing dir", []string{"/does/not/exist"}, 2, "Dir"},
+		{"missing dir", []string{"/does/not/exist"}, 2, `registry: DIR "/does/not/exist" does not exist; give the directory`},
+		{"missing --dir", []string{"--dir", "/does/not/exist"}, 2, `registry: --dir "/does/not/exist" does not exist`},
+		{"bad health address", []string{"--health-addr", "garbage"}, 2, `registry: --health-addr "garbage": missing port in address`},
 		{"bad log level", []string{"--log-level", "loud"}, 2, `registry: --log-level "loud"`},
-		{"bad replicas", []string{"--replicas", "9"}, 2, "Replicas"},
-		{"embedded is gone", []string{"--embedded"}, 2, "flag provided but not defined: -embedded"},
+		{"bad replicas", []string{"--replicas", "9"}, 2, `registry: --replicas "9": want 1 to 5`},
+		{"embedded is gone", []string{"--embedded"}, 2, "unknown flag --embedded"},
 		{"version", []string{"--version"}, 0, "registry " + version.String() + "\n"},
 		{"help", []string{"--help"}, 0, "Usage: registry [flags] [DIR]\n\nLoads skills and sequences"},
 	}
@@ -33,6 +35,10 @@ func TestRunUsageErrors(t *testing.T) {
 			servicecmdtest.ExpectExit(t, run, tt.args, tt.code, tt.want)
 		})
 	}
+	t.Run("dir from the environment", func(t *testing.T) {
+		t.Setenv("SKILLBUS_DIR", "/does/not/exist")
+		servicecmdtest.ExpectExit(t, run, nil, 2, `registry: SKILLBUS_DIR="/does/not/exist" (the environment form of --dir) does not exist`)
+	})
 }
 
 // TestRunGracefulStop runs the real main logic against a server over

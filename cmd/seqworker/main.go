@@ -40,6 +40,17 @@ func main() {
 	os.Exit(code)
 }
 
+// configFlags maps the fields of seqworker.Config (and of its Provision)
+// onto the flags that set them, for configuration errors.
+var configFlags = map[string]string{
+	"Provision": "", "Concurrency": "concurrency", "RedeliveryDelay": "redelivery-delay",
+	"RedeliveryMaxDelay": "redelivery-max-delay", "Heartbeat": "heartbeat", "WorkerID": "worker-id",
+	"SlotMaxBytes": "slot-max-bytes", "RunSlotsMaxBytes": "run-slots-limit-bytes",
+	"Provision: RunSlotsMaxBytes": "run-slots-max-bytes", "AckWait": "ack-wait", "MaxDeliver": "max-deliver",
+	"RunsTTL": "runs-ttl", "RunsMaxBytes": "runs-max-bytes", "EventsMaxAge": "events-max-age",
+	"EventsMaxBytes": "events-max-bytes", "SeqRunsMaxBytes": "seq-runs-max-bytes", "Replicas": "replicas",
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var common servicecmd.Flags
 	fs := common.FlagSet(servicecmd.Command{
@@ -96,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.Provision.RunsTTL, cfg.Provision.RunsMaxBytes, cfg.Provision.RunSlotsMaxBytes = *runsTTL, *runsBytes, *slotsBytes
 	cfg.Provision.EventsMaxAge, cfg.Provision.EventsMaxBytes, cfg.Provision.SeqRunsMaxBytes = *eventsAge, *eventsBytes, *queueBytes
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "%v\n", err) // already says "seqworker: …"
+		fmt.Fprintf(stderr, "seqworker: %s\n", common.ConfigError(err, configFlags))
 		return 2
 	}
 	return common.Run(ctx, log, servicecmd.Spec{

@@ -16,16 +16,24 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
+		{"unknown flag", []string{"--nope"}, "unknown flag --nope"},
 		{"stray argument", []string{"extra"}, `seqworker: unexpected arguments ["extra"]`},
-		{"bad concurrency", []string{"--concurrency", "-3"}, "Concurrency = -3; want 1 to 10000"},
+		{"bad concurrency", []string{"--concurrency", "-3"}, `seqworker: --concurrency "-3": want 1 to 10000`},
+		{"bad ack wait", []string{"--ack-wait", "-5s"}, `seqworker: --ack-wait "-5s": want at least 1s`},
+		{"slot limits", []string{"--run-slots-limit-bytes", "5", "--slot-max-bytes", "9"}, `seqworker: --run-slots-limit-bytes "5" is below --slot-max-bytes "9"`},
+		{"bad health address", []string{"--health-addr", "garbage"}, `seqworker: --health-addr "garbage": missing port in address`},
 		{"bad log level", []string{"--log-level", "loud"}, `seqworker: --log-level "loud"`},
-		{"shutdown-timeout replaced by the budget", []string{"--shutdown-timeout", "5s"}, "flag provided but not defined: -shutdown-timeout"},
-		{"tiny budget", []string{"--shutdown-budget", "10ms"}, "--shutdown-budget 10ms: want at least 1s"},
+		{"shutdown-timeout replaced by the budget", []string{"--shutdown-timeout", "5s"}, "unknown flag --shutdown-timeout"},
+		{"tiny budget", []string{"--shutdown-budget", "10ms"}, `--shutdown-budget "10ms": want at least 1s`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			servicecmdtest.ExpectExit(t, run, tt.args, 2, tt.want)
+			out := servicecmdtest.ExpectExit(t, run, tt.args, 2, tt.want)
+			for _, leak := range []string{"Provision", "events:", "invalid configuration", "AckWait", "Concurrency"} {
+				if strings.Contains(out, leak) {
+					t.Errorf("%q: the message shows the Go name %q: %s", tt.args, leak, out)
+				}
+			}
 		})
 	}
 }

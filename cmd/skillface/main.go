@@ -36,6 +36,14 @@ func main() {
 	os.Exit(code)
 }
 
+// configFlags maps the fields of skillfacesvc.Config (and of its
+// Provision) onto the flags that set them, for configuration errors.
+var configFlags = map[string]string{
+	"EntryChars": "entry-chars", "ListingEntries": "listing-entries", "SessionBodies": "session-bodies",
+	"BodyBytes": "body-bytes", "MaxRequestBytes": "max-request-bytes", "MaxConcurrent": "max-concurrent",
+	"Timeout": "timeout", "SessionsTTL": "session-ttl", "Replicas": "replicas",
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var common servicecmd.Flags
 	fs := common.FlagSet(servicecmd.Command{
@@ -92,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "skillface: %v\n", err)
+		fmt.Fprintf(stderr, "skillface: %s\n", common.ConfigError(err, configFlags))
 		return 2
 	}
 

@@ -19,12 +19,12 @@ func TestRunExitCodes(t *testing.T) {
 		want string
 	}{
 		{"zero bodies", []string{"--session-bodies", "0"}, 2, "--session-bodies must be positive"},
-		{"tiny entry budget", []string{"--entry-chars", "10"}, 2, "EntryChars 10 is below the minimum"},
-		{"short session ttl", []string{"--session-ttl", "10ms"}, 2, "SessionsTTL"},
+		{"tiny entry budget", []string{"--entry-chars", "10"}, 2, `skillface: --entry-chars "10" is below the minimum`},
+		{"short session ttl", []string{"--session-ttl", "10ms"}, 2, `skillface: --session-ttl "10ms": want at least 1s`},
 		{"negative replicas", []string{"--replicas", "-1"}, 2, "--session-ttl and --replicas must not be negative"},
 		{"bad log level", []string{"--log-level", "loud"}, 2, `skillface: --log-level "loud"`},
 		{"stray argument", []string{"extra"}, 2, "unexpected arguments"},
-		{"unknown flag", []string{"--bodies", "3"}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"--bodies", "3"}, 2, "unknown flag --bodies"},
 		{"version", []string{"--version"}, 0, "skillface " + version.String() + "\n"},
 		{"help", []string{"-h"}, 0, "Usage: skillface [flags]\n\nEnriches prompt-assembly requests"},
 	}
@@ -39,10 +39,10 @@ func TestRunExitCodes(t *testing.T) {
 // value names its variable; the command line wins over the environment.
 func TestRunEnvironment(t *testing.T) {
 	t.Setenv("SKILLBUS_BODY_BYTES", "lots")
-	servicecmdtest.ExpectExit(t, run, nil, 2, `skillface: SKILLBUS_BODY_BYTES="lots": not a whole number (the environment form of --body-bytes`)
+	servicecmdtest.ExpectExit(t, run, nil, 2, `skillface: SKILLBUS_BODY_BYTES="lots": not a whole number; want one such as 10 (the environment form of --body-bytes`)
 	t.Setenv("SKILLBUS_BODY_BYTES", "0")
 	servicecmdtest.ExpectExit(t, run, nil, 2, "--body-bytes must be positive")
-	servicecmdtest.ExpectExit(t, run, []string{"--body-bytes", "5", "--entry-chars", "10"}, 2, "EntryChars 10 is below the minimum")
+	servicecmdtest.ExpectExit(t, run, []string{"--body-bytes", "5", "--entry-chars", "10"}, 2, `skillface: --entry-chars "10" is below the minimum`)
 }
 
 // TestRunStops: the service starts on a server and stops cleanly (exit

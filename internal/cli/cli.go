@@ -13,6 +13,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -96,13 +97,20 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 				fmt.Fprint(stdout, usageOf(name, c))
 				return ExitOK
 			}
-			fmt.Fprintf(stderr, "skillbus help: unknown command %q; the commands are listed below\n\n", strings.Join(args[1:], " "))
+			fmt.Fprintf(stderr, "skillbus help: unknown command %q; the commands are:\n\n", strings.Join(args[1:], " "))
+			printHelp(stderr, cmds)
+			return ExitUsage
 		}
 		printHelp(stdout, cmds)
 		if len(args) == 0 {
 			return ExitUsage
 		}
 		return ExitOK
+	}
+	args, err := globalFlagsFirst(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "skillbus: %v\n", err)
+		return ExitUsage
 	}
 	name, c, rest, ok := resolve(cmds, args)
 	if !ok {
@@ -114,6 +122,63 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ExitOK
 	}
 	return c.run(ctx, env, rest)
+}
+
+// globalFlags are the flags that may come before the command's name
+// (`skillbus -o json seqs`, `skillbus --context prod runs`), as kubectl
+// takes them: the output flags of the read commands and the NATS
+// connection flags; true for those that take a value.
+var globalFlags = map[string]bool{
+	"o": true, "output": true, "json": false,
+	natsconn.FlagContext: true, natsconn.FlagCreds: true, natsconn.FlagNKey: true,
+	natsconn.FlagCert: true, natsconn.FlagKey: true, natsconn.FlagCA: true,
+}
+
+// globalFlagsFirst moves the flags written before the command's name
+// (globalFlags) to just after it, where the command parses them as its own
+// (a command that does not take one says so). Another flag there is an
+// error saying to put it after the command.
+func globalFlagsFirst(args []string) ([]string, error) {
+	if len(args) == 0 || len(args[0]) < 2 || args[0][0] != '-' {
+		return args, nil
+	}
+	lookup := func(name string) *flag.Flag {
+		takes, ok := globalFlags[name]
+		if !ok {
+			return nil
+		}
+		if takes {
+			return &flag.Flag{Name: name, Value: new(stringList)}
+		}
+		return &flag.Flag{Name: name, Value: jsonFlag{}}
+	}
+	var lead []string
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			break
+		}
+		a = expandShort(lookup, a)
+		name := flagName(a)
+		takes, ok := globalFlags[name]
+		if !ok {
+			return nil, fmt.Errorf("%s before the command: only the output flags (-o, --output, --json) and the connection flags (--context, --creds, --nkey, --tls-cert, --tls-key, --tls-ca) may come before it; write %s after the command's name (`skillbus COMMAND %s ...`)", a, a, a)
+		}
+		lead = append(lead, a)
+		if takes && !strings.Contains(a, "=") {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("%s needs a value, then the command", a)
+			}
+			i++
+			lead = append(lead, args[i])
+		}
+	}
+	if i >= len(args) || args[i] == "--" {
+		return nil, fmt.Errorf("%s: give the command after the flags (`skillbus help` lists the commands)", strings.Join(lead, " "))
+	}
+	out := append([]string{args[i]}, lead...)
+	return append(out, args[i+1:]...), nil
 }
 
 // resolve finds the command a command line names: its first word, then

@@ -143,8 +143,11 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
-		fmt.Fprintf(env.Stderr, "skillbus dev: --dir %s is not a directory\n", *dir)
+		fmt.Fprintf(env.Stderr, "skillbus dev: --dir %s is not a directory; give the directory of your skills and sequences (default .)\n", *dir)
 		return ExitUsage
+	}
+	if code := checkBuiltin(env, "dev", "tools-root", builtin.Config{Root: *toolsRoot, AllowCommands: allow.values}); code >= 0 {
+		return code
 	}
 	if *port != 0 {
 		// The embedded server would wait its whole ready timeout on a port

@@ -29,6 +29,7 @@ func splitArgs(fs *flag.FlagSet, args []string) (flags, pos []string) {
 			pos = append(pos, a)
 			continue
 		}
+		a = expandShort(fs.Lookup, a)
 		flags = append(flags, a)
 		if strings.Contains(a, "=") {
 			continue
@@ -43,6 +44,20 @@ func splitArgs(fs *flag.FlagSet, args []string) (flags, pos []string) {
 		}
 	}
 	return flags, pos
+}
+
+// expandShort rewrites a one-letter flag written with its value attached
+// (-ojson, as kubectl and getopt accept it) as -o=json. A token that names
+// a flag of its own, or whose first letter is no flag taking a value, is
+// left as it is (for fs.Parse to report).
+func expandShort(lookup func(string) *flag.Flag, a string) string {
+	if len(a) < 3 || a[0] != '-' || a[1] == '-' || strings.Contains(a, "=") || lookup(a[1:]) != nil {
+		return a
+	}
+	if f := lookup(a[1:2]); f != nil && !isBoolFlag(f) {
+		return a[:2] + "=" + a[2:]
+	}
+	return a
 }
 
 // flagName returns the name of a flag argument: "--name=v" → "name".
@@ -123,16 +138,25 @@ func findSub(c command, args []string) (int, command) {
 			sets = append(sets, in.fs)
 		}
 	}
-	takesValue := func(name string) bool {
+	lookup := func(name string) *flag.Flag {
 		for _, fs := range sets {
 			if f := fs.Lookup(name); f != nil {
-				return !isBoolFlag(f)
+				return f
 			}
+		}
+		return nil
+	}
+	takesValue := func(name string) bool {
+		if f := lookup(name); f != nil {
+			return !isBoolFlag(f)
 		}
 		return true // unknown: the command reports it
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if len(a) > 2 && a[0] == '-' {
+			a = expandShort(lookup, a)
+		}
 		switch {
 		case a == "--":
 			return -1, command{}

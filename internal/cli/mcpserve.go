@@ -18,6 +18,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/mcpserver"
 	"github.com/skillbus/skillbus/internal/natsconn"
 )
@@ -241,6 +242,9 @@ func serveMCPHTTP(ctx context.Context, env Env, srv *mcpserver.Server, addr, tok
 // registry's problems with DIR's files on stderr until stopProblems is
 // called. It returns a nil stack and the exit code when it cannot start.
 func startLocalStack(ctx context.Context, env Env, dir, toolsRoot, data string, allow []string, log *slog.Logger) (_ *devstack.Stack, stopProblems func(), _ int) {
+	if code := checkBuiltin(env, "mcp serve", "tools-root", builtin.Config{Root: toolsRoot, AllowCommands: allow}); code >= 0 {
+		return nil, nil, code
+	}
 	since := time.Now()
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Dir: dir, DataDir: data, Host: "127.0.0.1", Port: 0,
@@ -248,7 +252,7 @@ func startLocalStack(ctx context.Context, env Env, dir, toolsRoot, data string, 
 		FetchWait: time.Second, Logger: log,
 	})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "skillbus mcp serve: --local: %v\n", err)
+		fmt.Fprintf(env.Stderr, "skillbus mcp serve: --local: %s\n", errtext.Error(err))
 		if errors.Is(err, builtin.ErrConfig) {
 			return nil, nil, ExitUsage
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -222,7 +223,11 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		h(fs, pos, err)
 		return nil, errInspected
 	}
+	r, _ := reporters.LoadAndDelete(fs)
 	if err != nil {
+		if report, ok := r.(func(error)); ok {
+			report(err)
+		}
 		return nil, err
 	}
 	return pos, nil
@@ -250,39 +255,46 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// newFlags returns a flag set that prints errors on stderr, with a pointer
-// to the command's usage (its --help). For a command that talks to NATS (connects) it also defines the
-// connection flags (connUsage), bound to the command's settings. While the
-// command is only being inspected (inspect), the flag set prints nothing and
-// parseInterleaved hands it to the inspector instead of returning.
+// newFlags returns a flag set whose errors parseInterleaved prints on
+// stderr in the words of servicecmd.FlagError (the flag, the value, what it
+// takes), then a one-line pointer to the command's --help rather than the
+// whole usage, so the error stays on the screen. For a command that talks
+// to NATS (connects) it also defines the connection flags (connUsage),
+// bound to the command's settings. While the command is only being
+// inspected (inspect), the flag set prints nothing and parseInterleaved
+// hands it to the inspector instead of returning.
 func newFlags(env Env, name string, c func() command) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(flagErrWriter{env.Stderr, "skillbus " + name + ": "})
-	// After a flag error (printed by fs), a pointer to the usage rather than
-	// all of it, so the error stays on the screen.
-	fs.Usage = func() { fmt.Fprintf(env.Stderr, "Run `skillbus %s --help` for the usage and examples.\n", name) }
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if env.conn != nil && connects(name) {
 		env.conn.Register(fs, false)
 	}
 	if env.inspect != nil {
-		fs.SetOutput(io.Discard)
-		fs.Usage = func() {}
 		inspectors.Store(fs, env.inspect)
+		return fs
 	}
+	reporters.Store(fs, func(err error) {
+		if errors.Is(err, flag.ErrHelp) {
+			if c != nil {
+				fmt.Fprint(env.Stdout, usageOf(name, c()))
+			}
+			return
+		}
+		fmt.Fprintf(env.Stderr, "skillbus %s: %s\n", name, servicecmd.FlagError(fs, err))
+		fmt.Fprintln(env.Stderr, helpHint(name))
+	})
 	return fs
 }
 
-// flagErrWriter writes each Write (one flag error) after a prefix.
-type flagErrWriter struct {
-	w      io.Writer
-	prefix string
-}
+// reporters maps each flag set made by newFlags to the function that
+// prints its parse error, until parseInterleaved takes it.
+var reporters sync.Map // *flag.FlagSet → func(error)
 
-func (p flagErrWriter) Write(b []byte) (int, error) {
-	if _, err := io.WriteString(p.w, p.prefix); err != nil {
-		return 0, err
-	}
-	return p.w.Write(b)
+// helpHint is the line printed under a command line error: where the
+// usage is, instead of the usage itself.
+func helpHint(name string) string {
+	return "Run `skillbus " + name + " --help` for the usage and examples."
 }
 
 // connects reports whether the command (or subcommand, "tools serve")

@@ -95,7 +95,7 @@ func TestConnectionFlags(t *testing.T) {
 		t.Errorf("tools serve --context nope = %d %q; want 2 listing the known contexts", code, errb)
 	}
 	// Offline commands do not take them.
-	if code, _, errb := runMain(t, "validate", "--creds", "x", "."); code != ExitUsage || !strings.Contains(errb, "flag provided but not defined: -creds") {
+	if code, _, errb := runMain(t, "validate", "--creds", "x", "."); code != ExitUsage || !strings.Contains(errb, "unknown flag --creds") {
 		t.Errorf("validate --creds = %d %q; want 2, no such flag", code, errb)
 	}
 	// The help of a connecting command shows them.

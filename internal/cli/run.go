@@ -126,10 +126,9 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	var s *seq.Sequence
 	var inline json.RawMessage
 	if st, err := os.Stat(target); err == nil && !st.IsDir() {
-		data, err := os.ReadFile(target)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
-			return ExitFailure
+		data, code := readSequenceFile(env, "run", target)
+		if code >= 0 {
+			return code
 		}
 		s, err = seq.ParseFile(target, data)
 		if err != nil {
@@ -166,9 +165,13 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		}
 		defer drainWait(nc, 10*time.Second)
 	} else {
+		tools := builtin.Config{Root: *toolsRoot, AllowCommands: allow.values}
+		if code := checkBuiltin(env, "run", "tools-root", tools); code >= 0 {
+			return code
+		}
 		stack, err := devstack.Start(ctx, devstack.Config{
 			DataDir: *dataDir,
-			Tools:   builtin.Config{Root: *toolsRoot, AllowCommands: allow.values},
+			Tools:   tools,
 		})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus run: start the in-process stack: %v\n", err)
@@ -378,6 +381,25 @@ func describeClient(err error, hint404 string) string {
 
 // looksLikeFile reports whether a SEQUENCE argument is meant as a path
 // rather than a stored name.
+// readSequenceFile reads a sequence file named on the command line as
+// `skillbus validate` does (registry.ReadArg: a regular file, through a
+// symlink only inside its directory or the current one, within the size
+// limit). A skill file (SKILL.md, skill.yaml) is refused with a message
+// saying so. It returns the bytes and -1, or an exit code after printing
+// the problem.
+func readSequenceFile(env Env, cmd, path string) ([]byte, int) {
+	if registry.FileKind(path) == "skill" {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %s is a skill, not a sequence: a skill is instructions for a model, listed and injected by skillface, and is not run (`skillbus validate %s` checks it, `skillbus skills info NAME` shows a stored one); give a sequence file (*.seq.yaml, *.seq.json) or a stored sequence's name\n", cmd, path, path)
+		return nil, ExitUsage
+	}
+	data, _, _, err := registry.ReadArg(path, registry.MaxDefinitionBytes(registry.DefaultMaxPayload))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus %s: %s: %s\n", cmd, path, registry.RefusalMessage(err))
+		return nil, ExitFailure
+	}
+	return data, -1
+}
+
 func looksLikeFile(s string) bool {
 	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(s, ".json") || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") || filepath.IsAbs(s)
 }

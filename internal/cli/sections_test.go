@@ -128,7 +128,7 @@ func TestSectionsUsage(t *testing.T) {
 	}{
 		{"no path", []string{"sections"}, ExitUsage, "give exactly one PATH"},
 		{"two paths", []string{"sections", "a", "b"}, ExitUsage, "give exactly one PATH"},
-		{"bad flag", []string{"sections", "--jsn", "a"}, ExitUsage, "flag provided but not defined"},
+		{"bad flag", []string{"sections", "--jsn", "a"}, ExitUsage, "unknown flag --jsn; did you mean --json?"},
 		{"missing file", []string{"sections", filepath.Join(t.TempDir(), "nope.md")}, ExitUsage, "skillbus sections: no file "},
 		{"directory", []string{"sections", t.TempDir()}, ExitUsage, "is a directory; give the path of a Markdown file"},
 	}

@@ -214,10 +214,9 @@ func fileTakesNoConn(env Env, cmd string, fs *flag.FlagSet, name string) int {
 // registry, and calls fn with it and its canonical JSON.
 func withSequence(ctx context.Context, env Env, cmd, name string, fn func(*seq.Sequence, json.RawMessage) int) int {
 	if st, err := os.Stat(name); err == nil && !st.IsDir() {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", cmd, err)
-			return ExitFailure
+		data, code := readSequenceFile(env, cmd, name)
+		if code >= 0 {
+			return code
 		}
 		s, err := seq.ParseFile(name, data)
 		if err != nil {

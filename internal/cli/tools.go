@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/builtin"
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -214,10 +215,14 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus tools serve: unexpected argument %q (the root is given with --root)\n", pos[0])
 		return ExitUsage
 	}
-	p, err := builtin.New(builtin.Config{Root: *root, AllowCommands: allow.values, MaxReadBytes: *maxRead, CommandTimeout: *cmdTimeout, MaxOutputBytes: *maxOutput, Prefix: *prefix})
+	cfg := builtin.Config{Root: *root, AllowCommands: allow.values, MaxReadBytes: *maxRead, CommandTimeout: *cmdTimeout, MaxOutputBytes: *maxOutput, Prefix: *prefix}
+	if code := checkBuiltin(env, "tools serve", "root", cfg); code >= 0 {
+		return code
+	}
+	p, err := builtin.New(cfg)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "skillbus tools serve: %v\n", err)
-		return ExitUsage
+		fmt.Fprintf(env.Stderr, "skillbus tools serve: --root %s: %s\n", *root, errtext.Error(err))
+		return ExitFailure
 	}
 	// The root is closed after the connection is drained (serveService), so
 	// a call still in flight never finds it closed.

@@ -15,7 +15,7 @@ func TestValidateSkills(t *testing.T) {
 	unclosed := writeFile(t, dir, "open/SKILL.md", "---\nname: open\ndescription: d\n")
 	code, out, errs := runCLI(t, "validate", dir)
 	want := []string{
-		bad + `:2: name "Bad_Skill" may hold only lowercase letters a–z, digits and hyphens; e.g. "bad-skill"`,
+		bad + `:2: name "Bad_Skill" may hold only lowercase letters a–z, digits and hyphens, and character 1 'B' (U+0042) is not one of them; e.g. "bad-skill"`,
 		bad + ":3: description is missing or empty: say what the skill does and when to use it",
 		bad + `:4: warning: unknown field "allowed_tools" is ignored; did you mean "allowed-tools"?`,
 		bad + `:5: context "nope" is not allowed; use inline (the default) or fork`,

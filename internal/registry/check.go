@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -62,8 +61,10 @@ type CheckOptions struct {
 //     gets a warning saying how to rename it.
 //
 // A path given explicitly is checked even when its name is not a
-// definition name (as a sequence, with that warning), and through a
-// symlink. Reports are sorted by path. Errors: a path that does not exist
+// definition name (as a sequence, with that warning); a file through a
+// symlink only when the link leads inside the file's own directory (as
+// named) or the current directory (ReadArg), as the registry follows links
+// only inside its tree. Reports are sorted by path. Errors: a path that does not exist
 // or cannot be read (fs errors, wrapped).
 func Check(paths []string, opt CheckOptions) ([]FileReport, error) {
 	if opt.MaxPayload <= 0 {
@@ -103,14 +104,7 @@ func Check(paths []string, opt CheckOptions) ([]FileReport, error) {
 				kind = kindSequence // an explicit file is checked as a sequence
 			}
 			f := &scanned{rel: filepath.ToSlash(root), kind: kind}
-			if !st.Mode().IsRegular() {
-				f.err = fmt.Errorf("%w: %s", ErrNotRegular, describeMode(st.Mode()))
-			} else if real, err := filepath.EvalSymlinks(root); err != nil {
-				f.err = err
-			} else {
-				f.abs, _ = filepath.Abs(real)
-				f.data, f.mtime, f.err = readRegular(f.abs, limit)
-			}
+			f.data, f.abs, f.mtime, f.err = ReadArg(root, limit)
 			add(&entry{f: f, display: root})
 			continue
 		}

@@ -290,3 +290,64 @@ func scan(root string, limit int64, others bool) scanResult {
 	walk(realRoot, root, "")
 	return res
 }
+
+// ReadArg reads a definition file named on the command line (`skillbus
+// validate FILE`, `skillbus run FILE`, `skillbus seqs show FILE`) by the
+// rules the registry applies to the files of its tree (docs/skills.md,
+// "Loading"): only a regular file is read, it is opened without blocking,
+// at most limit bytes are read, and a symlink is followed only when it
+// resolves inside the directory the path names (its parent as given:
+// "skills" for skills/x.seq.yaml, the current directory for x.seq.yaml)
+// or inside the current directory. A link that leads elsewhere — to
+// /etc/passwd, to a device — is refused without being opened. It returns
+// the bytes, the resolved path and the modification time. Errors:
+// ErrOutsideTree, ErrNotRegular, ErrTooLarge (wrapped with the details;
+// refusalMessage words them), or the fs error of a path that does not
+// exist or cannot be read.
+func ReadArg(path string, limit int64) (data []byte, abs string, mtime time.Time, err error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil, "", time.Time{}, err
+	}
+	dir := filepath.Dir(path)
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		realDir, err = filepath.Abs(realDir)
+	}
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	inside := within(realDir, real)
+	wd, werr := os.Getwd()
+	if !inside && werr == nil {
+		if realWD, err := filepath.EvalSymlinks(wd); err == nil {
+			inside = within(realWD, real)
+			wd = realWD
+		}
+	}
+	if !inside {
+		where := fmt.Sprintf("the directory %s", realDir)
+		if werr == nil && wd != realDir {
+			where += fmt.Sprintf(" and the current directory %s", wd)
+		}
+		return nil, real, time.Time{}, fmt.Errorf("%w: a symlink to %s, outside %s; a file named on the command line is read through a symlink only when it leads inside its own directory or the current directory, as the registry reads only what is inside its tree (name the target itself, or copy the file in)", ErrOutsideTree, real, where)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil, real, time.Time{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, real, time.Time{}, fmt.Errorf("%w: %s", ErrNotRegular, describeMode(st.Mode()))
+	}
+	data, mtime, err = readRegular(real, limit)
+	return data, real, mtime, err
+}
+
+// RefusalMessage words an error of ReadArg (or of reading a tree's file)
+// as validate prints it: "not followed: a symlink to …", "not read: a named
+// pipe (FIFO), not a regular file; …", "not read: the file has N bytes or
+// more; …", "cannot read the file: …".
+func RefusalMessage(err error) string { return refusalMessage(err) }

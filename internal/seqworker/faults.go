@@ -91,6 +91,8 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 	for try := 1; ; try++ {
 		octx, cancel := w.tryContext(ctx)
 		err := op(octx)
+		tryEnded := octx.Err() != nil // its time, or a reconnect, ended the try
+		reconnected := errors.Is(octx.Err(), context.Canceled) && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			if try > 1 {
@@ -101,7 +103,7 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 		if ctx.Err() != nil {
 			return errors.Join(ctx.Err(), err)
 		}
-		if !transient(err) {
+		if !tryEnded && !transient(err) {
 			return err
 		}
 		if time.Since(start) > persistFor {
@@ -111,8 +113,8 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 			logged = time.Now()
 			w.log.Warn(what+": passing failure; retrying", "tries", try, "err", err)
 		}
-		if errors.Is(err, errRetryOver) {
-			continue // a compare-and-set to redo over a known revision: at once
+		if errors.Is(err, errRetryOver) || reconnected {
+			continue // a compare-and-set to redo over a known revision, or a try cut by a reconnect: at once
 		}
 		d := wait - wait/5 + rand.N(2*wait/5+1)
 		sleepCtx(ctx, d)
@@ -183,6 +185,29 @@ func (c *connWatch) watch(nc *nats.Conn, done <-chan struct{}) {
 			}
 		}
 	}()
+}
+
+// holderWatch tells a live holder of a run from a silent one. A live
+// holder writes its state's heartbeat every two beats (more often while
+// checkpoints do), so a heartbeat older than two and a half beats — by the
+// clocks, or by the time this worker watched it without seeing it change
+// (which does not depend on the clocks agreeing) — is a silent holder. A
+// dead worker's run is redelivered after the ack wait (three beats) of
+// silence: it is claimed at once.
+type holderWatch struct {
+	seen  time.Time // when the heartbeat below was first seen
+	beat  time.Time // the holder's last heartbeat seen
+	since bool
+}
+
+// silent reports whether the holder whose state shows heartbeat hb is
+// silent, given the beat interval.
+func (h *holderWatch) silent(hb time.Time, beat time.Duration) bool {
+	limit := 2*beat + beat/2
+	if !h.since || hb.After(h.beat) {
+		h.seen, h.beat, h.since = time.Now(), hb, true
+	}
+	return time.Since(hb) >= limit || time.Since(h.seen) >= limit
 }
 
 // passCaller calls tools for one pass of a run: a call interrupted by a

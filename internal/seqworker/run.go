@@ -142,12 +142,12 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 // queued and was made from this very request (the same digest), and a
 // state made from another request under the same run id is refused.
 //
-// A running state whose holder is another worker that beat within the
-// ack wait is not taken over: the server redelivered the request while
-// its holder lives (after a restart or a leader change that lost the
-// holder's in-progress acks). This delivery then waits, holding the
+// A running state whose holder is another worker that still beats
+// (holderWatch) is not taken over: the server redelivered the request
+// while its holder lives (after a restart or a leader change that lost
+// the holder's in-progress acks). This delivery then waits, holding the
 // request, until the run finishes (the request is acknowledged) or the
-// holder falls silent for the ack wait (the run is claimed).
+// holder falls silent (the run is claimed).
 //
 // Passing failures of NATS are retried (persist) rather than handed back.
 func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err error) {
@@ -176,6 +176,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 		}
 	}
 	var waited time.Time // since when a live holder is waited for
+	var live holderWatch
 	for conflicts := 0; conflicts < 3; {
 		var cur *events.RunState
 		var rev uint64
@@ -201,13 +202,13 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				r.setState(cur, rev)
 				r.finishCancelled(ctx, nil, nil)
 				return nil, true, nil
-			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && time.Since(cur.Heartbeat) < w.ackWait:
+			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && !live.silent(cur.Heartbeat, w.beatEvery()):
 				if waited.IsZero() {
 					waited = time.Now()
 					r.log.Info("the run is held by a live worker; waiting for it instead of taking the run over", "holder", cur.Worker, "holder_attempt", cur.Attempt,
 						"heartbeat_age", time.Since(cur.Heartbeat).Round(time.Millisecond))
 				}
-				sleepCtx(ctx, w.beatEvery())
+				sleepCtx(ctx, w.beatEvery()/2)
 				if ctx.Err() != nil {
 					return nil, false, ctx.Err()
 				}
@@ -274,7 +275,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 	w, msg, req := r.w, r.msg, r.req
 	if serr != nil {
 		if !isTerminal(serr) {
-			return w.retry(ctx, msg, req, r.attempt, serr)
+			return r.retry(ctx, serr)
 		}
 		r.log.Warn("run cannot succeed", "err", serr)
 		w.failRun(ctx, req.RunID, req.Sequence, r.attempt, serr.Error())
@@ -308,7 +309,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 			return err
 		})
 		if err != nil {
-			return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("read the checkpoint: %w", err))
+			return r.retry(ctx, fmt.Errorf("read the checkpoint: %w", err))
 		}
 	}
 	if cur != nil && cur.Attempt > 0 {
@@ -488,7 +489,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		r.handBack(ctx, runErr)
 		return runErr
 	case res.Status == seq.StatusInterrupted:
-		return w.retry(ctx, msg, req, r.attempt, runErr)
+		return r.retry(ctx, runErr)
 	}
 	err := r.store(ctx, func(st *events.RunState) error {
 		if ferr := r.fill(ctx, st, res, coder); ferr != nil {
@@ -516,7 +517,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		_ = msg.Ack()
 		return err
 	case err != nil:
-		return w.retry(ctx, msg, req, r.attempt, fmt.Errorf("store run result: %w", err))
+		return r.retry(ctx, fmt.Errorf("store run result: %w", err))
 	}
 	r.mu.Lock()
 	final := *r.st
@@ -626,6 +627,24 @@ func cancelText(c *events.CancelInfo) string {
 		s += ": " + c.Reason
 	}
 	return s
+}
+
+// retry hands a claimed run back to the queue after a failure that could
+// not be waited out here (Worker.retry), first recording it as
+// interrupted (best effort, for 2 s), so that the next delivery takes it
+// over at once instead of waiting for this worker's heartbeat to go
+// silent.
+func (r *run) retry(ctx context.Context, err error) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if serr := r.store(wctx, func(st *events.RunState) error {
+		now := time.Now().UTC()
+		st.Status, st.Error, st.UpdatedAt, st.Interrupted = events.StatusInterrupted, "handed back: "+err.Error(), now, now
+		return nil
+	}); serr != nil && !errors.Is(serr, errLost) && !errors.Is(serr, errCancelled) {
+		r.log.Debug("record the handed-back run", "err", serr)
+	}
+	return r.w.retry(ctx, r.msg, r.req, r.attempt, err)
 }
 
 // retry hands a run back to the queue after a passing failure, with a

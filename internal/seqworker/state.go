@@ -90,7 +90,12 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 		return // no key can be derived from it; the caller logged it
 	}
 	for range 3 {
-		cur, rev, err := w.readState(ctx, runID)
+		var cur *events.RunState
+		var rev uint64
+		err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
+			cur, rev, err = w.readState(octx, runID)
+			return err
+		})
 		if err != nil {
 			w.log.Error("record failed run", "run", runID, "err", err)
 			return
@@ -113,7 +118,10 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 			}
 			st = &keep
 		}
-		_, err = w.writeState(ctx, st, rev)
+		err = w.persist(ctx, "store run state", func(octx context.Context) error {
+			_, err := w.writeState(octx, st, rev)
+			return err
+		})
 		if errors.Is(err, errConflict) {
 			continue
 		}

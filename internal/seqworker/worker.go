@@ -38,9 +38,13 @@
 //   - A run that cannot succeed (unknown sequence, undecodable request or
 //     sequence, an identifier over its limit, a checkpoint of a changed
 //     sequence) is terminated at once (Term) with the reason in its RUNS
-//     state when it has a usable run id. Passing failures (NATS or KV
-//     unavailable) are redelivered with a doubling delay; a run whose
-//     deliveries are exhausted ends failed in RUNS with the reason.
+//     state when it has a usable run id. Faults of NATS itself (a state
+//     write timing out while a stream elects a leader, a lost connection,
+//     a reply lost across a reconnect) do not use the run's deliveries:
+//     they are waited out on the worker that holds the run (faults.go;
+//     docs/runs.md, "NATS faults"). What still fails after that is handed
+//     back with a doubling delay; a run whose deliveries are exhausted
+//     ends failed in RUNS with the reason.
 //   - Boot runs have deterministic ids (BootRunID), are guarded by a
 //     create-only RUNS key and published with Nats-Msg-Id, so each boot
 //     sequence runs once per agent and boot id however many replicas see

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"sort"
@@ -76,9 +77,11 @@ type Flags struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	version    bool
-	shared     []string  // names of the shared flags, for the help
-	unknownEnv []string  // SKILLBUS_* variables that name no flag
-	started    time.Time // when FlagSet was called: about the process start
+	shared     []string          // names of the shared flags, for the help
+	unknownEnv []string          // SKILLBUS_* variables that name no flag
+	fromEnv    map[string]string // flag → the SKILLBUS_* variable that set it (not overridden)
+	set        *flag.FlagSet     // the flag set FlagSet returned
+	started    time.Time         // when FlagSet was called: about the process start
 }
 
 // FlagSet returns a flag set for cmd with the shared flags registered on f
@@ -87,6 +90,7 @@ type Flags struct {
 func (f *Flags) FlagSet(cmd Command, stdout, stderr io.Writer) *flag.FlagSet {
 	f.cmd, f.stdout, f.stderr, f.started = cmd, stdout, stderr, time.Now()
 	fs := flag.NewFlagSet(cmd.Name, flag.ContinueOnError)
+	f.set = fs
 	fs.SetOutput(stderr)
 	fs.Usage = func() { f.usage(fs, stdout) }
 	before := map[string]bool{}
@@ -110,21 +114,36 @@ func (f *Flags) FlagSet(cmd Command, stdout, stderr io.Writer) *flag.FlagSet {
 // Parse sets every flag of fs from its SKILLBUS_* variable (EnvName), then
 // parses args: a flag on the command line wins. It returns exit < 0 to go
 // on, or the exit code to return now: 0 after --help or --version (printed
-// on stdout), 2 for a bad flag, a malformed variable (the message names the
-// variable) or stray arguments when maxArgs (-1 = any) is exceeded.
+// on stdout), 2 for a bad flag (the error, then a one-line pointer to
+// --help: the error is not lost above the help), a malformed variable (the
+// message names the variable), a --health-addr that is no address, or
+// stray arguments when maxArgs (-1 = any) is exceeded.
 func (f *Flags) Parse(fs *flag.FlagSet, args []string, maxArgs int) (exit int) {
-	unknown, err := ApplyEnv(fs)
+	unknown, fromEnv, err := applyEnv(fs, os.LookupEnv, os.Environ())
 	f.unknownEnv = unknown
 	if err != nil {
 		fmt.Fprintf(f.stderr, "%s: %v\n", f.cmd.Name, err)
 		return 2
 	}
-	if err := fs.Parse(args); err != nil {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err = fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			f.usage(fs, f.stdout)
 			return 0
 		}
+		fmt.Fprintf(f.stderr, "%s: %s\nRun `%s --help` for the flags and examples.\n", f.cmd.Name, FlagError(fs, err), f.cmd.Name)
 		return 2
 	}
+	// A variable overridden on the command line is no longer the source.
+	for _, name := range commandLineFlags(args[:len(args)-fs.NArg()]) {
+		delete(fromEnv, name)
+	}
+	f.fromEnv = fromEnv
 	if f.version {
 		fmt.Fprintf(f.stdout, "%s %s\n", f.cmd.Name, version.String())
 		return 0
@@ -138,10 +157,79 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, maxArgs int) (exit int) {
 		return 2
 	}
 	if f.ShutdownBudget < time.Second {
-		fmt.Fprintf(f.stderr, "%s: --shutdown-budget %v: want at least 1s\n", f.cmd.Name, f.ShutdownBudget)
+		fmt.Fprintf(f.stderr, "%s: %s: want at least 1s\n", f.cmd.Name, f.Source("shutdown-budget"))
 		return 2
 	}
+	if f.HealthAddr != "" {
+		if err := CheckListenAddr(f.HealthAddr); err != nil {
+			fmt.Fprintf(f.stderr, "%s: %s: %v\n", f.cmd.Name, f.Source("health-addr"), err)
+			return 2
+		}
+	}
 	return -1
+}
+
+// Source names where the value of the flag called name came from, with
+// the value, for a message about it: `--log-level "verbose"` when it was
+// given on the command line (or is the default), `SKILLBUS_LOG_LEVEL="verbose"
+// (the environment form of --log-level)` when its SKILLBUS_* variable set
+// it. Call it after Parse.
+func (f *Flags) Source(name string) string {
+	fl := f.flagSet().Lookup(name)
+	v := ""
+	if fl != nil {
+		v = fl.Value.String()
+	}
+	if env, ok := f.fromEnv[name]; ok {
+		return fmt.Sprintf("%s=%q (the environment form of --%s)", env, v, name)
+	}
+	return fmt.Sprintf("--%s %q", name, v)
+}
+
+// flagSet returns the flag set FlagSet made (for Source).
+func (f *Flags) flagSet() *flag.FlagSet {
+	if f.set == nil {
+		return flag.NewFlagSet("", flag.ContinueOnError)
+	}
+	return f.set
+}
+
+// commandLineFlags returns the names of the flags written in args (the
+// arguments fs.Parse consumed): each token starting with '-' before "--".
+// A flag's value that starts with '-' is counted too, which can only make
+// Source name the command line where the variable was overridden anyway.
+func commandLineFlags(args []string) []string {
+	var names []string
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			n := strings.TrimLeft(a, "-")
+			n, _, _ = strings.Cut(n, "=")
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// CheckListenAddr checks that addr is an address a server can listen on
+// (HOST:PORT or :PORT, the port a number or a service name), without
+// listening: a mistyped --health-addr is a configuration error (exit 2),
+// while an address in use is only found when listening (exit 1).
+func CheckListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return fmt.Errorf("%s; want HOST:PORT or :PORT, such as :8080 or 127.0.0.1:8080", ae.Err)
+		}
+		return fmt.Errorf("want HOST:PORT or :PORT, such as :8080 or 127.0.0.1:8080")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is not a port number; want HOST:PORT or :PORT, such as :8080", port)
+	}
+	return nil
 }
 
 // ApplyEnv sets every flag of fs (but --version and --help) from its
@@ -150,11 +238,15 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, maxArgs int) (exit int) {
 // variables of the environment that name no flag of fs (sorted), and an
 // error naming the variable for a malformed value.
 func ApplyEnv(fs *flag.FlagSet) (unknown []string, err error) {
-	return applyEnv(fs, os.LookupEnv, os.Environ())
+	unknown, _, err = applyEnv(fs, os.LookupEnv, os.Environ())
+	return unknown, err
 }
 
-func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []string) (unknown []string, err error) {
+// applyEnv is ApplyEnv also returning the flags it set: flag name →
+// variable name.
+func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []string) (unknown []string, set map[string]string, err error) {
 	known := map[string]bool{}
+	set = map[string]string{}
 	fs.VisitAll(func(fl *flag.Flag) {
 		if fl.Name == "version" || fl.Name == "help" || fl.Name == "h" {
 			return
@@ -172,8 +264,10 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []st
 			e = fs.Set(fl.Name, v)
 		}
 		if e != nil {
-			err = fmt.Errorf("%s=%q: %v (the environment form of --%s; unset it or fix the value)", name, v, friendlyParseError(fl, e), fl.Name)
+			err = fmt.Errorf("%s=%q: %v (the environment form of --%s; unset it or fix the value)", name, v, valueHint(fl, e), fl.Name)
+			return
 		}
+		set[fl.Name] = name
 	})
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -182,25 +276,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []st
 		}
 	}
 	sort.Strings(unknown)
-	return unknown, err
-}
-
-// friendlyParseError says in words what value the flag fl takes, from the
-// type of its value (the flag package's errors say only "parse error").
-func friendlyParseError(fl *flag.Flag, err error) string {
-	if g, ok := fl.Value.(flag.Getter); ok {
-		switch g.Get().(type) {
-		case bool:
-			return "not a boolean; want true or false"
-		case int, int64, uint, uint64:
-			return "not a whole number"
-		case float64:
-			return "not a number"
-		case time.Duration:
-			return "not a duration; want a number with a unit, like 30s or 2m"
-		}
-	}
-	return err.Error()
+	return unknown, set, err
 }
 
 // usage writes the help text: synopsis, about, the service's own flags,
@@ -313,7 +389,7 @@ func wrap(text string, width int) []string {
 func (f *Flags) Logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.LogLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.LogLevel)
+		return nil, fmt.Errorf("%s: want debug, info, warn or error", f.Source("log-level"))
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler = slog.NewTextHandler(w, opts)

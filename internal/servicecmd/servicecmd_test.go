@@ -123,15 +123,23 @@ func TestHelpAndVersion(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"--nope"}, "unknown flag --nope"},
 		{[]string{"a", "b"}, `demo: at most 1 argument(s), got ["a" "b"]`},
-		{[]string{"--shutdown-budget", "1ms"}, "--shutdown-budget 1ms: want at least 1s"},
+		{[]string{"--shutdown-budget", "1ms"}, `--shutdown-budget "1ms": want at least 1s`},
+		{[]string{"--health-addr", "garbage"}, `--health-addr "garbage": missing port in address; want HOST:PORT`},
+		{[]string{"--health-addr", ":http-nope"}, `--health-addr ":http-nope": port "http-nope" is not a port number`},
+		{[]string{"--replicas", "three"}, `demo: --replicas "three": not a whole number`},
 	} {
 		var f servicecmd.Flags
 		var stderr strings.Builder
 		fs := f.FlagSet(demo, io.Discard, &stderr)
 		if code := f.Parse(fs, tc.args, 1); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("Parse(%q) = %d, %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+		// The error comes first and alone: at most a pointer to --help
+		// follows, not the 80 lines of help that pushed it off the screen.
+		if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); !strings.HasPrefix(lines[0], "demo: ") || len(lines) > 2 {
+			t.Errorf("Parse(%q) printed %d line(s), the first %q; want the error first and at most a hint", tc.args, len(lines), lines[0])
 		}
 	}
 }
@@ -166,7 +174,7 @@ func TestEnvironment(t *testing.T) {
 		t.Errorf("the command line should win: own %d, memory %v", *own, f.Memory)
 	}
 	for _, tc := range []struct{ name, value, want string }{
-		{"SKILLBUS_OWN", "many", `SKILLBUS_OWN="many": not a whole number (the environment form of --own`},
+		{"SKILLBUS_OWN", "many", `SKILLBUS_OWN="many": not a whole number; want one such as 10 (the environment form of --own`},
 		{"SKILLBUS_MEMORY", "yes", `SKILLBUS_MEMORY="yes": not a boolean; want true or false`},
 		{"SKILLBUS_SHUTDOWN_BUDGET", "25", `SKILLBUS_SHUTDOWN_BUDGET="25": not a duration`},
 	} {
@@ -202,6 +210,17 @@ func TestLoggerAndProvision(t *testing.T) {
 	f, _, _ = flags(t, "--log-level", "loud")
 	if _, err := f.Logger(io.Discard); err == nil || err.Error() != `--log-level "loud": want debug, info, warn or error` {
 		t.Errorf("Logger(--log-level loud) = %v", err)
+	}
+	// A value from the environment is named by its variable, unless the
+	// command line overrode it.
+	t.Setenv("SKILLBUS_LOG_LEVEL", "verbose")
+	f, _, _ = flags(t)
+	if _, err := f.Logger(io.Discard); err == nil || err.Error() != `SKILLBUS_LOG_LEVEL="verbose" (the environment form of --log-level): want debug, info, warn or error` {
+		t.Errorf("Logger(SKILLBUS_LOG_LEVEL=verbose) = %v", err)
+	}
+	f, _, _ = flags(t, "--log-level=loud")
+	if _, err := f.Logger(io.Discard); err == nil || err.Error() != `--log-level "loud": want debug, info, warn or error` {
+		t.Errorf("Logger(SKILLBUS_LOG_LEVEL=verbose --log-level=loud) = %v", err)
 	}
 }
 

@@ -82,13 +82,23 @@ func (d *decoder) check(s *Sequence) {
 		for ci := range g.Tools {
 			c := &g.Tools[ci]
 			ca := at{group: gi + 1, gname: g.Name, tool: ci + 1, tname: c.Tool}
-			refsIn(c.Args, func(k string) {
-				if _, ok := g.In[k]; !ok {
-					d.errf(ErrDataflow, ca, "args", nil, "reads $args.%s, but %q is not declared in the group's `in`; add \"%s\": TYPE to `in` (%s)", k, k, k, d.scopeHint(s, gi, provType))
-				}
-			}, func(ref string) {
-				d.errf(ErrDataflow, ca, "args", nil, "%q is not a valid reference; write $args.KEY with KEY %s", ref, keyRule)
-			})
+			// Each top-level argument is searched on its own, so a problem
+			// is reported at that argument's line.
+			for _, ak := range sortedAnyKeys(c.Args) {
+				line := d.fieldLines[fieldAt{gi + 1, ci + 1, "args." + ak}]
+				refsIn(c.Args[ak], func(k string) {
+					if _, ok := g.In[k]; ok {
+						return
+					}
+					if pg, ok := provided[k]; ok && pg == gi+1 {
+						d.errfLine(ErrDataflow, ca, "args", line, "reads $args.%s, but %q is an out slot of this same group (written by %s); the calls of a group run at once and its slots are written only when they finish, so no call can read a slot of its own group: move this call to a later group and declare \"%s\": %s in that group's `in`", k, k, writerOf(g, k), k, provType[k])
+						return
+					}
+					d.errfLine(ErrDataflow, ca, "args", line, "reads $args.%s, but %q is not declared in the group's `in`; add \"%s\": TYPE to `in` (%s)", k, k, k, scopeHint(gi, provided, provType))
+				}, func(ref string) {
+					d.errfLine(ErrDataflow, ca, "args", line, "%q is not a valid reference; write $args.KEY with KEY %s", ref, keyRule)
+				})
+			}
 			if c.As != "" {
 				if t, ok := g.Out[c.As]; !ok {
 					d.errf(ErrDataflow, ca, "as", nil, "writes the slot %q, which the group's `out` does not declare; add \"%s\": TYPE to `out`, or fix the name (declared: %s)", c.As, c.As, keyList(g.Out))
@@ -177,17 +187,48 @@ func (d *decoder) checkTriggered(s *Sequence) {
 	}
 }
 
-// scopeHint describes what a group could declare in `in`.
-func (d *decoder) scopeHint(s *Sequence, gi int, provType map[string]Type) string {
+// scopeHint describes what group gi (0-based) could declare in `in`: the
+// out slots of the groups before it (provided maps each slot to the 1-based
+// group that declares it, this group's own included, which are left out).
+func scopeHint(gi int, provided map[string]int, provType map[string]Type) string {
 	var avail []string
 	for k, t := range provType {
-		avail = append(avail, k+": "+string(t))
+		if provided[k] <= gi {
+			avail = append(avail, k+": "+string(t))
+		}
 	}
 	sort.Strings(avail)
-	if len(avail) == 0 {
-		return "a key no earlier group writes becomes a run argument"
+	switch {
+	case len(avail) > 0:
+		return "earlier groups write " + strings.Join(avail, ", ") + "; any other key becomes a run argument"
+	case gi == 0:
+		return "this is the first group, so every key in its `in` is a run argument"
 	}
-	return "earlier groups write " + strings.Join(avail, ", ") + "; any other key becomes a run argument"
+	return "no earlier group writes an out slot, so every key in its `in` is a run argument"
+}
+
+// writerOf names the calls of g that write slot k ("tool 2 \"fs.read\"").
+func writerOf(g *Group, k string) string {
+	var ws []string
+	for ci, c := range g.Tools {
+		if c.As == k {
+			ws = append(ws, fmt.Sprintf("tool %d %q", ci+1, c.Tool))
+		}
+	}
+	if len(ws) == 0 {
+		return "no call yet"
+	}
+	return strings.Join(ws, " and ")
+}
+
+// sortedAnyKeys returns m's keys in order.
+func sortedAnyKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (d *decoder) checkSignature(s *Sequence, n *node) {

@@ -28,9 +28,12 @@ func checkParsed(t *testing.T, s *Sequence, err error) {
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("error %v is not a non-empty Errors", err)
 		}
-		for _, e := range errs {
+		for i, e := range errs {
 			if e.Kind == nil || e.Message == "" {
 				t.Fatalf("problem without kind or message: %+v", e)
+			}
+			if i > 0 && e.Line < errs[i-1].Line {
+				t.Fatalf("problems out of line order: line %d after line %d:\n%v", e.Line, errs[i-1].Line, errs)
 			}
 		}
 		return
@@ -58,6 +61,8 @@ func FuzzParseYAML(f *testing.F) {
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"))
 	f.Add([]byte("name: 开机自检\nboot: true\ngroups:\n  - name: 检查磁盘\n    tools: [{tool: t}]\n  - name: cafe\u0301\n    tools: [{tool: t}]\n  - name: pаyments\n    tools: [{tool: t}]\n"))
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    in: {n: number}\n    when: $args.n > 1e308 || size('" + strings.Repeat("x", 50) + "' + '') > 1\n    tools: [{tool: t, args: {a: 9007199254740993.0, b: 0x1F, c: .5, d: 1e999}}]\n"))
+	f.Add([]byte("name: t3\n\n\ngruops:\n\n\n  - name: g\n    missing: degarde\n    when: >-\n      $args.x >\ntimezone: europe/berlin\n"))
+	f.Add([]byte("---\nname: s\ndescription: d\n---\n# Title\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseYAML(data)
 		checkParsed(t, s, err)

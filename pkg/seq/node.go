@@ -17,13 +17,14 @@ import (
 // are read into it first, keeping key order, duplicate keys and (for YAML)
 // line numbers, so that one decoder turns either into a Sequence.
 type node struct {
-	kind  nodeKind
-	line  int      // 1-based YAML line; 0 for JSON
-	str   string   // kindString; kindNumber holds the number's text
-	b     bool     // kindBool
-	keys  []string // kindObject, in source order
-	vals  []*node  // kindObject values (parallel to keys) or kindArray items
-	isInt bool     // kindNumber: an integer literal
+	kind   nodeKind
+	line   int      // 1-based YAML line; 0 for JSON
+	str    string   // kindString; kindNumber holds the number's text
+	b      bool     // kindBool
+	keys   []string // kindObject, in source order
+	klines []int    // kindObject: the 1-based YAML line of each key (parallel to keys); nil for JSON
+	vals   []*node  // kindObject values (parallel to keys) or kindArray items
+	isInt  bool     // kindNumber: an integer literal
 }
 
 type nodeKind int
@@ -36,6 +37,16 @@ const (
 	kindObject
 	kindArray
 )
+
+// keyLine returns the 1-based YAML line of the i-th key of an object (the
+// line a problem of that field is reported at: the key's, not its value's,
+// which may start lines later); 0 for JSON.
+func (n *node) keyLine(i int) int {
+	if i < len(n.klines) {
+		return n.klines[i]
+	}
+	return 0
+}
 
 // describe names a node's kind for messages: "a string", "an object", ...
 func (n *node) describe() string {
@@ -53,6 +64,20 @@ func (n *node) describe() string {
 	default:
 		return "a list"
 	}
+}
+
+// snippetRunes bounds how much of a document that is not a sequence at
+// all (a file read by mistake: /etc/passwd through a symlink) a message
+// quotes: enough to recognise it, never its content.
+const snippetRunes = 20
+
+// describeShort is describe for a whole document: a string is quoted only
+// as a short snippet of its start.
+func (n *node) describeShort() string {
+	if n.kind != kindString {
+		return n.describe()
+	}
+	return fmt.Sprintf("text starting %q, not a mapping", clip(n.str, snippetRunes))
 }
 
 // clip shortens s to at most n runes for messages.
@@ -209,12 +234,34 @@ func parseYAMLNode(data []byte) (*node, error) {
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
+		if frontmatter(data, &doc) {
+			return nil, errors.New("the file is Markdown with YAML frontmatter (between two `---` lines, then text), as a skill's SKILL.md is, not a sequence; a sequence file is one YAML document: name, groups, ...")
+		}
 		return nil, errors.New("the file holds more than one YAML document (a second `---`); keep one sequence per file")
 	}
 	if len(doc.Content) == 0 {
 		return nil, errors.New("the file is empty; write a sequence: name, groups, ...")
 	}
 	return fromYAML(doc.Content[0], 0)
+}
+
+// frontmatter reports whether a file whose first YAML document is doc
+// looks like a Markdown file with YAML frontmatter (a SKILL.md): its first
+// line is "---" and that document is a mapping without the sequence's
+// `groups`.
+func frontmatter(data []byte, doc *yaml.Node) bool {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	if string(bytes.TrimRight(first, " \r")) != "---" || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return false
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "groups" {
+			return false
+		}
+	}
+	return true
 }
 
 func fromYAML(y *yaml.Node, depth int) (*node, error) {
@@ -244,6 +291,7 @@ func fromYAML(y *yaml.Node, depth int) (*node, error) {
 				return nil, err
 			}
 			n.keys = append(n.keys, k.Value)
+			n.klines = append(n.klines, k.Line)
 			n.vals = append(n.vals, vn)
 		}
 		return n, nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -108,19 +109,77 @@ type at struct {
 type decoder struct {
 	problems
 	lines map[[2]int]int // (group, tool) → YAML line, for problems found after decoding
+	// fieldLines holds the YAML line of each field's key — of the
+	// sequence (group 0), a group (tool 0) or a call; nested fields as
+	// "in.KEY", "out.KEY", "args.KEY" — so a problem found after decoding
+	// (dataflow, `when`) is reported at the line of the field it is about,
+	// not at its group's or call's first line.
+	fieldLines map[fieldAt]int
 }
 
-func (d *decoder) errf(kind error, a at, field string, n *node, format string, args ...any) {
-	e := &Error{Kind: kind, Group: a.group, GroupName: a.gname, Tool: a.tool, ToolName: a.tname, Field: field, Message: fmt.Sprintf(format, args...)}
-	if n != nil {
-		e.Line = n.line
-	} else {
-		e.Line = d.lines[[2]int{a.group, a.tool}]
+// fieldAt names one field: Group and Tool as in Error (0 = none).
+type fieldAt struct {
+	group, tool int
+	field       string
+}
+
+// noteFields records the key line of every field of object n (prefix
+// "in.", "out.", "args." for nested ones).
+func (d *decoder) noteFields(n *node, a at, prefix string) {
+	for i, k := range n.keys {
+		if l := n.keyLine(i); l > 0 {
+			d.fieldLines[fieldAt{a.group, a.tool, prefix + k}] = l
+		}
 	}
+}
+
+// lineOf is the line of a problem about field at a found without a node:
+// the field's key line (for "in.x" that of in.x, else of in), else the
+// line of the call or group.
+func (d *decoder) lineOf(a at, field string) int {
+	for f := field; f != ""; {
+		if l := d.fieldLines[fieldAt{a.group, a.tool, f}]; l > 0 {
+			return l
+		}
+		i := strings.LastIndexByte(f, '.')
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return d.lines[[2]int{a.group, a.tool}]
+}
+
+// errf records a problem at the line of node n (the value at fault) or,
+// when n is nil, at the line of field (lineOf).
+func (d *decoder) errf(kind error, a at, field string, n *node, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.line
+	}
+	d.errfLine(kind, a, field, line, format, args...)
+}
+
+// errfLine records a problem at line, or at lineOf(a, field) when line is 0.
+func (d *decoder) errfLine(kind error, a at, field string, line int, format string, args ...any) {
+	e := &Error{Kind: kind, Group: a.group, GroupName: a.gname, Tool: a.tool, ToolName: a.tname, Field: field, Message: fmt.Sprintf(format, args...)}
+	if line == 0 {
+		line = d.lineOf(a, field)
+	}
+	e.Line = line
 	d.add(e)
 }
 
-// fields checks an object's keys against the allowed ones.
+// fail returns the problems found, ordered by line (stable: problems on
+// one line, and every problem of the JSON form, which has no lines, keep
+// the order they were found in).
+func (d *decoder) fail() error {
+	sort.SliceStable(d.list, func(i, j int) bool { return d.list[i].Line < d.list[j].Line })
+	return d.err()
+}
+
+// fields checks an object's keys against the allowed ones. An unknown
+// field is reported at its key's line (its value may start lines later).
 func (d *decoder) fields(n *node, allowed []string, what string, a at) {
 	for i, k := range n.keys {
 		if !slices.Contains(allowed, k) {
@@ -128,7 +187,11 @@ func (d *decoder) fields(n *node, allowed []string, what string, a at) {
 			if s := suggest.Closest(k, allowed); s != "" {
 				hint = fmt.Sprintf(" Did you mean %q?", s)
 			}
-			d.errf(ErrUnknownField, a, "", n.vals[i], "unknown field %q in %s; the allowed fields are %s.%s Remove it or rename it.", k, what, strings.Join(allowed, ", "), hint)
+			line := n.keyLine(i)
+			if line == 0 {
+				line = n.vals[i].line
+			}
+			d.errfLine(ErrUnknownField, a, "", line, "unknown field %q in %s; the allowed fields are %s.%s Remove it or rename it.", k, what, strings.Join(allowed, ", "), hint)
 		}
 	}
 }
@@ -168,12 +231,13 @@ func (d *decoder) boolean(n *node, a at, field string) (bool, bool) {
 }
 
 func fromNode(root *node) (*Sequence, error) {
-	d := &decoder{lines: map[[2]int]int{}}
+	d := &decoder{lines: map[[2]int]int{}, fieldLines: map[fieldAt]int{}}
 	if root.kind != kindObject {
-		d.errf(ErrSyntax, at{}, "", root, "got %s; a sequence is an object with the fields %s", root.describe(), strings.Join(seqFields, ", "))
-		return nil, d.err()
+		d.errf(ErrSyntax, at{}, "", root, "got %s; a sequence is an object with the fields %s", root.describeShort(), strings.Join(seqFields, ", "))
+		return nil, d.fail()
 	}
 	s := &Sequence{}
+	d.noteFields(root, at{}, "")
 	d.fields(root, seqFields, "the sequence", at{})
 	if v, ok := d.str(root.get("name"), at{}, "name", `"repo-survey"`); ok {
 		v = NormalizeName(v)
@@ -221,14 +285,14 @@ func fromNode(root *node) (*Sequence, error) {
 		}
 	}
 	if len(d.list) > 0 {
-		return nil, d.err()
+		return nil, d.fail()
 	}
 	d.check(s)
 	if sn := root.get("signature"); sn != nil && len(d.list) == 0 {
 		d.checkSignature(s, sn)
 	}
-	if err := d.err(); err != nil {
-		return nil, err
+	if len(d.list) > 0 {
+		return nil, d.fail()
 	}
 	return s, nil
 }
@@ -243,6 +307,7 @@ func (d *decoder) group(idx int, gn *node) Group {
 		d.errf(ErrInvalidValue, a, "", gn, "got %s; each group is an object with the fields %s", gn.describe(), strings.Join(groupFields, ", "))
 		return g
 	}
+	d.noteFields(gn, a, "")
 	if v, ok := d.str(gn.get("name"), a, "name", `"fetch"`); ok {
 		v = NormalizeName(v)
 		a.gname = v
@@ -268,7 +333,7 @@ func (d *decoder) group(idx int, gn *node) Group {
 	}
 	if v, ok := d.str(gn.get("missing"), a, "missing", `"skip"`); ok {
 		if !slices.Contains([]string{"fail", "skip", "degrade"}, v) {
-			d.errf(ErrInvalidValue, a, "missing", gn.get("missing"), "got %q; missing must be one of fail (the default: the run fails), skip (the call is left out, its slot is null), degrade (the slot gets the call's fallback)", clip(v, 40))
+			d.errf(ErrInvalidValue, a, "missing", gn.get("missing"), "got %q;%s missing must be one of fail (the default: the run fails), skip (the call is left out, its slot is null), degrade (the slot gets the call's fallback)", clip(v, 40), didYouMean(v, []string{"fail", "skip", "degrade"}))
 		}
 		g.Missing = Missing(v)
 	}
@@ -285,7 +350,7 @@ func (d *decoder) group(idx int, gn *node) Group {
 	}
 	if v, ok := d.str(gn.get("on_error"), a, "on_error", `"continue"`); ok {
 		if !slices.Contains([]string{"abort", "continue", "retry"}, v) {
-			d.errf(ErrInvalidValue, a, "on_error", gn.get("on_error"), "got %q; on_error must be one of abort (the default: the run fails), continue (the failed call's slot is null), retry (retry with backoff, then abort; needs retries: 1–%d)", clip(v, 40), MaxRetries)
+			d.errf(ErrInvalidValue, a, "on_error", gn.get("on_error"), "got %q;%s on_error must be one of abort (the default: the run fails), continue (the failed call's slot is null), retry (retry with backoff, then abort; needs retries: 1–%d)", clip(v, 40), didYouMean(v, []string{"abort", "continue", "retry"}), MaxRetries)
 		}
 		g.OnError = OnError(v)
 	}
@@ -344,6 +409,7 @@ func (d *decoder) slots(n *node, a at, field string) map[string]Type {
 		d.errf(ErrInvalidValue, a, field, n, "got %s; %s must be an object of key: type, for example {\"repo\": \"string\", \"limit\": \"integer\"}", n.describe(), field)
 		return nil
 	}
+	d.noteFields(n, a, field+".")
 	m := make(map[string]Type, len(n.keys))
 	for i, k := range n.keys {
 		v := n.vals[i]
@@ -352,7 +418,13 @@ func (d *decoder) slots(n *node, a at, field string) map[string]Type {
 			continue
 		}
 		if v.kind != kindString || !validType(Type(v.str)) {
-			d.errf(ErrInvalidValue, a, field+"."+k, v, "got %s; the type must be one of %s", v.describe(), legalTypes)
+			hint := ""
+			if v.kind == kindString {
+				if t := suggestType(v.str); t != "" {
+					hint = fmt.Sprintf(" did you mean %q?", t)
+				}
+			}
+			d.errf(ErrInvalidValue, a, field+"."+k, v, "got %s;%s the type must be one of %s", v.describe(), hint, legalTypes)
 			continue
 		}
 		m[k] = Type(v.str)
@@ -372,6 +444,7 @@ func (d *decoder) call(g Group, a at, cn *node) Call {
 		d.errf(ErrInvalidValue, a, "", cn, "got %s; a tool call is an object with the fields %s", cn.describe(), strings.Join(callFields, ", "))
 		return c
 	}
+	d.noteFields(cn, a, "")
 	if v, ok := d.str(cn.get("tool"), a, "tool", `"fs.read"`); ok {
 		a.tname = v
 		c.Tool = v
@@ -386,6 +459,7 @@ func (d *decoder) call(g Group, a at, cn *node) Call {
 		if an.kind != kindObject {
 			d.errf(ErrInvalidValue, a, "args", an, "got %s; args must be an object, for example {\"path\": \"$args.path\"}", an.describe())
 		} else {
+			d.noteFields(an, a, "args.")
 			if len(an.keys) > 0 { // `args: {}` and no args are the same call
 				c.Args = an.toValue().(map[string]any)
 			}

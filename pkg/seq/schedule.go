@@ -295,6 +295,9 @@ func checkTimeZone(tz, schedule string, hasSchedule bool) string {
 		if i := strings.IndexFunc(tz, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
 			hint = " (it contains a space or control character)"
 		}
+		if z := suggestZone(tz); z != "" {
+			return fmt.Sprintf("unknown time zone %q%s; did you mean %q? Names are case-sensitive: Region/City from the IANA time zone database", clip(tz, 60), hint, z)
+		}
 		return fmt.Sprintf("unknown time zone %q%s; write %s (names are case-sensitive: Region/City from the IANA time zone database)", clip(tz, 60), hint, example)
 	}
 	switch {

@@ -41,7 +41,7 @@ func ExampleParse_errors() {
 	var fe *skill.FieldError
 	fmt.Println(errors.Is(err, skill.ErrBadValue), errors.As(err, &fe) && fe.Field == "name")
 	// Output:
-	// SKILL.md:2: name "PDF Forms" may hold only lowercase letters a–z, digits and hyphens; e.g. "pdf-forms"
+	// SKILL.md:2: name "PDF Forms" may hold only lowercase letters a–z, digits and hyphens, and character 1 'P' (U+0050) is not one of them; e.g. "pdf-forms"
 	// SKILL.md:4: context "background" is not allowed; use inline (the default) or fork
 	// true true
 }

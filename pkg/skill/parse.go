@@ -12,9 +12,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/text/unicode/norm"
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillbus/skillbus/internal/suggest"
@@ -321,6 +323,10 @@ func (p *parser) fields(root *yaml.Node, s *Skill, format Format, dir string) {
 	}
 	seen := map[string]int{}
 	var nameLine, descLine int
+	// nameOK and descOK are false when the field was given with a wrong
+	// type: that error is reported, and "missing" would be a second one
+	// for the same mistake.
+	nameOK, descOK := true, true
 	var invocation *yaml.Node
 	var dmi, userInv *yaml.Node
 	var allowedLine, disallowedLine int
@@ -344,10 +350,10 @@ func (p *parser) fields(root *yaml.Node, s *Skill, format Format, dir string) {
 			}
 			switch key {
 			case "name":
-				s.Name, _ = p.str(vn, key)
+				s.Name, nameOK = p.str(vn, key)
 				nameLine = vn.Line
 			case "description":
-				s.Description, _ = p.str(vn, key)
+				s.Description, descOK = p.str(vn, key)
 				descLine = vn.Line
 			case "license":
 				s.License, _ = p.str(vn, key)
@@ -417,8 +423,13 @@ func (p *parser) fields(root *yaml.Node, s *Skill, format Format, dir string) {
 
 	// name (Agent Skills spec)
 	switch {
+	case s.Name == "" && !nameOK:
 	case s.Name == "":
-		p.errf(nameLine, "name", ErrMissingField, "name is missing: add `name: %s` (lowercase letters, digits and hyphens)", suggestName(dir))
+		example, ok := suggestName(dir)
+		if !ok {
+			example = "my-skill"
+		}
+		p.errf(nameLine, "name", ErrMissingField, "name is missing: add `name: %s` (lowercase letters, digits and hyphens)", example)
 	default:
 		if msg := nameProblem(s.Name); msg != "" {
 			p.errf(nameLine, "name", ErrBadValue, "name %q %s", s.Name, msg)
@@ -427,7 +438,7 @@ func (p *parser) fields(root *yaml.Node, s *Skill, format Format, dir string) {
 		}
 	}
 	// description
-	if s.Description == "" {
+	if s.Description == "" && descOK {
 		p.errf(descLine, "description", ErrMissingField, "description is missing or empty: say what the skill does and when to use it")
 	} else if n := utf8.RuneCountInString(s.Description); n > MaxDescriptionChars {
 		p.warnf(descLine, "description", "description is %d characters; the Agent Skills spec allows at most %d, and listings may cut it", n, MaxDescriptionChars)
@@ -641,12 +652,25 @@ func (p *parser) invocation(s *Skill, inv, dmi, userInv *yaml.Node) {
 var nameRe = regexp.MustCompile(`^[a-z0-9-]+$`)
 
 // nameProblem checks the Agent Skills name rule; "" when the name is fine.
+// A name with a character outside a–z, 0–9 and '-' is told which
+// character (the first such), and given a corrected name only when the
+// correction is plausible (suggestName).
 func nameProblem(name string) string {
 	switch {
 	case utf8.RuneCountInString(name) > MaxNameChars:
 		return fmt.Sprintf("is %d characters long; at most %d are allowed", utf8.RuneCountInString(name), MaxNameChars)
 	case !nameRe.MatchString(name):
-		return "may hold only lowercase letters a–z, digits and hyphens; e.g. " + strconv.Quote(suggestName(name))
+		msg := "may hold only lowercase letters a–z, digits and hyphens"
+		for i, r := range []rune(name) {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				msg += fmt.Sprintf(", and character %d %s is not one of them", i+1, describeRune(r))
+				break
+			}
+		}
+		if s, ok := suggestName(name); ok {
+			msg += "; e.g. " + strconv.Quote(s)
+		}
+		return msg
 	case strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-"):
 		return "must not start or end with a hyphen"
 	case strings.Contains(name, "--"):
@@ -655,22 +679,50 @@ func nameProblem(name string) string {
 	return ""
 }
 
-// suggestName turns s into a legal name (for messages only).
-func suggestName(s string) string {
+// describeRune names a character for a message: quoted with its code
+// point ('é' (U+00E9)), a space or an invisible character by its code point
+// alone.
+func describeRune(r rune) string {
+	switch {
+	case r == ' ':
+		return "(a space, U+0020)"
+	case unicode.IsSpace(r) || !unicode.IsPrint(r):
+		return fmt.Sprintf("(an invisible character, U+%04X)", r)
+	}
+	return fmt.Sprintf("%q (U+%04X)", r, r)
+}
+
+// suggestName turns s into a legal name (for messages only), when that can
+// be done without guessing: upper case is lowered, a Latin letter with an
+// accent loses it (é → e), and spaces and punctuation become hyphens. A
+// character of another kind — a letter of another script, a symbol, an
+// emoji — has no plausible replacement, and dropping it would suggest a
+// different name ("émoji" is not "moji"): then ok is false.
+func suggestName(s string) (name string, ok bool) {
 	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
+	sep := false
+	for _, r := range norm.NFD.String(s) {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			b.WriteRune(r)
+		case r >= 'A' && r <= 'Z':
+			r += 'a' - 'A'
+		case unicode.Is(unicode.Mn, r):
+			continue // an accent of the letter before it
+		case r == '-' || unicode.IsSpace(r) || unicode.IsPunct(r):
+			sep = true
+			continue
 		default:
-			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
-				b.WriteByte('-')
-			}
+			return "", false
 		}
+		if sep && b.Len() > 0 {
+			b.WriteByte('-')
+		}
+		sep = false
+		b.WriteRune(r)
 	}
-	out := strings.Trim(b.String(), "-")
-	if out == "" {
-		return "my-skill"
+	name = b.String()
+	if name == "" || utf8.RuneCountInString(name) > MaxNameChars {
+		return "", false
 	}
-	return out
+	return name, true
 }

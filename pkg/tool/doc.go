@@ -89,6 +89,16 @@
 //	var te *tool.Error
 //	if errors.As(err, &te) && te.Permanent() { ... } // 4xx other than 408/429
 //
+// A call outlives its connection's faults (docs/tools.md, "Across NATS
+// faults"): replies arrive on one subscription of the Client, a call in
+// flight at a reconnect is sent again on the same reply subject (so a tool
+// may run twice for one call: at-least-once), a tool that answered within
+// the last minute and has no responders is waited for up to the missing
+// grace (WithMissingGrace), and a deadline reached after a lost
+// connection is an ErrInterrupted rather than a plain timeout. A call
+// whose context is cancelled tells its provider (tool.<name>.$cancel),
+// which cancels the tool function's context (docs/tools.md, "Cancel").
+//
 // Before calling, a program can check arguments against a published schema
 // itself: CompileSchema and ArgsSchema.Check, or ArgsSchema.CheckKnown for
 // arguments some of whose values are only known later (`skillbus validate`

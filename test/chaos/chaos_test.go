@@ -15,7 +15,7 @@
 //	SKILLBUS_CHAOS=1 go test -v -timeout 15m ./test/chaos
 //
 // Settings: SKILLBUS_CHAOS_DURATION (load time, default 90s),
-// SKILLBUS_CHAOS_RATE (runs started per second, default 3),
+// SKILLBUS_CHAOS_RATE (runs started per second, default 4),
 // SKILLBUS_CHAOS_SEED (the faults' random seed, default the time),
 // SKILLBUS_CHAOS_DIR (keep the logs and stores there instead of a
 // temporary directory), SKILLBUS_CHAOS_REPORT (write the figures as JSON
@@ -58,19 +58,19 @@ groups:
     in: {run: string}
     out: {one: array}
     tools:
-      - {tool: chaos.step, args: {run: $args.run, group: 1, call: 1, ms: 150}, as: one}
-      - {tool: chaos.step, args: {run: $args.run, group: 1, call: 2, ms: 150}, as: one}
+      - {tool: chaos.step, args: {run: $args.run, group: 1, call: 1, ms: 400}, as: one}
+      - {tool: chaos.step, args: {run: $args.run, group: 1, call: 2, ms: 400}, as: one}
   - name: chaos-two
     in: {run: string, one: array}
     out: {two: array}
     tools:
-      - {tool: chaos.step, args: {run: $args.run, group: 2, call: 1, ms: 150, prev: $args.one}, as: two}
-      - {tool: chaos.step, args: {run: $args.run, group: 2, call: 2, ms: 150}, as: two}
+      - {tool: chaos.step, args: {run: $args.run, group: 2, call: 1, ms: 400, prev: $args.one}, as: two}
+      - {tool: chaos.step, args: {run: $args.run, group: 2, call: 2, ms: 400}, as: two}
   - name: chaos-three
     in: {run: string, two: array}
     tools:
-      - {tool: chaos.step, args: {run: $args.run, group: 3, call: 1, ms: 150, prev: $args.two}}
-      - {tool: chaos.step, args: {run: $args.run, group: 3, call: 2, ms: 150}}
+      - {tool: chaos.step, args: {run: $args.run, group: 3, call: 1, ms: 400, prev: $args.two}}
+      - {tool: chaos.step, args: {run: $args.run, group: 3, call: 2, ms: 400}}
 `
 
 const groups = 3
@@ -85,7 +85,7 @@ type settings struct {
 }
 
 func readSettings(t *testing.T) settings {
-	s := settings{duration: 90 * time.Second, rate: 3, seed: uint64(time.Now().UnixNano())}
+	s := settings{duration: 90 * time.Second, rate: 4, seed: uint64(time.Now().UnixNano())}
 	if v := os.Getenv("SKILLBUS_CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -134,6 +134,7 @@ type figures struct {
 	Calls           int            `json:"tool_calls"`
 	WorkerKills     int            `json:"worker_sigkills"`
 	NodeKills       int            `json:"nats_node_sigkills"`
+	LeaderKills     int            `json:"runs_leader_sigkills"`
 	NodeRestarts    int            `json:"nats_node_restarts"`
 	PartitionsMade  int            `json:"partitions"`
 	Deliveries      map[string]int `json:"runs_by_deliveries"`
@@ -282,7 +283,7 @@ func TestChaos(t *testing.T) {
 		if i == 0 {
 			go func() {
 				defer close(faultsDone)
-				faults(t, rng, end, nodes, workers, net, fig)
+				faults(t, rng, end, nodes, workers, net, js, fig)
 			}()
 		}
 		time.Sleep(tick - time.Since(at))
@@ -381,7 +382,8 @@ func storeSequence(ctx context.Context, t *testing.T, js jetstream.JetStream) {
 // its store after 1 to 5 s), or a node cut off the network for 3 to 8 s.
 // One fault at a time; a node fault waits for the cluster to be healthy
 // again before the next fault.
-func faults(t *testing.T, rng *rand.Rand, end time.Time, nodes []*node, workers []*worker, net *network, fig *figures) {
+func faults(t *testing.T, rng *rand.Rand, end time.Time, nodes []*node, workers []*worker, net *network, js jetstream.JetStream, fig *figures) {
+	var target *node
 	say := func(format string, a ...any) {
 		line := time.Now().Format("15:04:05.000") + " " + fmt.Sprintf(format, a...)
 		fig.Actions = append(fig.Actions, line)
@@ -392,11 +394,18 @@ func faults(t *testing.T, rng *rand.Rand, end time.Time, nodes []*node, workers 
 	}
 	time.Sleep(dur(2, 4))
 	for time.Now().Before(end.Add(-3 * time.Second)) {
-		kinds := []string{"worker", "node", "node"}
+		kinds := []string{"worker", "worker", "node", "leader"}
 		if net != nil {
 			kinds = append(kinds, "partition")
 		}
-		switch kinds[rng.IntN(len(kinds))] {
+		kind := kinds[rng.IntN(len(kinds))]
+		if kind == "leader" {
+			// A node kill aimed at the leader of RUNS (the stall of its
+			// writes is what used to burn deliveries).
+			kind = "node"
+			target = runsLeader(js, nodes)
+		}
+		switch kind {
 		case "worker":
 			w := workers[rng.IntN(len(workers))]
 			w.kill()
@@ -406,11 +415,19 @@ func faults(t *testing.T, rng *rand.Rand, end time.Time, nodes []*node, workers 
 			time.Sleep(down)
 			w.start()
 		case "node":
-			n := nodes[rng.IntN(len(nodes))]
+			n := target
+			what := ""
+			if n == nil {
+				n = nodes[rng.IntN(len(nodes))]
+			} else {
+				what = " (the RUNS leader)"
+				fig.LeaderKills++
+			}
+			target = nil
 			n.kill()
 			fig.NodeKills++
 			down := dur(1, 5)
-			say("SIGKILL %s; restart on its store in %s", n.name, down.Round(time.Millisecond))
+			say("SIGKILL %s%s; restart on its store in %s", n.name, what, down.Round(time.Millisecond))
 			time.Sleep(down)
 			n.start()
 			fig.NodeRestarts++
@@ -435,6 +452,27 @@ func faults(t *testing.T, rng *rand.Rand, end time.Time, nodes []*node, workers 
 		time.Sleep(dur(4, 8))
 	}
 	say("faults over")
+}
+
+// runsLeader returns the node that leads the KV_RUNS stream, or nil when
+// it cannot be told.
+func runsLeader(js jetstream.JetStream, nodes []*node) *node {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, "KV_"+events.BucketRuns)
+	if err != nil {
+		return nil
+	}
+	si, err := st.Info(ctx)
+	if err != nil || si.Cluster == nil {
+		return nil
+	}
+	for _, n := range nodes {
+		if "n"+strconv.Itoa(n.i) == si.Cluster.Leader {
+			return n
+		}
+	}
+	return nil
 }
 
 // healthy waits (up to 90 s) until every node reports healthy (/healthz:
@@ -547,8 +585,8 @@ func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
 func report(t *testing.T, fig *figures, path string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n==== skillbus chaos suite (seed %d, load %s, partitions %v)\n", fig.Seed, fig.Duration, fig.Partitions)
-	fmt.Fprintf(&b, "faults:  %d worker SIGKILLs, %d NATS node SIGKILLs (%d restarts on the same store), %d network partitions\n",
-		fig.WorkerKills, fig.NodeKills, fig.NodeRestarts, fig.PartitionsMade)
+	fmt.Fprintf(&b, "faults:  %d worker SIGKILLs, %d NATS node SIGKILLs (%d of the RUNS leader; %d restarts on the same store), %d network partitions\n",
+		fig.WorkerKills, fig.NodeKills, fig.LeaderKills, fig.NodeRestarts, fig.PartitionsMade)
 	fmt.Fprintf(&b, "runs:    %d submitted, %d succeeded, %d failed, %d lost, %d not started\n", fig.Submitted, fig.Succeeded, fig.Failed, fig.Lost, fig.NotStarted)
 	fmt.Fprintf(&b, "groups:  %d finished groups re-run; %d duplicate calls (at-least-once); %d tool calls\n", fig.GroupsRerun, fig.StrayCalls, fig.Calls)
 	keys := make([]string, 0, len(fig.Deliveries))

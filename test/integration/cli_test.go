@@ -116,10 +116,10 @@ func TestCLIRunErrors(t *testing.T) {
 		{"missing argument", []string{"run", survey}, cli.ExitUsage, "missing argument(s) root"},
 		{"args file value of the wrong type", []string{"run", typed, "--args-file", badArgs}, cli.ExitUsage, "--args-file " + badArgs + `: n is declared integer; give a whole number such as 10, not a string "5"`},
 		{"repeated --arg key", []string{"run", survey, "--arg", "root=a", "--arg", "root=b"}, cli.ExitUsage, `argument "root" is given more than once`},
-		{"bad flag", []string{"run", survey, "--nope"}, cli.ExitUsage, "flag provided but not defined: -nope"},
+		{"bad flag", []string{"run", survey, "--nope"}, cli.ExitUsage, "unknown flag --nope"},
 		{"bad run id", []string{"run", survey, "--arg", "root=.", "--run-id", "a.b"}, cli.ExitUsage, "--run-id"},
 		{"tool fails", []string{"run", fails, "--tools-root", dir}, cli.ExitFailure, `no file or directory "no-such-file.txt"`},
-		{"missing tools root", []string{"run", survey, "--arg", "root=.", "--tools-root", filepath.Join(dir, "none")}, cli.ExitFailure, "tool root"},
+		{"missing tools root", []string{"run", survey, "--arg", "root=.", "--tools-root", filepath.Join(dir, "none")}, cli.ExitUsage, "--tools-root " + filepath.Join(dir, "none") + ": no such directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -452,7 +452,7 @@ func TestCLIDevRegistryProblems(t *testing.T) {
 	_, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", t.TempDir(), "--dir", defs, "--tools-root", defs, "--agent", "")
 	cliEventually(t, "dev to report the invalid file and the clash", func() bool {
 		e := stderr.String()
-		return strings.Contains(e, `skillbus dev: invalid bad.seq.yaml:5: group 1 "g": tool 1 "x": args: reads $args.nope`) &&
+		return strings.Contains(e, `skillbus dev: invalid bad.seq.yaml:6: group 1 "g": tool 1 "x": args: reads $args.nope`) &&
 			strings.Contains(e, `skillbus dev: clash: group name "same" is defined by both a.seq.yaml (sequence "a") and b.seq.yaml (sequence "b")`)
 	})
 	os.WriteFile(filepath.Join(defs, "later.seq.json"), []byte(`{"name": "later", "groups": [{"name": "later-g", "tools": "{\"tool\": \"fs.list\", \"bogus\": 1};"}]}`), 0o644)
@@ -519,7 +519,7 @@ func TestCLIToolsServe(t *testing.T) {
 	if msg, err := nc.Request("tool.fs.read", []byte(`{"path":"README.md"}`), time.Second); err == nil {
 		t.Errorf("tool.fs.read still answers after tools serve stopped: %s %v", msg.Data, msg.Header)
 	}
-	if code, _, errOut := cliRun(t, "tools", "serve", "--root", filepath.Join(proj, "missing")); code != cli.ExitUsage || !strings.Contains(errOut, "tool root") {
+	if code, _, errOut := cliRun(t, "tools", "serve", "--root", filepath.Join(proj, "missing")); code != cli.ExitUsage || !strings.Contains(errOut, "no such directory") {
 		t.Errorf("tools serve --root missing = %d, %q; want 2", code, errOut)
 	}
 	if code, _, errOut := cliRun(t, "tools", "serve", "--allow-cmd", "git log"); code != cli.ExitUsage || !strings.Contains(errOut, "without arguments") {

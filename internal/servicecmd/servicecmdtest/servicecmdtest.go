@@ -76,7 +76,7 @@ func StartStop(tb testing.TB, run func(ctx context.Context, stderr io.Writer) in
 // for stdout and stderr, and fails tb unless run returns code and its
 // output (stdout then stderr) contains want. run has the shape of a
 // service command's run function.
-func ExpectExit(tb testing.TB, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int, args []string, code int, want string) {
+func ExpectExit(tb testing.TB, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int, args []string, code int, want string) (output string) {
 	tb.Helper()
 	var stdout, stderr Buffer
 	got := run(context.Background(), args, &stdout, &stderr)
@@ -87,4 +87,5 @@ func ExpectExit(tb testing.TB, run func(ctx context.Context, args []string, stdo
 	if !strings.Contains(out, want) {
 		tb.Errorf("run(%q) wrote %q; want it to contain %q", args, out, want)
 	}
+	return out
 }
