@@ -258,7 +258,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	if setup == nil {
 		fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", url)
 	} else {
-		printDevAuth(env, url, setup)
+		printDevAuth(env, url, setup, uiURL != "")
 	}
 	if *agent != "" {
 		if err := announce(ctx, url, *agent, runnerOpts...); err != nil {
@@ -330,12 +330,17 @@ func loopbackOnly(host string) error {
 }
 
 // printDevAuth tells which creds the user's commands take on a locked-down
-// dev stack.
-func printDevAuth(env Env, url string, s *auth.Setup) {
+// dev stack, and the web console's (consoleServed: dev serves one).
+func printDevAuth(env Env, url string, s *auth.Setup, consoleServed bool) {
 	fmt.Fprintf(env.Stdout, "The bus is locked down (docs/security.md): every service connects as its own\nNATS user, and so must your commands. Users and server configuration: %s\n\n", s.Dir)
 	fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  export NATS_CREDS=%s   # runs, prompts, seq_create, seqs rm\n  skillbus seqs && skillbus tools\n", url, s.CredsFile(auth.RoleAgent))
 	fmt.Fprintf(env.Stdout, "  # narrower: %s (start, watch, cancel runs), %s (read only)\n", s.CredsFile(auth.RoleRunner), s.CredsFile(auth.RoleReader))
-	fmt.Fprintf(env.Stdout, "  nats --context %s micro ls   # the nats CLI (the context sets the user's inbox prefix)\n\n", s.ContextFile(auth.RoleReader))
+	fmt.Fprintf(env.Stdout, "  nats --context %s micro ls   # the nats CLI (the context sets the user's inbox prefix)\n", s.ContextFile(auth.RoleReader))
+	if consoleServed {
+		fmt.Fprintf(env.Stdout, "  # the console above connects as the console role: %s\n\n", s.CredsFile(auth.RoleConsole))
+	} else {
+		fmt.Fprintf(env.Stdout, "  skillbus ui --creds %s   # the web console, as the console role\n\n", s.CredsFile(auth.RoleConsole))
+	}
 }
 
 // dialURL returns the server's client URL with a wildcard listen address

@@ -33,8 +33,12 @@ it can start and cancel runs (and call tools, when its credentials allow)
 with this command's NATS credentials. On a locked-down bus give it the
 console role's creds (` + "`skillbus auth`" + ` writes creds/console.creds;
 docs/security.md): the runs list is then live, queued runs included; the
-tools form needs ` + "`skillbus auth --console-calls-tools`" + `. --listen on any other address (0.0.0.0:4280, a LAN address)
-REQUIRES a token: give it with --token or SKILLBUS_TOKEN; without one, a
+Tools page's form needs ` + "`skillbus auth --console-calls-tools`" + `. What
+the credentials do not allow fails at once, naming the subject and the
+creds, on the page where it was tried.
+
+--listen on any other address (0.0.0.0:4280, a LAN address) REQUIRES a
+token: give it with --token or SKILLBUS_TOKEN; without one, a
 random token is made and printed with the URL to open. The token is asked
 for once and kept in a cookie (or sent as "Authorization: Bearer TOKEN").
 Actions are refused from other web sites (same-origin and CSRF checks).

@@ -184,9 +184,12 @@ func startConsoleAs(t *testing.T, url string, setup *auth.Setup, role string, kn
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	cfg := console.Config{Listen: "127.0.0.1:0"}
+	// Not told its creds file, the console cannot know what they allow
+	// (as with a user and password, an nkey or a token); it still names
+	// them, as `skillbus ui` does from its connection settings.
+	cfg := console.Config{Listen: "127.0.0.1:0", Credentials: "the " + role + " role's creds (a test connection)"}
 	if knownCreds {
-		cfg.Creds = setup.CredsFile(role)
+		cfg.Creds, cfg.Credentials = setup.CredsFile(role), ""
 	}
 	srv, err := console.New(nc, cfg)
 	if err != nil {

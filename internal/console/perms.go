@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillbus/skillbus/internal/auth"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/events"
 )
@@ -169,7 +170,10 @@ func (s *Server) toolCallRefused(name string) string {
 	if s.access.mayPublish(subject) {
 		return ""
 	}
-	return fmt.Sprintf("calling tools from the console needs the permission to publish to %s, which %s do not have. "+
-		"The console role leaves it out by default: a direct call is not a run, so it leaves no record in RUNS or EVENTS — run the tool in a sequence instead, "+
-		"or give the console the permission with `skillbus auth --console-calls-tools` (docs/security.md)", subject, s.access.who())
+	why := fmt.Sprintf("calling tools from the console needs the permission to publish to %s, which %s do not have. ", subject, s.access.who())
+	if s.access.role == auth.RoleConsole {
+		return why + "The console role leaves it out by default: a direct call is not a run, so it leaves no record in RUNS or EVENTS — run the tool in a sequence instead, " +
+			"or give the console the permission with `skillbus auth " + auth.ConsoleCallsToolsFlag + "` (docs/security.md)"
+	}
+	return why + "Run the tool in a sequence instead, or give the console the console role's creds made with `skillbus auth " + auth.ConsoleCallsToolsFlag + "` (docs/security.md)"
 }
