@@ -100,11 +100,10 @@ func (a *access) view(pe *natsconn.PermissionError) refusalView {
 // effectOf says what a refusal costs the pages, for the refusals of the
 // console's own feeds.
 func effectOf(pe *natsconn.PermissionError) string {
-	runs := "KV_" + events.BucketRuns
 	switch {
 	case !pe.Publish && natsconn.MatchSubject(pe.Subject, "events.run.x.started"):
 		return "the pages are not updated live (no run, registry or schedule events): reload a page to see changes"
-	case pe.Publish && strings.Contains(pe.Subject, "."+runs) && strings.HasPrefix(pe.Subject, "$JS.API."):
+	case isRunsWatch(refusalView{Op: pe.Op(), Subject: pe.Subject}):
 		return "the runs list is not live: it is read through seq.list and read again when a run starts, moves or ends, so a queued run shows only once it starts"
 	}
 	return ""
@@ -130,6 +129,30 @@ func (s *Server) note(pe *natsconn.PermissionError) {
 	s.access.mu.Unlock()
 	s.log.Warn("console: the NATS server refused "+pe.Op()+" to "+pe.Subject, "credentials", pe.Credentials, "effect", v.Effect)
 	s.hub.broadcast("refused", v)
+}
+
+// forget drops the refusals kept for which drop is true (an operation
+// that has since succeeded: the RUNS watch after a reconnect with other
+// credentials) and sends the open pages the list left.
+func (s *Server) forget(drop func(refusalView) bool) {
+	s.access.mu.Lock()
+	kept := s.access.refused[:0:0]
+	for _, r := range s.access.refused {
+		if !drop(r) {
+			kept = append(kept, r)
+		}
+	}
+	changed := len(kept) != len(s.access.refused)
+	s.access.refused = kept
+	s.access.mu.Unlock()
+	if changed {
+		s.hub.broadcast("refusals", s.refusals())
+	}
+}
+
+// isRunsWatch reports whether r is a refusal of the RUNS watch.
+func isRunsWatch(r refusalView) bool {
+	return r.Op == "publish" && strings.HasPrefix(r.Subject, "$JS.API.") && strings.Contains(r.Subject, ".KV_"+events.BucketRuns)
 }
 
 // refusals returns the refusals kept, latest first.

@@ -173,6 +173,7 @@ func (x *runIndex) follow(ctx context.Context) (err error) {
 	x.err = nil
 	x.ready = info.NumPending == 0
 	x.mu.Unlock()
+	x.s.forget(isRunsWatch) // the watch runs: a refusal kept is stale
 	if info.NumPending == 0 {
 		x.s.hub.send("", "ready", map[string]bool{"runs_live": true})
 	}

@@ -30,6 +30,8 @@ import (
 //	           RUNS watch, the events subscription): its subject, the
 //	           credentials' role and what the pages lose (perms.go); sent
 //	           to every stream. hello carries those known so far.
+//	refusals   [refusal...]: every refusal still kept, when some were
+//	           dropped (the RUNS watch runs after all, after a reconnect)
 //
 // A stream opened with ?run=ID gets only that run's summaries and events.
 // A page that reads too slowly is disconnected (its browser reconnects and

@@ -176,7 +176,8 @@
   // answers 403 with the same words, shown where it was made.
   const refusalBox = document.getElementById("refusals");
   const refusals = new Map();
-  function showRefusals(list) {
+  function showRefusals(list, all) {
+    if (all) refusals.clear();
     for (const r of list || []) refusals.set(`${r.op} ${r.subject} ${r.queue || ""}`, r);
     if (!refusals.size) { refusalBox.hidden = true; clear(refusalBox); return; }
     const role = [...refusals.values()].map((r) => r.role).find((x) => x) || "";
@@ -199,13 +200,14 @@
       const hello = JSON.parse(ev.data);
       if (hello.live) setConn("live", hello.runs_live === false ? "live (runs list not live)" : "live");
       else setConn("down", "not live: reload to update");
-      showRefusals(hello.refused);
+      showRefusals(hello.refused, true);
       if (handlers.hello) handlers.hello(hello);
     });
     es.addEventListener("refused", (ev) => {
       showRefusals([JSON.parse(ev.data)]);
       if (handlers.refused) handlers.refused();
     });
+    es.addEventListener("refusals", (ev) => showRefusals(JSON.parse(ev.data), true));
     for (const name of ["summaries", "run", "registry", "schedule", "ready"]) {
       if (handlers[name]) es.addEventListener(name, (ev) => handlers[name](JSON.parse(ev.data)));
     }
