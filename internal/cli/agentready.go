@@ -49,7 +49,7 @@ func runAgentReady(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "skillbus agent-ready: give exactly one AGENT name\n\n%s", agentReadyCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus agent-ready: give exactly one AGENT name\n%s\n", helpHint("agent-ready"))
 		return ExitUsage
 	}
 	if err := events.CheckNameLength("agent name", pos[0]); err != nil {

@@ -48,7 +48,7 @@ func TestBuildArgs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := buildArgs(sig, tc.file, tc.kvs, tc.all)
+			got, err := buildArgsFile(sig, tc.file, tc.kvs, tc.all)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("buildArgs(%q) error = %v; want one containing %q", tc.kvs, err, tc.wantErr)
@@ -91,7 +91,7 @@ func TestBuildArgsFileTypes(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := buildArgs(sig, p, nil, false)
+			_, err := buildArgsFile(sig, p, nil, false)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Errorf("buildArgs(--args-file %s): %v", tc.content, err)
@@ -108,7 +108,7 @@ func TestBuildArgsFileTypes(t *testing.T) {
 func TestBuildArgsRepeatedKey(t *testing.T) {
 	sig := map[string]seq.Type{"who": "string", "n": "integer"}
 	for _, sg := range []map[string]seq.Type{sig, nil} {
-		_, err := buildArgs(sg, "", []string{"who=a", "n=1", "who=b"}, false)
+		_, err := buildArgsFile(sg, "", []string{"who=a", "n=1", "who=b"}, false)
 		if err == nil || !strings.Contains(err.Error(), `argument "who" is given more than once`) {
 			t.Errorf("buildArgs(who=a who=b, signature %v) error = %v; want a repeated-key error naming who", sg, err)
 		}
@@ -116,7 +116,7 @@ func TestBuildArgsRepeatedKey(t *testing.T) {
 }
 
 func TestBuildArgsUnknownSignature(t *testing.T) {
-	got, err := buildArgs(nil, "", []string{"n=5", "s=hello", `o={"a":true}`}, true)
+	got, err := buildArgsFile(nil, "", []string{"n=5", "s=hello", `o={"a":true}`}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +131,73 @@ func TestBuildArgsFileErrors(t *testing.T) {
 	for name, content := range map[string]string{"array.json": `[1]`, "bad.json": `{`, "null.json": `null`, "unknown.json": `{"x":1}`} {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(content), 0o644)
-		if _, err := buildArgs(map[string]seq.Type{"root": "string"}, p, nil, false); err == nil || !strings.Contains(err.Error(), "--args-file") {
+		if _, err := buildArgsFile(map[string]seq.Type{"root": "string"}, p, nil, false); err == nil || !strings.Contains(err.Error(), "--args-file") {
 			t.Errorf("buildArgs(--args-file %s) error = %v; want an --args-file error", content, err)
 		}
 	}
-	if _, err := buildArgs(nil, filepath.Join(dir, "missing.json"), nil, false); err == nil {
+	if _, err := buildArgsFile(nil, filepath.Join(dir, "missing.json"), nil, false); err == nil {
 		t.Error("buildArgs(missing --args-file) succeeded")
+	}
+}
+
+// buildArgsFile is readArgsFile then buildArgs, as run and call do.
+func buildArgsFile(want map[string]seq.Type, file string, kvs []string, all bool) (map[string]json.RawMessage, error) {
+	af, err := readArgsFile(Env{Stdin: strings.NewReader("")}, file)
+	if err != nil {
+		return nil, err
+	}
+	return buildArgs(want, af, kvs, all)
+}
+
+// TestArgsFileWords: --args-file problems are said in words, never in Go
+// types; a key given twice is refused (as a repeated --arg is), not
+// silently the last; "-" reads standard input.
+func TestArgsFileWords(t *testing.T) {
+	dir := t.TempDir()
+	sig := map[string]seq.Type{"root": "string", "n": "integer"}
+	for _, tc := range []struct{ content, want string }{
+		{`[1]`, `want a JSON object of arguments such as {"root": "."}, not an array`},
+		{`"x"`, `not a string`},
+		{`null`, `not null`},
+		{`{"root": "a", "root": "b"}`, `line 1: the argument "root" is given twice (first at line 1); give each argument once`},
+		{"{\n  \"root\": \"a\",\n  \"n\": 1,\n  \"root\": \"b\"\n}", `line 4: the argument "root" is given twice (first at line 2)`},
+		{"{\n  \"root\": \"a\",\n  \"n\": \"two\"\n}", `line 3: n is declared integer; give a whole number such as 10, not a string "two"`},
+		{"{\n  \"root\": \"a\",\n  \"rooot\": \"b\"\n}", `line 3: unknown argument "rooot" (did you mean root?); the sequence takes (n: integer, root: string)`},
+		{"{\n  \"root\": \"a\",\n  }", "not valid JSON at line 3, column 3"},
+		{`{"root": "a"`, "the JSON ends early"},
+		{``, "the file is empty"},
+		{`{"root": "a"} {}`, "there is more after the JSON object (line 1)"},
+	} {
+		p := filepath.Join(dir, "a.json")
+		if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := buildArgsFile(sig, p, nil, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--args-file %q: %v; want %q", tc.content, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "json.RawMessage") || strings.Contains(err.Error(), "map[") {
+			t.Errorf("--args-file %q: Go types in %q", tc.content, err)
+		}
+	}
+	af, err := readArgsFile(Env{Stdin: strings.NewReader(`{"root": ".", "n": 2}`)}, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := buildArgs(sig, af, []string{"n=3"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(got); string(b) != `{"n":3,"root":"."}` {
+		t.Errorf("--args-file - = %s", b)
+	}
+	af, _ = readArgsFile(Env{Stdin: strings.NewReader(`[`)}, "-")
+	if _, err := buildArgs(sig, af, nil, false); err == nil || !strings.HasPrefix(err.Error(), "--args-file - (standard input): ") {
+		t.Errorf("--args-file - with bad input: %v", err)
+	}
+	if _, err := readArgsFile(Env{}, dir); err == nil || !strings.Contains(err.Error(), "it is a directory") {
+		t.Errorf("--args-file DIR: %v", err)
 	}
 }
 

@@ -91,7 +91,7 @@ func runBench(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "skillbus bench: unexpected argument %q: bench takes flags only\n\n%s", pos[0], benchCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus bench: unexpected argument %q: bench takes flags only\n%s\n", pos[0], helpHint("bench"))
 		return ExitUsage
 	}
 	if *warmup == 0 {

@@ -48,9 +48,15 @@ func runCall(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "skillbus call: give exactly one GROUP name\n\n%s", callCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus call: give exactly one GROUP name\n%s\n", helpHint("call"))
 		return ExitUsage
 	}
+	af, err := readArgsFile(env, *argsFile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus call: %v\n", err)
+		return ExitUsage
+	}
+	noteShadowed(env, "call", af, argv.values)
 	group := seq.NormalizeName(pos[0])
 	return withConn(env, "call", func(nc *nats.Conn) int {
 		want, err := groupInputs(ctx, nc, group)
@@ -58,7 +64,7 @@ func runCall(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus call: %v\n", err)
 			return ExitFailure
 		}
-		callArgs, err := buildArgs(want, *argsFile, argv.values, true)
+		callArgs, err := buildArgs(want, af, argv.values, true)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus call: group %s: %v\n", group, err)
 			return ExitUsage

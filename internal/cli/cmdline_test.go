@@ -108,6 +108,43 @@ func TestFlagValueErrors(t *testing.T) {
 	}
 }
 
+// TestOperandErrors: wrong positional arguments are said in one line
+// (what was given, what to give) and a second pointing at --help — not the
+// whole usage, which buried the error under it.
+func TestOperandErrors(t *testing.T) {
+	clearNATSEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"call"}, "skillbus call: give exactly one GROUP name"},
+		{[]string{"run"}, "skillbus run: give exactly one SEQUENCE (a file or a stored name), got 0"},
+		{[]string{"seqs", "show"}, "skillbus seqs show: got none: give one NAME (a stored sequence's name, or for show and graph a sequence file)"},
+		{[]string{"skills", "info", "a", "b", "c"}, `skillbus skills info: got ["a" "b" "c"]: give a skill's NAME and at most one SECTION`},
+		{[]string{"sections"}, "skillbus sections: give exactly one PATH, got none"},
+		{[]string{"runs", "show"}, "skillbus runs show: give one RUN_ID (letters, digits, - and _, at most 128 bytes), got none"},
+		{[]string{"runs", "cancel", "a.b"}, "skillbus runs cancel: run id \"a.b\" contains '.'; use only letters, digits, '-' and '_' (`skillbus runs` lists the runs)"},
+		{[]string{"runs", "rerun", "r1", "--run-id", "a b"}, "skillbus runs rerun: --run-id: run id \"a b\" contains ' '"},
+		{[]string{"runs", "frob"}, `skillbus runs: bad arguments ["frob"]: the subcommands are ls, show RUN_ID, cancel RUN_ID and rerun RUN_ID`},
+		{[]string{"validate"}, "skillbus validate: no PATH given: give the sequence files, skill files or directories to check"},
+		{[]string{"bench", "x"}, `skillbus bench: unexpected argument "x": bench takes flags only`},
+		{[]string{"watch", "a", "b"}, "skillbus watch: give at most one RUN_ID"},
+		{[]string{"completion"}, "skillbus completion: give one shell: bash, zsh or fish"},
+		{[]string{"agent-ready"}, "skillbus agent-ready: give exactly one AGENT name"},
+		{[]string{"tools", "x"}, `skillbus tools: unknown subcommand ["x"] (use ls or serve)`},
+		{[]string{"ui", "x"}, `skillbus ui: unexpected argument "x"`},
+	} {
+		code, out, errb := runMain(t, tc.args...)
+		// The hint names the command the error is about: "skillbus NAME: …".
+		name, _, _ := strings.Cut(strings.TrimPrefix(tc.want, "skillbus "), ":")
+		hint := "Run `skillbus " + name + " --help` for the usage and examples.\n"
+		want := tc.want + "\n" + hint
+		if code != ExitUsage || out != "" || !strings.HasPrefix(errb, tc.want) || !strings.HasSuffix(errb, hint) || strings.Count(errb, "\n") != 2 {
+			t.Errorf("skillbus %q = %d, stdout %q, stderr %q; want 2 and\n%s", tc.args, code, out, errb, want)
+		}
+	}
+}
+
 // TestHelpUnknownCommand: `skillbus help nosuch` is a usage error (exit 2),
 // with the list of commands on stderr.
 func TestHelpUnknownCommand(t *testing.T) {

@@ -81,7 +81,7 @@ func runCompletion(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "skillbus completion: give one shell: bash, zsh or fish\n\n%s", completionCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus completion: give one shell: bash, zsh or fish\n%s\n", helpHint("completion"))
 		return ExitUsage
 	}
 	root := cobraTree(ctx, nil)

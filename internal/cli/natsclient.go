@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/telemetry"
@@ -63,7 +64,7 @@ func connect(env Env, command string, opts ...nats.Option) (*nats.Conn, error) {
 	nc, _, err := natsconn.Connect(s, "skillbus "+command, opts...)
 	if err != nil {
 		if errors.Is(err, natsconn.ErrConfig) {
-			return nil, err
+			return nil, configError{err}
 		}
 		if errors.Is(err, nats.ErrAuthorization) {
 			return nil, fmt.Errorf("%v: the server wants credentials these settings do not give (or refuses them): give the creds file of your role with --creds FILE or NATS_CREDS (`skillbus dev --auth` prints it; docs/security.md)", err)
@@ -72,6 +73,13 @@ func connect(env Env, command string, opts ...nats.Option) (*nats.Conn, error) {
 	}
 	return nc, nil
 }
+
+// configError is a natsconn.ErrConfig error as a person reads it: the
+// settings that cannot work, without the Go package's prefix.
+type configError struct{ err error }
+
+func (e configError) Error() string { return errtext.Error(e.err) }
+func (e configError) Unwrap() error { return e.err }
 
 // refusalHandler reports what the server refused this command's user
 // (docs/security.md: each role may publish and subscribe only to its own
@@ -295,6 +303,15 @@ var reporters sync.Map // *flag.FlagSet → func(error)
 // usage is, instead of the usage itself.
 func helpHint(name string) string {
 	return "Run `skillbus " + name + " --help` for the usage and examples."
+}
+
+// gotArgs writes the positional arguments a command was given, for a
+// message that says they are wrong: "none", or the quoted list.
+func gotArgs(pos []string) string {
+	if len(pos) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%q", pos)
 }
 
 // connects reports whether the command (or subcommand, "tools serve")

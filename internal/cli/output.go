@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -180,7 +179,7 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 
 // printResultTable prints one row per group and one per call under it.
 func printResultTable(w io.Writer, groups []seq.GroupResult) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "GROUP / CALL\tSTATUS\tATTEMPTS\tTIME\tERROR")
 	for i, g := range groups {
 		d := ""

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/client"
@@ -106,12 +107,12 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "skillbus run: give exactly one SEQUENCE (a file or a stored name), got %d\n\n%s", len(pos), runCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus run: give exactly one SEQUENCE (a file or a stored name), got %d\n%s\n", len(pos), helpHint("run"))
 		return ExitUsage
 	}
 	if *runID != "" {
 		if err := events.CheckRunID(*runID); err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus run: --run-id: %v\n", err)
+			fmt.Fprintf(env.Stderr, "skillbus run: --run-id: %s\n", errtext.Error(err))
 			return ExitUsage
 		}
 	}
@@ -149,9 +150,15 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	} else {
 		target = seq.NormalizeName(target)
 	}
+	af, err := readArgsFile(env, *argsFile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
+		return ExitUsage
+	}
+	noteShadowed(env, "run", af, argv.values)
 	if s != nil {
 		// Arguments are checked before a server starts.
-		if _, err := buildArgs(s.Signature, *argsFile, argv.values, true); err != nil {
+		if _, err := buildArgs(s.Signature, af, argv.values, true); err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
 			return ExitUsage
 		}
@@ -206,7 +213,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 			return ExitFailure
 		}
 	}
-	runArgs, err := buildArgs(s.Signature, *argsFile, argv.values, true)
+	runArgs, err := buildArgs(s.Signature, af, argv.values, true)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
 		return ExitUsage
@@ -372,11 +379,11 @@ func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence,
 func describeClient(err error, hint404 string) string {
 	switch {
 	case errors.Is(err, client.ErrNotFound) && hint404 != "" && !strings.Contains(err.Error(), "skillbus "):
-		return err.Error() + "; " + hint404
+		return errtext.Error(err) + "; " + hint404
 	case errors.Is(err, client.ErrUnavailable) && !errors.As(err, new(*toolcall.Error)):
-		return err.Error() + ": " + whoServes(events.SeqPrefix)
+		return errtext.Error(err) + ": " + whoServes(events.SeqPrefix)
 	}
-	return err.Error()
+	return errtext.Error(err)
 }
 
 // looksLikeFile reports whether a SEQUENCE argument is meant as a path
@@ -422,9 +429,9 @@ func statErr(err error, st os.FileInfo) string {
 func describe(err error, hint404 string) string {
 	var se *toolcall.Error
 	if errors.As(err, &se) && se.Code == "404" && hint404 != "" && !strings.Contains(se.Description, "skillbus ") {
-		return se.Description + "; " + hint404
+		return errtext.Text(se.Description) + "; " + hint404
 	}
-	return err.Error()
+	return errtext.Error(err)
 }
 
 // printSeqProblems prints each problem of an invalid sequence on its own

@@ -10,11 +10,11 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -91,9 +91,11 @@ func runsSub(summary string, operands operandKind, run func(context.Context, Env
 	return command{summary: summary, usage: runsCommand().usage, run: run, operands: operands}
 }
 
-// runsUsage prints a usage error of a runs subcommand; exit 2.
+// runsUsage prints a usage error of a runs subcommand and where its usage
+// is; exit 2.
 func runsUsage(env Env, sub, format string, a ...any) int {
-	fmt.Fprintf(env.Stderr, strings.TrimSpace("skillbus runs "+sub)+": "+format+"\n\n%s", append(a, runsCommand().usage)...)
+	name := strings.TrimSpace("runs " + sub)
+	fmt.Fprintf(env.Stderr, "skillbus "+name+": "+format+"\n%s\n", append(a, helpHint(name))...)
 	return ExitUsage
 }
 
@@ -104,8 +106,11 @@ func runsID(env Env, sub string, fs *flag.FlagSet, args []string) (id string, co
 	if err != nil {
 		return "", flagExit(err)
 	}
-	if len(pos) != 1 || events.CheckRunID(pos[0]) != nil {
-		return "", runsUsage(env, sub, "give one RUN_ID (letters, digits, - and _, at most %d bytes), got %q", events.MaxRunIDLength, pos)
+	if len(pos) != 1 {
+		return "", runsUsage(env, sub, "give one RUN_ID (letters, digits, - and _, at most %d bytes), got %s", events.MaxRunIDLength, gotArgs(pos))
+	}
+	if err := events.CheckRunID(pos[0]); err != nil {
+		return "", runsUsage(env, sub, "%s (`skillbus runs` lists the runs)", errtext.Error(err))
 	}
 	return pos[0], -1
 }
@@ -170,7 +175,7 @@ func runRunsRerun(ctx context.Context, env Env, args []string) int {
 	}
 	if *newID != "" {
 		if err := events.CheckRunID(*newID); err != nil {
-			return runsUsage(env, "rerun", "--run-id: %v", err)
+			return runsUsage(env, "rerun", "--run-id: %s", errtext.Error(err))
 		}
 	}
 	return withClient(env, "runs", func(c *client.Client) int {
@@ -206,7 +211,7 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 	if out.Structured(env.Stdout, reply) {
 		return ExitOK
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(env.Stdout)
 	head := "RUN ID\tSEQUENCE\tSTATUS\tTRIGGER\tGROUPS\tCREATED"
 	if out.Wide() {
 		head += "\tWORKER\tATTEMPT\tUPDATED\tERROR"
@@ -301,7 +306,7 @@ func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *ou
 // printRunDetails prints a run's header: status, sequence, trigger, worker,
 // attempt, times, cancel, error and arguments.
 func printRunDetails(w io.Writer, st *events.RunState) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)

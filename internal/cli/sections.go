@@ -58,7 +58,7 @@ func runSections(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "skillbus sections: give exactly one PATH (got %d: %q)\n\n%s", len(pos), pos, sectionsCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus sections: give exactly one PATH, got %s\n%s\n", gotArgs(pos), helpHint("sections"))
 		return ExitUsage
 	}
 	path := pos[0]

@@ -10,8 +10,8 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -80,7 +80,7 @@ func seqsArgs(env Env, sub string, fs *flag.FlagSet, args []string, n int) ([]st
 		if n == 1 {
 			what = "give one NAME (a stored sequence's name, or for show and graph a sequence file)"
 		}
-		fmt.Fprintf(env.Stderr, "%s: bad arguments %q: %s\n\n%s", strings.TrimSuffix("skillbus seqs "+sub, " ls"), pos, what, seqsCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus seqs %s: got %s: %s\n%s\n", sub, gotArgs(pos), what, helpHint("seqs "+sub))
 		return nil, ExitUsage
 	}
 	return pos, -1
@@ -92,7 +92,7 @@ func runSeqsList(ctx context.Context, env Env, args []string) int {
 	if _, code := seqsArgs(env, "ls", fs, args, 0); code >= 0 {
 		return code
 	}
-	return withClient(env, "seqs", func(c *client.Client) int {
+	return withClient(env, "seqs ls", func(c *client.Client) int {
 		list, err := c.SeqList(ctx)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus seqs: %v\n", describeRegistry(err, ""))
@@ -105,7 +105,7 @@ func runSeqsList(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintln(env.Stdout, "no sequences stored (the registry loads *.seq.yaml and *.seq.json files from its directory)")
 			return ExitOK
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(env.Stdout)
 		head := "NAME\tGROUPS\tSIGNATURE\tTRIGGERS\tSOURCE"
 		if out.Wide() {
 			head += "\tDESCRIPTION"
@@ -185,7 +185,7 @@ func runSeqsRm(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	name := seq.NormalizeName(pos[0])
-	return withClient(env, "seqs", func(c *client.Client) int {
+	return withClient(env, "seqs rm", func(c *client.Client) int {
 		del, err := c.SeqDelete(ctx, name)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus seqs rm: %v\n", describeRegistry(err, ""))
@@ -254,9 +254,9 @@ func describeRegistry(err error, hint404 string) string {
 		return describe(te, hint404)
 	}
 	if errors.Is(err, client.ErrUnavailable) {
-		return err.Error() + ": " + whoServes(events.RegistryPrefix)
+		return errtext.Error(err) + ": " + whoServes(events.RegistryPrefix)
 	}
-	return err.Error()
+	return errtext.Error(err)
 }
 
 // describeSequence prints a sequence for a person.

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -58,10 +57,10 @@ func runSkillsList(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 0 {
-		fmt.Fprintf(env.Stderr, "skillbus skills: bad arguments %q: the subcommands are ls and info NAME [SECTION]\n\n%s", pos, skillsCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus skills: bad arguments %q: the subcommands are ls and info NAME [SECTION]\n%s\n", pos, helpHint("skills"))
 		return ExitUsage
 	}
-	return withClient(env, "skills", func(c *client.Client) int {
+	return withClient(env, "skills ls", func(c *client.Client) int {
 		list, err := c.SkillList(ctx)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus skills: %v\n", describeRegistry(err, ""))
@@ -74,7 +73,7 @@ func runSkillsList(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintln(env.Stdout, "no skills stored (the registry loads SKILL.md and skill.yaml files from its directory)")
 			return ExitOK
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(env.Stdout)
 		if out.Wide() {
 			fmt.Fprintln(tw, "NAME\tSOURCE\tWARNINGS\tDESCRIPTION")
 		} else {
@@ -116,14 +115,14 @@ func runSkillsInfo(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 1 && len(pos) != 2 {
-		fmt.Fprintf(env.Stderr, "skillbus skills info: bad arguments %q: give a skill's NAME and at most one SECTION\n\n%s", pos, skillsCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus skills info: got %s: give a skill's NAME and at most one SECTION\n%s\n", gotArgs(pos), helpHint("skills info"))
 		return ExitUsage
 	}
 	name, section := pos[0], ""
 	if len(pos) == 2 {
 		section = pos[1]
 	}
-	return withClient(env, "skills", func(c *client.Client) int {
+	return withClient(env, "skills info", func(c *client.Client) int {
 		info, err := c.SkillInfo(ctx, name, section)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus skills info: %v\n", describeRegistry(err, "list the skills with `skillbus skills`"))

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -103,7 +102,7 @@ func runTools(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "skillbus tools: unknown subcommand %q (use ls or serve)\n\n%s", pos, toolsCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus tools: unknown subcommand %q (use ls or serve)\n%s\n", pos, helpHint("tools"))
 		return ExitUsage
 	}
 	return withConn(env, "tools", func(nc *nats.Conn) int {
@@ -124,7 +123,7 @@ func runTools(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintln(env.Stdout, "no tools are served on this NATS: start `skillbus tools serve`, `skillbus mcp -- CMD`, or `skillbus dev`")
 			return ExitOK
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(env.Stdout)
 		if out.Wide() {
 			fmt.Fprintln(tw, "TOOL\tPROVIDER\tINSTANCES\tSUBJECT\tARGUMENTS\tDESCRIPTION")
 		} else {

@@ -88,7 +88,7 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "skillbus ui: unexpected argument %q\n\n%s", pos[0], uiCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus ui: unexpected argument %q\n%s\n", pos[0], helpHint("ui"))
 		return ExitUsage
 	}
 	host, _, err := net.SplitHostPort(*listen)

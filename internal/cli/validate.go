@@ -89,7 +89,7 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	if len(paths) == 0 {
-		fmt.Fprint(env.Stderr, "skillbus validate: no PATH given\n\n"+validateCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus validate: no PATH given: give the sequence files, skill files or directories to check\n%s\n", helpHint("validate"))
 		return ExitUsage
 	}
 	for _, p := range paths {

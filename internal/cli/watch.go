@@ -57,7 +57,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 	}
 	asJSON := out.JSON()
 	if len(pos) > 1 {
-		fmt.Fprintf(env.Stderr, "skillbus watch: give at most one RUN_ID\n\n%s", watchCommand().usage)
+		fmt.Fprintf(env.Stderr, "skillbus watch: give at most one RUN_ID\n%s\n", helpHint("watch"))
 		return ExitUsage
 	}
 	filter, policy := events.SubjectEventsAll, jetstream.DeliverNewPolicy

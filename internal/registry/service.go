@@ -213,13 +213,20 @@ func (r *Registry) skillList(ctx context.Context, data []byte) (any, error) {
 func (r *Registry) lookup(kind, name string) (*definition, error) {
 	r.viewMu.RLock()
 	defer r.viewMu.RUnlock()
-	m, what, list := r.skills, "skill", "skill.list"
+	m, what := r.skills, "skill"
 	if kind == kindSequence {
-		m, what, list = r.seqs, "sequence", "seq.list"
+		m, what = r.seqs, "sequence"
 	}
 	d, ok := m[name]
 	if !ok {
-		return nil, fail("404", "no %s named %q; %s shows the %d available", what, name, list, len(m))
+		// Each client adds how its user lists them (`skillbus skills`,
+		// the console's page, seq_list): the NATS endpoint's name means
+		// nothing to them.
+		n := fmt.Sprintf("%d %ss are stored", len(m), what)
+		if len(m) == 1 {
+			n = "1 " + what + " is stored"
+		}
+		return nil, fail("404", "no %s named %q (%s)", what, name, n)
 	}
 	return d, nil
 }
@@ -260,13 +267,39 @@ func (r *Registry) skillInfo(ctx context.Context, data []byte) (any, error) {
 		}
 		return nil, fail("500", "skill %q: %v", req.Name, err)
 	}
-	return SkillInfo{Name: req.Name, Section: req.Section, Text: capInfo(text, MaxInfoBytes), Warnings: warningLines(d.warnings)}, nil
+	return SkillInfo{Name: req.Name, Section: req.Section, Text: capInfo(text, MaxInfoBytes, hasSubsections(secs, req.Section)), Warnings: warningLines(d.warnings)}, nil
+}
+
+// hasSubsections reports whether the part of a skill that section asks
+// for ("" for the whole skill) has titled sections under it, which a
+// reader can ask for one by one.
+func hasSubsections(secs []sections.Section, section string) bool {
+	if section == "" {
+		for _, s := range secs {
+			if s.Level > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	top, err := sections.Resolve(secs, section)
+	if err != nil {
+		return false
+	}
+	for _, s := range secs {
+		if s.Start > top.Start && s.Start < top.End && s.Level > top.Level {
+			return true
+		}
+	}
+	return false
 }
 
 // capInfo cuts text to at most limit bytes at the last line end that fits
 // (at a UTF-8 boundary when one line alone is longer) and appends a note
-// saying how many lines were left out; text within limit is returned as is.
-func capInfo(text string, limit int) string {
+// saying how many lines were left out and how to read them: one
+// subsection at a time when subs says the part has some, else in the
+// skill's file; text within limit is returned as is.
+func capInfo(text string, limit int, subs bool) string {
 	if len(text) <= limit {
 		return text
 	}
@@ -285,7 +318,11 @@ func capInfo(text string, limit int) string {
 		total++
 	}
 	left := total - strings.Count(shown, "\n")
-	note := fmt.Sprintf("\n[Cut here: this part is %d bytes, more than the %d bytes skill_info returns at once; %d more line(s) are not shown. Ask for one of its subsections by title, or read the skill's file.]\n", len(text), limit, left)
+	how := "It has no subsections to ask for one by one: read the rest in the skill's file (or split it there with headings)."
+	if subs {
+		how = "Ask for one of its subsections by title, or read the skill's file."
+	}
+	note := fmt.Sprintf("\n[Cut here: this part is %d bytes, more than the %d bytes skill_info returns at once; %d more line(s) are not shown. %s]\n", len(text), limit, left, how)
 	if !strings.HasSuffix(shown, "\n") {
 		shown += "\n"
 	}

@@ -9,45 +9,63 @@
 package runargs
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/skillbus/skillbus/internal/suggest"
 	"github.com/skillbus/skillbus/pkg/seq"
 )
 
-// Build turns --args-file and --arg values into run arguments for a
-// signature (key → type). Unknown keys, malformed values and missing keys
-// are errors that say which key, what was expected and how to write it.
-// want is nil when the signature is not known (a group of a stored
-// sequence that the caller did not fetch): values are then read as JSON
-// when they are valid JSON, else as strings.
-func Build(want map[string]seq.Type, file string, kvs []string, requireAll bool) (map[string]json.RawMessage, error) {
+// File is the content of --args-file: Name as the user gave it ("-" for
+// standard input), Data what was read.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Build turns --args-file (file, nil when not given) and --arg values into
+// run arguments for a signature (key → type). Unknown keys, malformed
+// values, a key given twice (in the file, as with a repeated --arg) and
+// missing keys are errors that say which key, what was expected and how to
+// write it. want is nil when the signature is not known (a group of a
+// stored sequence that the caller did not fetch): values are then read as
+// JSON when they are valid JSON, else as strings.
+func Build(want map[string]seq.Type, file *File, kvs []string, requireAll bool) (map[string]json.RawMessage, error) {
 	args := map[string]json.RawMessage{}
-	if file != "" {
-		b, err := os.ReadFile(file)
+	if file != nil {
+		where := file.where()
+		obj, err := decodeObject(file.Data)
 		if err != nil {
-			return nil, fmt.Errorf("--args-file: %v", err)
+			return nil, fmt.Errorf("%s: %v", where, err)
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
-			return nil, fmt.Errorf("--args-file %s: want a JSON object of arguments such as {\"root\": \".\"}: %v", file, errText(err))
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
 		}
-		for k, v := range obj {
+		// In file order, so the first problem reported is the first in the file.
+		sort.Slice(keys, func(i, j int) bool {
+			return obj[keys[i]].line < obj[keys[j]].line || obj[keys[i]].line == obj[keys[j]].line && keys[i] < keys[j]
+		})
+		for _, k := range keys {
+			a := obj[k]
 			if want != nil {
 				if _, ok := want[k]; !ok {
-					return nil, fmt.Errorf("--args-file %s: unknown argument %q; the sequence takes %s", file, k, SignatureText(want))
+					return nil, fmt.Errorf("%s: line %d: %s", where, a.line, unknown(k, want))
 				}
 			}
 			if t, ok := want[k]; ok {
-				if err := CheckJSON(t, v); err != nil {
-					return nil, fmt.Errorf("--args-file %s: %s is declared %s; %v", file, k, t, err)
+				if err := CheckJSON(t, a.raw); err != nil {
+					return nil, fmt.Errorf("%s: line %d: %s is declared %s; %v", where, a.line, k, t, err)
 				}
 			}
-			args[k] = v
+			args[k] = a.raw
 		}
 	}
 	seen := map[string]bool{}
@@ -70,7 +88,7 @@ func Build(want map[string]seq.Type, file string, kvs []string, requireAll bool)
 		}
 		t, ok := want[k]
 		if !ok {
-			return nil, fmt.Errorf("--arg %s: unknown argument %q; the sequence takes %s", kv, k, SignatureText(want))
+			return nil, fmt.Errorf("--arg %s: %s", kv, unknown(k, want))
 		}
 		raw, err := Value(t, v)
 		if err != nil {
@@ -97,11 +115,139 @@ func Build(want map[string]seq.Type, file string, kvs []string, requireAll bool)
 	return args, nil
 }
 
-func errText(err error) string {
-	if err == nil {
-		return "got null"
+// DecodeObject reads a JSON object of arguments, keeping each value's
+// JSON. Errors say what is wrong in words, never in Go types: not valid
+// JSON (with the line and column), not an object ("want a JSON object of
+// arguments such as {"root": "."}, not an array"), a key that appears
+// twice (JSON parsers would silently keep the last; the error names the
+// key and both lines), data after the object.
+func DecodeObject(b []byte) (map[string]json.RawMessage, error) {
+	obj, err := decodeObject(b)
+	if err != nil {
+		return nil, err
 	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	out := make(map[string]json.RawMessage, len(obj))
+	for k, a := range obj {
+		out[k] = a.raw
+	}
+	return out, nil
+}
+
+// fileArg is one argument of an --args-file: its JSON value and the line
+// (from 1) its key is on.
+type fileArg struct {
+	raw  json.RawMessage
+	line int
+}
+
+func decodeObject(b []byte) (map[string]fileArg, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, syntaxText(b, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		kind := seq.JSONKind(json.RawMessage(bytes.TrimSpace(b)))
+		if kind == "" {
+			kind = "something else"
+		}
+		return nil, fmt.Errorf("want a JSON object of arguments such as {\"root\": \".\"}, not %s", article(kind))
+	}
+	obj := map[string]fileArg{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, syntaxText(b, err)
+		}
+		key, _ := kt.(string)
+		// InputOffset is just past the key: its line is the key's.
+		line := lineOf(b, dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, syntaxText(b, err)
+		}
+		if first, dup := obj[key]; dup {
+			return nil, fmt.Errorf("line %d: the argument %q is given twice (first at line %d); give each argument once", line, key, first.line)
+		}
+		obj[key] = fileArg{raw: raw, line: line}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxText(b, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("there is more after the JSON object (line %d); give one object of arguments", lineOf(b, dec.InputOffset()))
+	}
+	return obj, nil
+}
+
+// lineOf returns the line (from 1) of byte offset off in b.
+func lineOf(b []byte, off int64) int {
+	return 1 + bytes.Count(b[:min(max(int(off), 0), len(b))], []byte{'\n'})
+}
+
+// Shadowed returns a note for each --arg KEY=VALUE whose KEY the
+// --args-file also gives: the --arg wins (README.md, `skillbus run`), and
+// the note says so, with the file's line and value, so a value the user
+// meant from the file is not replaced unseen. It returns nil when file is
+// nil or cannot be read (Build reports that).
+func Shadowed(file *File, kvs []string) []string {
+	if file == nil || len(kvs) == 0 {
+		return nil
+	}
+	obj, err := decodeObject(file.Data)
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	seen := map[string]bool{}
+	for _, kv := range kvs {
+		k, _, ok := strings.Cut(kv, "=")
+		a, inFile := obj[k]
+		if !ok || !inFile || seen[k] {
+			continue
+		}
+		seen[k] = true
+		notes = append(notes, fmt.Sprintf("--arg %s replaces %q: %s from %s line %d (--arg wins over --args-file)", clipText(kv, 60), k, clipText(string(a.raw), 40), file.where(), a.line))
+	}
+	return notes
+}
+
+// where names the file in messages.
+func (f *File) where() string {
+	if f.Name == "-" {
+		return "--args-file - (standard input)"
+	}
+	return "--args-file " + f.Name
+}
+
+// syntaxText says where JSON stops being valid, by line and column (of
+// characters, from 1). The decoder's own offsets are relative to the value
+// it was reading, so the place is that of encoding/json's check of the
+// whole input, which counts from the start.
+func syntaxText(b []byte, err error) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return errors.New("the file is empty; give a JSON object of arguments such as {\"root\": \".\"}")
+	}
+	var se *json.SyntaxError
+	if errors.As(json.Unmarshal(b, new(any)), &se) {
+		err = se
+	} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("the JSON ends early: an object, string or list is not closed")
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if !errors.As(err, &se) {
+		return fmt.Errorf("not valid JSON: %s", msg)
+	}
+	if strings.HasPrefix(msg, "unexpected end of JSON input") {
+		return errors.New("the JSON ends early: an object, string or list is not closed")
+	}
+	// Offset counts the bytes read up to and including the bad one.
+	at := min(max(int(se.Offset)-1, 0), len(b))
+	start := bytes.LastIndexByte(b[:at], '\n') + 1
+	line := 1 + bytes.Count(b[:at], []byte{'\n'})
+	col := 1 + utf8.RuneCount(b[start:at])
+	return fmt.Errorf("not valid JSON at line %d, column %d: %s", line, col, msg)
 }
 
 // Value reads one --arg value (the text after KEY=) as type t and returns
@@ -208,6 +354,8 @@ func article(kind string) string {
 	switch kind {
 	case "integer", "object", "array":
 		return "an " + kind
+	case "null":
+		return kind
 	}
 	return "a " + kind
 }
@@ -237,6 +385,22 @@ func Example(t seq.Type) string {
 	default:
 		return "'[]'"
 	}
+}
+
+// unknown says that k is not an argument of the signature want, with the
+// argument it most likely misspells (internal/suggest) and the signature.
+func unknown(k string, want map[string]seq.Type) string {
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// A key of 3 characters or fewer is within 2 edits of any short name:
+	// no suggestion then.
+	if m := suggest.Closest(k, names); m != "" && len(k) > 3 {
+		return fmt.Sprintf("unknown argument %q (did you mean %s?); the sequence takes %s", k, m, SignatureText(want))
+	}
+	return fmt.Sprintf("unknown argument %q; the sequence takes %s", k, SignatureText(want))
 }
 
 // SignatureText writes a signature for messages: "(a: string, n: integer)",

@@ -1,6 +1,7 @@
 package runargs
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -55,4 +56,92 @@ func TestCheckJSON(t *testing.T) {
 	if got := SignatureText(nil); got != "no arguments" {
 		t.Errorf("SignatureText(nil) = %q", got)
 	}
+}
+
+// TestDecodeObject: what an --args-file says when it is not one JSON
+// object of arguments, in words and with the line.
+func TestDecodeObject(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a": 1, "b": [1, {"a": 2}]}`, ""}, // a key inside a value is not an argument
+		{"{\n \"a\": 1,\n \"b\": 2,\n \"a\": 3\n}", `line 4: the argument "a" is given twice (first at line 2); give each argument once`},
+		{`[1, 2]`, `want a JSON object of arguments such as {"root": "."}, not an array`},
+		{`42`, `not an integer`},
+		{`null`, `not null`},
+		{`  `, `the file is empty`},
+		{"{\n \"a\": 1\n", `the JSON ends early`},
+		{"{\n \"a\": 1,\n}", `not valid JSON at line 3, column 1: invalid character '}' looking for beginning of object key string`},
+		{"{\"a\": 1}\n{}", `there is more after the JSON object (line 2)`},
+		{"{\"a\": tru}", `not valid JSON at line 1, column 10`},
+	} {
+		obj, err := DecodeObject([]byte(tc.in))
+		if tc.want == "" {
+			if err != nil || len(obj) != 2 || string(obj["b"]) != `[1, {"a": 2}]` {
+				t.Errorf("DecodeObject(%q) = %v, %v", tc.in, obj, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DecodeObject(%q) error = %v; want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestShadowed: each --arg whose key the file also gives is named once,
+// with the file's value and line; --arg keys the file lacks are not.
+func TestShadowed(t *testing.T) {
+	f := &File{Name: "a.json", Data: []byte("{\n  \"root\": \".\",\n  \"n\": 2\n}")}
+	got := Shadowed(f, []string{"n=3", "who=x", "n=4", "bad"})
+	want := []string{`--arg n=3 replaces "n": 2 from --args-file a.json line 3 (--arg wins over --args-file)`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Shadowed = %q; want %q", got, want)
+	}
+	if got := Shadowed(&File{Name: "-", Data: []byte(`{"n": 1}`)}, []string{"n=2"}); len(got) != 1 || !strings.Contains(got[0], "--args-file - (standard input) line 1") {
+		t.Errorf("Shadowed(stdin) = %q", got)
+	}
+	if got := Shadowed(&File{Name: "a.json", Data: []byte(`{`)}, []string{"n=2"}); got != nil {
+		t.Errorf("Shadowed(invalid file) = %q; want nothing (Build reports the file)", got)
+	}
+	args, err := Build(map[string]seq.Type{"root": "string", "n": "integer"}, f, []string{"n=3"}, true)
+	if err != nil || string(args["n"]) != "3" || string(args["root"]) != `"."` {
+		t.Errorf("Build = %s, %v; want n 3 (the --arg) and root from the file", args, err)
+	}
+}
+
+// FuzzDecodeObject: an --args-file never panics the reader; what it
+// accepts is exactly what encoding/json reads as an object (so nothing is
+// lost or invented), and what it refuses that encoding/json would take is
+// a key given twice; errors never show Go types or the json package.
+func FuzzDecodeObject(f *testing.F) {
+	for _, s := range []string{
+		`{"root": ".", "n": 2}`, "{\n \"a\": 1,\n \"a\": 2\n}", `[1]`, `null`, ``, `{"a": {"a": 1, "a": 2}}`,
+		`{"a": 1} x`, `{"\u0061": 1, "a": 2}`, "{\"a\": \"\xff\", \"\xfe\": 1}", `{"a":1e999}`, `{"":""}`,
+	} {
+		f.Add([]byte(s), "a=1")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, kv string) {
+		obj, err := DecodeObject(b)
+		var std map[string]json.RawMessage
+		stdErr := json.Unmarshal(b, &std)
+		if err == nil {
+			if stdErr != nil || std == nil || len(std) != len(obj) {
+				t.Fatalf("DecodeObject(%q) = %d keys; encoding/json: %d keys, %v", b, len(obj), len(std), stdErr)
+			}
+			for k, v := range obj {
+				if !json.Valid(v) || !bytes.Equal(std[k], v) {
+					t.Fatalf("DecodeObject(%q)[%q] = %s; encoding/json: %s", b, k, v, std[k])
+				}
+			}
+		} else {
+			msg := err.Error()
+			for _, leak := range []string{"json:", "Go value", "RawMessage", "map["} {
+				if strings.Contains(msg, leak) {
+					t.Fatalf("DecodeObject(%q) error %q shows %q", b, msg, leak)
+				}
+			}
+			if stdErr == nil && std != nil && !strings.Contains(msg, "is given twice") {
+				t.Fatalf("DecodeObject(%q) refused what encoding/json reads as an object: %v", b, err)
+			}
+		}
+		_ = Shadowed(&File{Name: "f", Data: b}, []string{kv})
+	})
 }

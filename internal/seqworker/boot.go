@@ -137,6 +137,10 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 		if cur != nil && (cur.Status != events.StatusQueued || cur.Attempt > 0) {
 			return nil // already started (or done)
 		}
+		st = cur
+	}
+	if st != nil && rev > 0 {
+		w.rememberQueued(st, rev)
 	}
 	subjName := req.Sequence
 	if len(req.Inline) > 0 {

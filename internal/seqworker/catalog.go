@@ -37,6 +37,32 @@ func newCatalog(kv jetstream.KeyValue) *catalog {
 // not hold (terminal for the run).
 var errNoSequence = errors.New("no such sequence")
 
+// lookup returns the sequence called name: the catalog's copy when it has
+// one (the watcher keeps it current: an update reaches it within
+// milliseconds of being stored, as fast as the request that would use
+// it), else what get reads from the bucket — so a sequence stored a moment
+// ago is found. A run thus runs the newest revision of its sequence that
+// this worker has seen when the run is claimed (docs/runs.md). Errors:
+// those of get.
+func (c *catalog) lookup(ctx context.Context, name string) (*seq.Sequence, error) {
+	c.mu.Lock()
+	ce, ok := c.byName[name]
+	c.mu.Unlock()
+	if ok {
+		return ce.seq, nil
+	}
+	s, _, err := c.get(ctx, name)
+	return s, err
+}
+
+// cached returns the catalog's copy of the sequence called name, if any.
+func (c *catalog) cached(name string) (*seq.Sequence, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce, ok := c.byName[name]
+	return ce.seq, ok
+}
+
 // get returns the stored sequence called name, reading the bucket (so a
 // sequence stored a moment ago is found) but decoding only when its
 // revision changed. Errors: errNoSequence, a decode error (terminal), or a

@@ -48,7 +48,7 @@ func (c *resultCoder) group(r *seq.Result, i int) (json.RawMessage, error) {
 	if st == seq.GroupPending && i < len(c.pending) && c.pending[i] != nil {
 		return c.pending[i], nil
 	}
-	b, err := json.Marshal(&r.Groups[i])
+	b, err := marshalGroup(&r.Groups[i])
 	if err != nil {
 		return nil, err
 	}

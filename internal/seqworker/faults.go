@@ -57,7 +57,7 @@ var errBusInterrupted = errors.New("seqworker: a tool call was interrupted by a 
 // and a cancelled context are not.
 func transient(err error) bool {
 	switch {
-	case err == nil, errors.Is(err, errConflict), errors.Is(err, errStateTooLarge), errors.Is(err, errLost), errors.Is(err, errCancelled),
+	case err == nil, errors.Is(err, errConflict), errors.Is(err, errStateTooLarge), errors.Is(err, errLost), errors.Is(err, errCancelled), errors.Is(err, errBeatNotDue),
 		errors.Is(err, errHandBack), isTerminal(err), errors.Is(err, context.Canceled),
 		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, nats.ErrMaxPayload),
 		errors.Is(err, nats.ErrBadSubject), errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, errNoSequence):
@@ -129,30 +129,28 @@ func (w *Worker) persist(ctx context.Context, what string, op func(ctx context.C
 // the new connection.
 func (w *Worker) tryContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	octx, cancel := context.WithTimeout(ctx, persistTry)
-	back := w.conn.next()
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-back:
-			cancel()
-		case <-stop:
-		case <-octx.Done():
-		}
-	}()
-	return octx, func() { close(stop); cancel() }
+	// No goroutine per try: the cancel is registered with the context
+	// that the next reconnect cancels.
+	stop := context.AfterFunc(w.conn.next(), cancel)
+	return octx, func() { stop(); cancel() }
 }
 
 // connWatch tells when the worker's connection is back after a reconnect.
 type connWatch struct {
-	mu   sync.Mutex
-	back chan struct{} // closed at the next reconnect
+	mu     sync.Mutex
+	back   context.Context // cancelled at the next reconnect
+	cancel context.CancelFunc
 }
 
-func newConnWatch() *connWatch { return &connWatch{back: make(chan struct{})} }
+func newConnWatch() *connWatch {
+	c := &connWatch{}
+	c.back, c.cancel = context.WithCancel(context.Background())
+	return c
+}
 
-// next returns a channel closed when the connection is up again after the
-// next disconnect.
-func (c *connWatch) next() <-chan struct{} {
+// next returns a context cancelled when the connection is up again after
+// the next disconnect.
+func (c *connWatch) next() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.back
@@ -162,8 +160,8 @@ func (c *connWatch) next() <-chan struct{} {
 func (c *connWatch) reconnected() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	close(c.back)
-	c.back = make(chan struct{})
+	c.cancel()
+	c.back, c.cancel = context.WithCancel(context.Background())
 }
 
 // watch follows nc's status until it closes or done ends.

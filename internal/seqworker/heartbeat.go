@@ -3,7 +3,6 @@ package seqworker
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,55 +19,88 @@ func (w *Worker) beatEvery() time.Duration {
 	return max(d, 50*time.Millisecond)
 }
 
-// heartbeat keeps the run alive until the returned stop is called (safe to
-// call twice): every beatEvery it sends an in-progress ack (the server then
-// does not redeliver the request to another worker, however long a tool
-// call takes or a state write is retried) and, once the run is claimed,
-// renews RunState.Heartbeat when no write did so in the last two beats.
-// The state write runs apart from the in-progress acks, so a write that
-// waits for NATS never holds them up. A state write that finds a cancel
-// request or a later owner cancels the run's context (store does).
-func (r *run) heartbeat(ctx context.Context) (stop func()) {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	kick := make(chan struct{}, 1)
-	go func() {
-		defer close(stopped)
-		writer := make(chan struct{})
-		go func() { // the state's heartbeat
-			defer close(writer)
-			for {
-				select {
-				case <-done:
-					return
-				case <-ctx.Done():
-					return
-				case <-kick:
-				}
-				r.beatState(ctx)
+// The heartbeat of the runs a worker holds (docs/runs.md, "Failover"):
+// every beatEvery, each run's request gets an in-progress ack (the server
+// then does not redeliver it to another worker, however long a tool call
+// takes or a state write is retried) and, once the run is claimed, its
+// RunState.Heartbeat is renewed when no write did so in the last two
+// beats. One goroutine and one ticker of the worker (beatLoop) serve every
+// run: a run costs no goroutine or timer of its own, and a run shorter
+// than a beat sends no in-progress ack at all (its delivery is fresh: the
+// ack wait counts from it). The state writes run apart from the loop, one
+// at a time per run, so a write that waits for NATS never holds up the
+// in-progress acks. A state write that finds a cancel request or a later
+// owner cancels the run's context (store does).
+
+// beatStart registers r with the heartbeat from now on (its delivery).
+func (w *Worker) beatStart(r *run) {
+	r.progressAt.Store(time.Now().UnixNano())
+	w.beatMu.Lock()
+	defer w.beatMu.Unlock()
+	w.beating[r] = struct{}{}
+}
+
+// beatStop unregisters r; no in-progress ack or heartbeat write starts for
+// it afterwards (one under way may finish).
+func (w *Worker) beatStop(r *run) {
+	w.beatMu.Lock()
+	defer w.beatMu.Unlock()
+	delete(w.beating, r)
+}
+
+// beatLoop sends the heartbeats of every registered run until the worker's
+// run context ends (after Stop has waited for the runs). It ticks four
+// times per beat, so a run's in-progress ack goes out between one and one
+// and a quarter beats after the previous one (the ack wait is at least two
+// beats: Config.Heartbeat), and its state's heartbeat is written between
+// one and three quarters and two beats after the last state write.
+func (w *Worker) beatLoop(done chan<- struct{}) {
+	defer close(done)
+	beat := w.beatEvery()
+	t := time.NewTicker(max(beat/4, 10*time.Millisecond))
+	defer t.Stop()
+	var due, write []*run
+	for {
+		select {
+		case <-w.runCtx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		due, write = due[:0], write[:0]
+		w.beatMu.Lock()
+		for r := range w.beating {
+			if now-r.progressAt.Load() >= int64(beat) {
+				r.progressAt.Store(now)
+				due = append(due, r)
 			}
-		}()
-		defer func() { <-writer }()
-		t := time.NewTicker(r.w.beatEvery())
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			_ = r.msg.InProgress()
-			select {
-			case kick <- struct{}{}:
-			default: // a write is under way
+			// The state's heartbeat is looked at every tick (not only with
+			// the in-progress ack), so it is renewed within two beats of
+			// the last write: holderWatch takes a holder silent after two
+			// and a half.
+			if wrote := r.wrote.Load(); wrote != 0 && now-wrote >= int64(2*beat-beat/4) {
+				write = append(write, r)
 			}
 		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(done); <-stopped }) }
+		w.beatMu.Unlock()
+		for i, r := range due {
+			_ = r.msg.InProgress()
+			due[i] = nil
+		}
+		for i, r := range write {
+			if r.beatBusy.CompareAndSwap(false, true) {
+				go func() {
+					defer r.beatBusy.Store(false)
+					r.beatState(r.ctx)
+				}()
+			}
+			write[i] = nil
+		}
+	}
 }
+
+// errBeatNotDue: a heartbeat write found the run no longer running.
+var errBeatNotDue = errors.New("seqworker: heartbeat not due")
 
 // beatState renews the state's heartbeat when it is due: every second
 // beat, and not while checkpoints renew it. That is enough for seq.cancel,
@@ -85,10 +117,14 @@ func (r *run) beatState(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(ctx, beat)
 	defer cancel()
 	err := r.store(wctx, func(st *events.RunState) error {
+		if st.Status != events.StatusRunning {
+			return errBeatNotDue // the run ended meanwhile: its final state stays as written
+		}
 		st.Heartbeat = time.Now().UTC()
 		return nil
 	})
 	switch {
+	case errors.Is(err, errBeatNotDue):
 	case errors.Is(err, errLost):
 		r.cancel(errLost)
 	case err != nil && !errors.Is(err, errCancelled) && ctx.Err() == nil:

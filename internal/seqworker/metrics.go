@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
@@ -51,7 +54,42 @@ func (w *Worker) initMetrics() {
 		m, _ = metrics.NewSeqworker(noop.NewMeterProvider(), metrics.SeqworkerObservers{})
 	}
 	w.met = m
-	w.caller = meteredCaller{next: w.caller, dur: m.ToolCallDuration}
+	w.caller = meteredCaller{next: w.caller, dur: m.ToolCallDuration, attrs: &w.attrs}
+}
+
+// attrCache keeps the attribute sets of the worker's measurements by their
+// label values: building a set (attribute.NewSet sorts and hashes it) was
+// 8% of the worker's CPU when done for every tool call (BENCHMARKS.md,
+// the seqworker profile). Label values are bounded (see above), and so is
+// the cache: past maxAttrSets sets, a set is built for each measurement.
+type attrCache struct {
+	sets sync.Map // string (the label values joined by NUL) → metric.MeasurementOption
+	n    atomic.Int32
+}
+
+// maxAttrSets bounds attrCache.
+const maxAttrSets = 4096
+
+// get returns the measurement option of the labels kvs, cached under key
+// (which must tell every label set apart: the keys and values joined by
+// NUL, which no label value contains).
+func (c *attrCache) get(key string, kvs ...attribute.KeyValue) metric.MeasurementOption {
+	if o, ok := c.sets.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	if c.n.Add(1) <= maxAttrSets {
+		c.sets.Store(key, o)
+	}
+	return o
+}
+
+// two returns the cached option of the labels k1 = v1, k2 = v2.
+func (c *attrCache) two(k1 attribute.Key, v1 string, k2 attribute.Key, v2 string) metric.MeasurementOption {
+	if c == nil {
+		return metric.WithAttributes(k1.String(v1), k2.String(v2))
+	}
+	return c.get(string(k1)+"\x00"+v1+"\x00"+string(k2)+"\x00"+v2, k1.String(v1), k2.String(v2))
 }
 
 // runsHeld is skillbus.runs.in_flight: the runs this worker executes now.
@@ -105,9 +143,7 @@ func (r *run) runStarted(ctx context.Context, resumedAfter int) {
 	st := *r.st
 	r.mu.Unlock()
 	w := r.w
-	w.met.RunsStarted.Add(ctx, 1, metric.WithAttributes(
-		metrics.AttrSequence.String(w.seqLabel(st.Sequence, len(r.req.Inline) > 0)),
-		metrics.AttrTrigger.String(st.Trigger)))
+	w.met.RunsStarted.Add(ctx, 1, w.attrs.two(metrics.AttrSequence, w.seqLabel(st.Sequence, len(r.req.Inline) > 0), metrics.AttrTrigger, st.Trigger))
 	attrs := []any{"run", st.RunID, "sequence", st.Sequence, "trigger", st.Trigger, "worker", st.Worker, "attempt", r.attempt, "groups", st.Groups}
 	if resumedAfter > 0 {
 		attrs = append(attrs, "resumed_after_group", resumedAfter)
@@ -120,7 +156,7 @@ func (r *run) runStarted(ctx context.Context, resumedAfter int) {
 // end) and logs it.
 func (w *Worker) runFinished(ctx context.Context, st *events.RunState) {
 	status := st.Status
-	labels := metric.WithAttributes(metrics.AttrSequence.String(w.seqLabel(st.Sequence, len(st.Inline) > 0)), metrics.AttrStatus.String(status))
+	labels := w.attrs.two(metrics.AttrSequence, w.seqLabel(st.Sequence, len(st.Inline) > 0), metrics.AttrStatus, status)
 	w.met.RunsFinished.Add(ctx, 1, labels)
 	var d time.Duration
 	if !st.StartedAt.IsZero() && !st.FinishedAt.IsZero() {
@@ -145,11 +181,11 @@ func (w *Worker) groupDone(ctx context.Context, s *seq.Sequence, inline bool, gr
 	if seqName == labelInline || seqName == labelUnknown {
 		group = seqName
 	}
-	w.met.GroupDuration.Record(ctx, time.Duration(gr.Duration).Seconds(), metric.WithAttributes(
+	w.met.GroupDuration.Record(ctx, time.Duration(gr.Duration).Seconds(), w.attrs.get("group\x00"+seqName+"\x00"+group+"\x00"+string(gr.Status),
 		metrics.AttrSequence.String(seqName), metrics.AttrGroup.String(group), metrics.AttrStatus.String(string(gr.Status))))
 	for _, c := range gr.Calls {
 		if c.Attempts > 1 {
-			w.met.ToolCallRetries.Add(ctx, int64(c.Attempts-1), metric.WithAttributes(metrics.AttrTool.String(c.Tool)))
+			w.met.ToolCallRetries.Add(ctx, int64(c.Attempts-1), w.attrs.get("retries\x00"+c.Tool, metrics.AttrTool.String(c.Tool)))
 		}
 	}
 }
@@ -160,7 +196,7 @@ func (w *Worker) groupDone(ctx context.Context, s *seq.Sequence, inline bool, gr
 // ("" when it could not be stored).
 func (w *Worker) callDone(ctx context.Context, s *seq.Sequence, gr *seq.GroupResult, callErr error, started time.Time, runID string) {
 	seqName := w.seqLabel(s.Name, false)
-	w.met.RunsStarted.Add(ctx, 1, metric.WithAttributes(metrics.AttrSequence.String(seqName), metrics.AttrTrigger.String(events.TriggerSeqCall)))
+	w.met.RunsStarted.Add(ctx, 1, w.attrs.two(metrics.AttrSequence, seqName, metrics.AttrTrigger, events.TriggerSeqCall))
 	st := &events.RunState{RunID: runID, Sequence: s.Name, Trigger: events.TriggerSeqCall, Status: events.StatusSucceeded,
 		Attempt: 1, Groups: 1, StartedAt: started, FinishedAt: time.Now().UTC()}
 	if callErr != nil {
@@ -178,8 +214,9 @@ func (w *Worker) callDone(ctx context.Context, s *seq.Sequence, gr *seq.GroupRes
 // meteredCaller times each tool call attempt as the caller sees it
 // (skillbus.tool_call.duration, by tool and status).
 type meteredCaller struct {
-	next seq.Caller
-	dur  metric.Float64Histogram
+	next  seq.Caller
+	dur   metric.Float64Histogram
+	attrs *attrCache
 }
 
 // Call calls the tool and records the attempt.
@@ -190,7 +227,7 @@ func (c meteredCaller) Call(ctx context.Context, tool string, args json.RawMessa
 	if status == "missing" {
 		tool = labelMissing
 	}
-	c.dur.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(metrics.AttrTool.String(tool), metrics.AttrStatus.String(status)))
+	c.dur.Record(ctx, time.Since(start).Seconds(), c.attrs.two(metrics.AttrTool, tool, metrics.AttrStatus, status))
 	return res, err
 }
 

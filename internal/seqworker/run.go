@@ -44,6 +44,7 @@ type run struct {
 	attempt int
 	log     *slog.Logger
 	cancel  context.CancelCauseFunc
+	ctx     context.Context // the run's context (cancelled with cancel)
 
 	// mu guards st, rev and refs.
 	mu   sync.Mutex
@@ -51,9 +52,14 @@ type run struct {
 	rev  uint64
 	refs map[string]events.SlotRef // slot values already in the object store
 
-	// wrote is when the state was last written (unix ns), for the
-	// heartbeat.
+	// wrote is when the state was last written (unix ns; 0 until the run
+	// is claimed), for the heartbeat.
 	wrote atomic.Int64
+	// progressAt is when the request last had an in-progress ack (unix
+	// ns; at first its delivery), and beatBusy is set while a heartbeat
+	// write is under way (heartbeat.go).
+	progressAt atomic.Int64
+	beatBusy   atomic.Bool
 }
 
 // handleRun processes one delivery of a run request. The outcome decides
@@ -90,23 +96,30 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	// request to another worker.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log, cancel: cancel}
-	_ = msg.InProgress()
-	stopBeat := r.heartbeat(rctx)
-	defer stopBeat()
+	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log, cancel: cancel, ctx: rctx}
+	w.beatStart(r)
+	defer w.beatStop(r)
+	// The sequence: the catalog's copy, or read from the bucket
+	// meanwhile the run is claimed.
 	type resolved struct {
 		s   *seq.Sequence
 		err error
 	}
-	seqCh := make(chan resolved, 1)
-	go func() {
-		var s *seq.Sequence
-		err := w.persist(rctx, "read the sequence", func(octx context.Context) (err error) {
-			s, err = w.resolve(octx, req)
-			return err
-		})
-		seqCh <- resolved{s, err}
-	}()
+	var res resolved
+	var seqCh chan resolved
+	if s, ok, err := w.resolveNow(req); ok {
+		res = resolved{s, err}
+	} else {
+		seqCh = make(chan resolved, 1)
+		go func() {
+			var s *seq.Sequence
+			err := w.persist(rctx, "read the sequence", func(octx context.Context) (err error) {
+				s, err = w.resolve(octx, req)
+				return err
+			})
+			seqCh <- resolved{s, err}
+		}()
+	}
 	cur, done, err := r.claim(rctx)
 	if err == nil && !done {
 		w.hold(r)
@@ -114,7 +127,9 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	} else {
 		cancel(nil) // the sequence is not needed
 	}
-	res := <-seqCh
+	if seqCh != nil {
+		res = <-seqCh
+	}
 	if err != nil {
 		if isTerminal(err) {
 			log.Warn("run request refused", "err", err)
@@ -177,10 +192,15 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 	}
 	var waited time.Time // since when a live holder is waited for
 	var live holderWatch
+	memo, memoRev, known := w.takeQueued(req.RunID, digest)
 	for conflicts := 0; conflicts < 3; {
 		var cur *events.RunState
 		var rev uint64
-		if err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
+		if known {
+			// This worker queued the run and knows its state at memoRev:
+			// no read (queued.go); the compare-and-set below checks it.
+			cur, rev, known = memo, memoRev, false
+		} else if err := w.persist(ctx, "read run state", func(octx context.Context) (err error) {
 			cur, rev, err = w.readState(octx, req.RunID)
 			return err
 		}); err != nil {
@@ -662,6 +682,19 @@ func (w *Worker) retry(ctx context.Context, msg jetstream.Msg, req *events.RunRe
 	w.log.Warn("run redelivered later", "run", req.RunID, "attempt", attempt, "delay", d, "err", err)
 	_ = msg.NakWithDelay(d)
 	return err
+}
+
+// resolveNow returns the sequence a request runs (as resolve does) when
+// no read is needed — an inline sequence, or a stored one in the catalog
+// (catalog.lookup) — with ok true; ok is false when the bucket must be
+// read.
+func (w *Worker) resolveNow(req *events.RunRequest) (s *seq.Sequence, ok bool, err error) {
+	if len(req.Inline) > 0 {
+		s, err = w.resolve(context.Background(), req)
+		return s, true, err
+	}
+	s, ok = w.cat.cached(req.Sequence)
+	return s, ok, nil
 }
 
 // resolve returns the sequence a request runs.

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -198,7 +199,7 @@ func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunR
 			_ = req.Error("400", "inline sequence: "+err.Error(), nil)
 			return
 		}
-	} else if _, _, err := w.cat.get(ctx, in.Sequence); err != nil {
+	} else if _, err := w.cat.lookup(ctx, in.Sequence); err != nil {
 		code := "503"
 		if errors.Is(err, errNoSequence) {
 			code = "404"
@@ -220,7 +221,11 @@ func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunR
 		case isTerminal(err):
 			code = "400"
 		}
-		_ = req.Error(code, "queue the run: "+err.Error(), nil)
+		msg := errtext.Error(err) // "run id "x" was already used for …", not "seqworker: run id already used: …"
+		if code == "503" {
+			msg = "the run could not be queued: " + msg
+		}
+		_ = req.Error(code, msg, nil)
 		return
 	}
 	w.respond(req, &events.SeqRunReply{V: events.Version, RunID: in.RunID})

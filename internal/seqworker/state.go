@@ -1,9 +1,12 @@
 package seqworker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,11 +57,12 @@ func (w *Worker) writeState(ctx context.Context, st *events.RunState, rev uint64
 	if max := w.maxValue; max > 0 && len(b) > max {
 		return 0, fmt.Errorf("%w: %d bytes; the limit is %d bytes (the RUNS bucket's value size, or the server's max_payload)", errStateTooLarge, len(b), max)
 	}
-	m := &nats.Msg{Subject: events.RunsKeySubject(st.RunID), Data: b, Header: nats.Header{}}
+	m := &nats.Msg{Subject: events.RunsKeySubject(st.RunID), Data: b, Header: make(nats.Header, 12)}
 	st.Summary().SetHeader(m.Header)
-	ack, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+	m.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(rev, 10)}
+	seq, err := w.jsPublish(ctx, m)
 	if err == nil {
-		return ack.Sequence, nil
+		return seq, nil
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
@@ -81,6 +85,80 @@ func (w *Worker) writeState(ctx context.Context, st *events.RunState, rev uint64
 		return 0, fmt.Errorf("%w: %d bytes: %v", errStateTooLarge, len(b), err)
 	}
 	return 0, err
+}
+
+// jsPublish publishes m to JetStream and returns the stream sequence that
+// acknowledges it: what jetstream.PublishMsg does (errors:
+// jetstream.ErrNoStreamResponse, *jetstream.APIError wrapped, NATS
+// errors), with a plain request whose acknowledgement is read without
+// encoding/json when it is a success (parsePubAck). A context without a
+// deadline gets jetstream's default of 5 s.
+func (w *Worker) jsPublish(ctx context.Context, m *nats.Msg) (uint64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	resp, err := w.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return 0, jetstream.ErrNoStreamResponse
+		}
+		return 0, err
+	}
+	if seq, ok := parsePubAck(resp.Data); ok {
+		return seq, nil
+	}
+	var ack struct {
+		Error  *jetstream.APIError `json:"error"`
+		Stream string              `json:"stream"`
+		Seq    uint64              `json:"seq"`
+	}
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return 0, jetstream.ErrInvalidJSAck
+	}
+	if ack.Error != nil {
+		return 0, fmt.Errorf("nats: %w", ack.Error)
+	}
+	if ack.Stream == "" {
+		return 0, jetstream.ErrInvalidJSAck
+	}
+	return ack.Seq, nil
+}
+
+// parsePubAck reads the stream sequence of a JetStream publish
+// acknowledgement of the plain form the server writes for a success,
+// {"stream":"NAME","seq":N}; ok is false for anything else (an error, a
+// duplicate, a domain), which the caller decodes with encoding/json.
+func parsePubAck(b []byte) (seq uint64, ok bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{"stream":"`))
+	if !ok {
+		return 0, false
+	}
+	name := bytes.IndexByte(rest, '"')
+	if name <= 0 {
+		return 0, false
+	}
+	for _, c := range rest[:name] { // stream names: letters, digits, '-', '_'
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return 0, false
+		}
+	}
+	digits, ok := bytes.CutPrefix(rest[name:], []byte(`","seq":`))
+	if !ok || len(digits) < 2 || digits[len(digits)-1] != '}' {
+		return 0, false
+	}
+	digits = digits[:len(digits)-1]
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(string(digits), 10, 64)
+	if err != nil || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	return n, true
 }
 
 // failRun stores a failed final state for runID (unless it finished, or a
@@ -144,7 +222,10 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 	}
 }
 
-// emit publishes a run event without waiting for the stream's ack.
+// emit publishes a run event with a plain NATS publish: the EVENTS stream
+// stores it all the same, and no acknowledgement comes back (none was
+// awaited: events are informational, the RUNS state is the truth), which
+// saves a message and the asynchronous-publish bookkeeping per event.
 func (w *Worker) emit(ctx context.Context, ev *events.RunEvent) {
 	ev.At = time.Now().UTC()
 	subj, err := events.RunEventSubject(ev.RunID, ev.Kind)
@@ -159,7 +240,7 @@ func (w *Worker) emit(ctx context.Context, ev *events.RunEvent) {
 	}
 	m := &nats.Msg{Subject: subj, Data: b, Header: nats.Header{}}
 	events.Inject(ctx, m.Header)
-	if _, err := w.js.PublishMsgAsync(m); err != nil {
+	if err := w.nc.PublishMsg(m); err != nil {
 		w.log.Warn("run event not published", "run", ev.RunID, "err", err)
 	}
 }

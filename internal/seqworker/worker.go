@@ -100,6 +100,7 @@ type Worker struct {
 	log    *slog.Logger
 	caller seq.Caller
 	met    *metrics.Seqworker // metrics.go
+	attrs  attrCache          // the measurements' attribute sets (metrics.go)
 
 	runs       jetstream.KeyValue
 	slots      jetstream.ObjectStore // large slot values; nil if unavailable
@@ -135,6 +136,15 @@ type Worker struct {
 	// heldMu guards held: the runs this worker holds, by run id.
 	heldMu sync.Mutex
 	held   map[string]*run
+	// beatMu guards beating: the runs whose requests the heartbeat keeps
+	// (heartbeat.go); beatDone is closed when beatLoop returns.
+	beatMu   sync.Mutex
+	beating  map[*run]struct{}
+	beatDone chan struct{}
+	// queuedMu guards queued: the runs this worker queued whose request
+	// it has not claimed yet (queued.go).
+	queuedMu sync.Mutex
+	queued   map[string]queuedMemo
 
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
@@ -187,6 +197,8 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		callSlots: make(chan struct{}, cfg.Concurrency),
 		recheck:   make(chan string, 1024),
 		held:      map[string]*run{},
+		beating:   map[*run]struct{}{},
+		queued:    map[string]queuedMemo{},
 		conn:      newConnWatch(),
 	}
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
@@ -290,6 +302,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
 		return fmt.Errorf("seqworker: flush subscriptions: %w", err)
 	}
+	w.beatDone = make(chan struct{})
+	go w.beatLoop(w.beatDone)
 	w.loops.Add(1)
 	go w.fetchLoop()
 	w.log.Info("seqworker started", "worker", w.cfg.WorkerID, "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWait, "heartbeat", w.beatEvery(), "max_deliver", w.maxDeliver)
@@ -351,6 +365,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 		}
 	}
 	w.runCancel()
+	if w.beatDone != nil {
+		<-w.beatDone
+	}
 	w.mu.Lock()
 	w.stopErr = err
 	w.mu.Unlock()

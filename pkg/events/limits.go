@@ -51,7 +51,7 @@ func CheckRunID(id string) error {
 		return fmt.Errorf("%w: run id is empty", ErrBadToken)
 	}
 	if len(id) > MaxRunIDLength {
-		return fmt.Errorf("%w: run id is %d bytes long; the limit is %d (MaxRunIDLength)", ErrBadToken, len(id), MaxRunIDLength)
+		return fmt.Errorf("%w: run id is %d bytes long; the limit is %d", ErrBadToken, len(id), MaxRunIDLength)
 	}
 	for i := 0; i < len(id); i++ {
 		if !idByte(id[i]) {

@@ -171,7 +171,7 @@ func RunEventSubject(runID, kind string) (string, error) {
 		return "", fmt.Errorf("%w: run id is empty", ErrBadToken)
 	}
 	if len(runID) > MaxRunIDLength {
-		return "", fmt.Errorf("%w: run id is %d bytes long; the limit is %d (MaxRunIDLength)", ErrBadToken, len(runID), MaxRunIDLength)
+		return "", fmt.Errorf("%w: run id is %d bytes long; the limit is %d", ErrBadToken, len(runID), MaxRunIDLength)
 	}
 	switch kind {
 	case RunStarted, RunGroup, RunFinished, RunInterrupted, RunResumed, RunCancelling:

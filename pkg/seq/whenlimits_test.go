@@ -159,8 +159,12 @@ func TestWhenHostileStoppedWhenRun(t *testing.T) {
 			if !strings.Contains(r.Error, "expression too costly") || !strings.Contains(r.Error, "budget of 1000000") {
 				t.Errorf("run error %q does not say expression too costly and name the budget", r.Error)
 			}
-			if limit := 4*budgetTime + time.Second; d > limit || alloc > 256<<20 {
-				t.Errorf("stopping took %v and allocated %d MiB; want under %v (4 × the budget's worth here + 1 s) and 256 MiB", d, alloc>>20, limit)
+			// 10 × the budget's worth: string building costs more per unit
+			// than the baseline's comparisons, and a loaded CI machine
+			// (race detector, other packages' tests) adds more; an
+			// unbounded evaluation of these runs for minutes.
+			if limit := 10*budgetTime + time.Second; d > limit || alloc > 256<<20 {
+				t.Errorf("stopping took %v and allocated %d MiB; want under %v (10 × the budget's worth here + 1 s) and 256 MiB", d, alloc>>20, limit)
 			}
 			t.Logf("stopped in %v, %d MiB allocated", d, alloc>>20)
 		})

@@ -114,7 +114,7 @@ func TestCLIRunErrors(t *testing.T) {
 		{"invalid sequence", []string{"run", bad}, cli.ExitFailure, `group 1 "g": tool 1 "x"`},
 		{"unknown argument", []string{"run", survey, "--arg", "rot=."}, cli.ExitUsage, `unknown argument "rot"; the sequence takes (root: string)`},
 		{"missing argument", []string{"run", survey}, cli.ExitUsage, "missing argument(s) root"},
-		{"args file value of the wrong type", []string{"run", typed, "--args-file", badArgs}, cli.ExitUsage, "--args-file " + badArgs + `: n is declared integer; give a whole number such as 10, not a string "5"`},
+		{"args file value of the wrong type", []string{"run", typed, "--args-file", badArgs}, cli.ExitUsage, "--args-file " + badArgs + `: line 1: n is declared integer; give a whole number such as 10, not a string "5"`},
 		{"repeated --arg key", []string{"run", survey, "--arg", "root=a", "--arg", "root=b"}, cli.ExitUsage, `argument "root" is given more than once`},
 		{"bad flag", []string{"run", survey, "--nope"}, cli.ExitUsage, "unknown flag --nope"},
 		{"bad run id", []string{"run", survey, "--arg", "root=.", "--run-id", "a.b"}, cli.ExitUsage, "--run-id"},
@@ -134,6 +134,54 @@ func TestCLIRunErrors(t *testing.T) {
 	var st events.RunState
 	if code != cli.ExitFailure || json.Unmarshal([]byte(out), &st) != nil || st.Status != events.StatusFailed {
 		t.Errorf("run failing --json = %d, %q; want 1 and a failed run state", code, out)
+	}
+}
+
+// TestCLIRunArgsFileStdin runs a sequence (the in-process stack) with its
+// arguments from standard input (--args-file -) and an --arg that replaces
+// one of them: the --arg wins, and stderr says which file value it
+// replaced and on which line. A file that gives a key twice is refused
+// before anything starts, naming the key and both lines.
+func TestCLIRunArgsFileStdin(t *testing.T) {
+	t.Setenv(cli.EnvNATSURL, "")
+	dir := t.TempDir()
+	typed := filepath.Join(dir, "typed.seq.yaml")
+	os.WriteFile(typed, []byte("name: typed\ngroups:\n  - name: cli-stdin\n    in: {n: integer, who: string}\n    out: {text: string}\n    tools:\n      - tool: text.render\n        args: {template: \"{{.n}} {{.who}}\", data: {n: $args.n, who: $args.who}}\n        as: text\n"), 0o644)
+	run := func(stdin string, args ...string) (int, string, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var out, errb cliBuf
+		code := cli.Main(ctx, args, strings.NewReader(stdin), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errOut := run("{\n  \"n\": 1,\n  \"who\": \"file\"\n}\n", "run", typed, "--args-file", "-", "--arg", "who=flag", "--tools-root", dir, "--json", "--quiet")
+	if code != cli.ExitOK {
+		t.Fatalf("run --args-file - = %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var st events.RunState
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("run --json output is not a run state: %v\n%s", err, out)
+	}
+	if got := string(st.Slots["text"]); got != `"1 flag"` {
+		t.Errorf("slot text = %s; want \"1 flag\" (n from standard input, who from --arg)", got)
+	}
+	if want := `skillbus run: note: --arg who=flag replaces "who": "file" from --args-file - (standard input) line 3 (--arg wins over --args-file)`; !strings.Contains(errOut, want) {
+		t.Errorf("stderr %q; want %q", errOut, want)
+	}
+	code, _, errOut = run("{\"n\": 1,\n \"who\": \"a\",\n \"n\": 2}", "run", typed, "--args-file", "-", "--tools-root", dir)
+	if want := `skillbus run: --args-file - (standard input): line 3: the argument "n" is given twice (first at line 1); give each argument once`; code != cli.ExitUsage || !strings.Contains(errOut, want) {
+		t.Errorf("run with a key twice on stdin = %d, stderr %q; want 2 and %q", code, errOut, want)
+	}
+}
+
+// cliNoInternals fails when a message shows what only the code knows: a
+// Go package's prefix, a Go type, a raw context error.
+func cliNoInternals(t *testing.T, msg string) {
+	t.Helper()
+	for _, leak := range []string{"seqworker: ", "client: ", "registry: ", "toolcall: ", "natsconn: ", "context deadline exceeded", "nats: ", "json: ", "map[", "*errors."} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("message shows %q: %s", leak, msg)
+		}
 	}
 }
 
@@ -226,7 +274,9 @@ func TestCLIAgainstStack(t *testing.T) {
 			t.Errorf("skills info cli-skill limits shows another section:\n%s", out)
 		}
 		check(t, []string{"skills", "info", "cli-skill", "nowhere"}, 1, "nowhere")
-		check(t, []string{"skills", "info", "no-skill"}, 1, "no-skill")
+		// The registry's 404 says what is stored; the command adds how to list it.
+		out = check(t, []string{"skills", "info", "no-skill"}, 1, "skillbus skills info: no skill named \"no-skill\" (1 skill is stored); list the skills with `skillbus skills`")
+		cliNoInternals(t, out)
 		check(t, []string{"skills", "frob"}, 2, "bad arguments")
 	})
 
@@ -254,7 +304,7 @@ func TestCLIAgainstStack(t *testing.T) {
 		}
 		check(t, []string{"seqs", "rm", "cli-scratch"}, 0, "deleted sequence cli-scratch")
 		check(t, []string{"seqs", "rm", "cli-scratch"}, 1, "cli-scratch")
-		check(t, []string{"seqs", "show"}, 2, "bad arguments")
+		check(t, []string{"seqs", "show"}, 2, "skillbus seqs show: got none: give one NAME")
 	})
 
 	var runID string
@@ -267,6 +317,13 @@ func TestCLIAgainstStack(t *testing.T) {
 		}
 		runID = st.RunID
 		check(t, []string{"run", "no-such-seq"}, 1, `"no-such-seq"`)
+		// A run id used before, with other arguments: the seqworker's 409
+		// in words, without the Go packages it passed through.
+		c, _, errOut := cliRun(t, "run", "project-survey", "--arg", "root=internal", "--run-id", "cli-run-1")
+		if want := `skillbus run: the run was not accepted: run id "cli-run-1" was already used for sequence "project-survey" with other arguments or another definition; omit the run id to get a new one`; c != cli.ExitFailure || !strings.Contains(errOut, want) {
+			t.Errorf("run with a used run id = %d, stderr %q; want 1 and %q", c, errOut, want)
+		}
+		cliNoInternals(t, errOut)
 		check(t, []string{"run", "project-survey", "--arg", "x=1"}, 2, `unknown argument "x"`)
 	})
 

@@ -198,10 +198,16 @@ func TestRegistrySkillInfoCap(t *testing.T) {
 	huge := "# Huge\n\nintro\n\n## Reference\n\n" + strings.Repeat("a line of reference text that goes on\n", 20000) + "\n## After\n\nend\n"
 	regWrite(t, filepath.Join(dir, "huge/SKILL.md"), regSkillMD("huge", "a huge section", huge))
 	regWrite(t, filepath.Join(dir, "wide/SKILL.md"), regSkillMD("wide", "few long lines", strings.Repeat(strings.Repeat("é", 30000)+"\n", 5)))
+	nested := "# Guide\n\n" + strings.Repeat("a line of the guide's introduction\n", 20000) + "\n## Part one\n\nx\n"
+	regWrite(t, filepath.Join(dir, "nested/SKILL.md"), regSkillMD("nested", "a huge section with a subsection", nested))
 	e := regStart(t, nil, dir)
+	// The note says how to read the rest: by subsection when the part has
+	// some, in the file when it has none (not "ask for one of its
+	// subsections" of a section that has none).
 	for _, tt := range []struct{ body, note string }{
-		{`{"name": "huge", "section": "reference"}`, "more line(s) are not shown"},
-		{`{"name": "wide"}`, "more line(s) are not shown"},
+		{`{"name": "huge", "section": "reference"}`, "more line(s) are not shown. It has no subsections to ask for one by one"},
+		{`{"name": "wide"}`, "more line(s) are not shown. It has no subsections"},
+		{`{"name": "nested", "section": "guide"}`, "more line(s) are not shown. Ask for one of its subsections by title"},
 	} {
 		data, err := regRequest(t, e.nc, registry.SubjectSkillInfo, tt.body)
 		if err != nil {
@@ -212,7 +218,7 @@ func TestRegistrySkillInfoCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(si.Text) > registry.MaxInfoBytes || !strings.Contains(si.Text, "[Cut here:") || !strings.Contains(si.Text, tt.note) {
-			t.Errorf("skill.info %s: %d bytes, note %q; want at most %d bytes with a cut note", tt.body, len(si.Text), lastLine(si.Text), registry.MaxInfoBytes)
+			t.Errorf("skill.info %s: %d bytes, note %q; want at most %d bytes with a cut note saying %q", tt.body, len(si.Text), lastLine(si.Text), registry.MaxInfoBytes, tt.note)
 		}
 		if !json.Valid(data) || strings.ContainsRune(si.Text, '\uFFFD') {
 			t.Errorf("skill.info %s: cut inside a character", tt.body)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -36,18 +37,25 @@ func swBenchSeq() string {
 }
 
 // BenchmarkSeqworker measures a 3-group × 8-tool run against an echo tool,
-// end to end (run request published → finished event received), beside
-// the raw floor: the same 24 calls made directly by a client over the same
-// server with the same shape (3 rounds of 8 parallel calls), and pkg/seq's
-// engine alone over the same client. "worker" publishes the run request
-// on the queue; "seqrun" starts the run through the skillbus.seq.run
-// endpoint (a pending state stored, then the request queued), as
-// `skillbus run` does. "latency" runs one run at a time; "throughput"
-// keeps 16 runs in flight. Compare the ns/op (latency: also p50-ns, the
-// median run) of worker and floor of the same mode: their ratio is the
-// seqworker's overhead.
+// end to end (run request sent → finished event received), beside two
+// floors measured in the same run on the same server with the same shape
+// (3 rounds of 8 parallel calls): "raw" is plain nats.go request/reply (a
+// QueueSubscribe echo answered with Respond, RequestWithContext), "floor"
+// the same 24 calls through the pkg/tool client and server. "engine" is
+// pkg/seq's engine alone over that client (no queue, no checkpoints).
+// "worker" publishes the run request on the SEQ_RUNS queue; "seqrun"
+// starts the run through the skillbus.seq.run endpoint (a queued state
+// stored, then the request queued), as `skillbus run` and pkg/client's
+// Start do. "latency" runs one run at a time and reports the median run
+// (p50-ns); "throughput" keeps 16 runs in flight and reports runs/s. Every
+// path reports its ratio to raw measured in the same benchmark process
+// (x-raw-p50: p50 ÷ raw's p50, lower is better; x-raw-runs/s: runs/s ÷
+// raw's runs/s, higher is better; raw's figure is the median of its
+// measurements so far), and the process CPU time per run (cpu-µs/run:
+// server, worker, tool and client together). Issue 15's goals: x-raw-p50
+// ≤ 2 and x-raw-runs/s ≥ 0.5 for worker and seqrun.
 //
-//	go test -run '^$' -bench BenchmarkSeqworker -benchtime 400x -count 6 ./test/integration/
+//	go test -run '^$' -bench 'BenchmarkSeqworker$' -benchtime 400x -count 6 ./test/integration/
 func BenchmarkSeqworker(b *testing.B) {
 	env := swStart(b, natsserver.Options{}, events.Options{})
 	swServe(b, env, tool.Tool{Name: "bench.echo", Func: func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil }})
@@ -57,6 +65,40 @@ func BenchmarkSeqworker(b *testing.B) {
 	client, err := tool.NewClient(natsserver.ConnectTB(b, env.srv))
 	if err != nil {
 		b.Fatal(err)
+	}
+
+	// The raw floor: a plain nats.go echo on a connection of its own (as a
+	// provider process has), requests from another connection.
+	rawProvider := natsserver.ConnectTB(b, env.srv)
+	if _, err := rawProvider.QueueSubscribe("_bench.raw.echo", "bench-raw", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := rawProvider.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	rawConn := natsserver.ConnectTB(b, env.srv)
+	rawRun := func() error {
+		for g := 1; g <= 3; g++ {
+			errs := make(chan error, 8)
+			for c := 1; c <= 8; c++ {
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					_, err := rawConn.RequestWithContext(ctx, "_bench.raw.echo", fmt.Appendf(nil, `{"g":%d,"c":%d}`, g, c))
+					errs <- err
+				}()
+			}
+			var first error
+			for range 8 {
+				if err := <-errs; err != nil && first == nil {
+					first = err
+				}
+			}
+			if first != nil {
+				return first
+			}
+		}
+		return nil
 	}
 	floorRun := func() error {
 		for g := 1; g <= 3; g++ {
@@ -176,12 +218,16 @@ func BenchmarkSeqworker(b *testing.B) {
 		}
 	}
 
+	// Raw's measurements so far, by mode: the ratios divide by their
+	// median.
+	var rawP50, rawRate []float64
 	for _, mode := range []string{"latency", "throughput"} {
 		for _, path := range []struct {
 			name string
 			run  func() error
-		}{{"floor", floorRun}, {"engine", engineRun}, {"worker", workerRun}, {"seqrun", seqrunRun}} {
+		}{{"raw", rawRun}, {"floor", floorRun}, {"engine", engineRun}, {"worker", workerRun}, {"seqrun", seqrunRun}} {
 			b.Run(mode+"/"+path.name, func(b *testing.B) {
+				cpu0 := processCPU()
 				if mode == "latency" {
 					// ns/op is a mean that one scheduling stall on a
 					// shared machine moves; the median of the runs is
@@ -194,8 +240,14 @@ func BenchmarkSeqworker(b *testing.B) {
 						}
 						took = append(took, time.Since(t0))
 					}
+					reportCPU(b, cpu0)
 					slices.Sort(took)
-					b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns")
+					p50 := float64(took[len(took)/2].Nanoseconds())
+					b.ReportMetric(p50, "p50-ns")
+					if path.name == "raw" {
+						rawP50 = append(rawP50, p50)
+					}
+					b.ReportMetric(p50/median(rawP50), "x-raw-p50")
 					return
 				}
 				b.SetParallelism(8) // 16 in flight on 2 cores
@@ -207,7 +259,38 @@ func BenchmarkSeqworker(b *testing.B) {
 						}
 					}
 				})
+				reportCPU(b, cpu0)
+				rate := float64(b.N) / b.Elapsed().Seconds()
+				b.ReportMetric(rate, "runs/s")
+				if path.name == "raw" && b.N > 1 {
+					rawRate = append(rawRate, rate)
+				}
+				if len(rawRate) > 0 {
+					b.ReportMetric(rate/median(rawRate), "x-raw-runs/s")
+				}
 			})
 		}
 	}
+}
+
+// median returns the median of xs (NaN for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// reportCPU reports the process CPU time (server, worker, tool and client
+// together) per run since cpu0.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	if cpu0 == 0 || b.N == 0 {
+		return
+	}
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
 }

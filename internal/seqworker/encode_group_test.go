@@ -1,0 +1,75 @@
+package seqworker
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// tricky are strings that encoding/json escapes in every way it can.
+var tricky = []string{"", "plain", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnew\nline\rcr\bbs\fff", "\x00\x01\x1f\x7f",
+	"bad \xff\xfe utf-8", "sep \u2028 \u2029", "é ü 中文 🙂", "µs", "\u00a0nbsp"}
+
+func checkGroupJSON(t *testing.T, g *seq.GroupResult) {
+	t.Helper()
+	want, werr := json.Marshal(g)
+	got, ok := appendGroupJSON(nil, g)
+	if werr != nil {
+		if ok {
+			t.Fatalf("json.Marshal refused %+v (%v) but appendGroupJSON wrote %s", g, werr, got)
+		}
+		return
+	}
+	if !ok {
+		t.Fatalf("appendGroupJSON refused %+v; json.Marshal wrote %s", g, want)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("appendGroupJSON(%+v)\n got %s\nwant %s", g, got, want)
+	}
+}
+
+func TestAppendGroupJSONMatchesMarshal(t *testing.T) {
+	for _, s := range tricky {
+		checkGroupJSON(t, &seq.GroupResult{Name: s, Status: seq.GroupStatus(s), Reason: s, Error: s,
+			Calls: []seq.CallResult{{Tool: s, As: s, Status: seq.CallStatus(s), Error: s}}})
+	}
+	for _, g := range []*seq.GroupResult{
+		{},
+		{Calls: []seq.CallResult{}},
+		{Name: "g", Status: seq.GroupSucceeded, Started: time.Date(2026, 11, 30, 20, 0, 0, 123456789, time.UTC), Duration: seq.Duration(1500 * time.Microsecond)},
+		{Name: "g", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), Duration: seq.Duration(-3 * time.Second)},
+		{Name: "g", Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, // json.Marshal refuses it
+		{Name: "g", Calls: []seq.CallResult{{Tool: "t", Attempts: -1, Duration: seq.Duration(time.Duration(1<<63 - 1))}, {Tool: "u", Attempts: 1 << 40}}},
+	} {
+		checkGroupJSON(t, g)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	pick := func() string { return tricky[rnd.IntN(len(tricky))] }
+	for range 2000 {
+		g := &seq.GroupResult{Name: pick(), Status: seq.GroupStatus(pick()), Reason: pick(), Error: pick(), Duration: seq.Duration(rnd.Int64N(1e12) - 1e6)}
+		if rnd.IntN(2) == 0 {
+			g.Started = time.Unix(rnd.Int64N(4e9), rnd.Int64N(1e9)).UTC()
+		}
+		for range rnd.IntN(10) {
+			g.Calls = append(g.Calls, seq.CallResult{Tool: pick(), As: pick(), Status: seq.CallStatus(pick()), Attempts: rnd.IntN(5),
+				Duration: seq.Duration(rnd.Int64N(1e10)), Error: pick()})
+		}
+		checkGroupJSON(t, g)
+	}
+}
+
+func FuzzAppendGroupJSON(f *testing.F) {
+	for _, s := range tricky {
+		f.Add(s, s, int64(12345), 2, int64(1700000000))
+	}
+	f.Fuzz(func(t *testing.T, a, b string, dur int64, attempts int, started int64) {
+		g := &seq.GroupResult{Name: a, Status: seq.GroupStatus(b), Reason: b, Error: a, Duration: seq.Duration(dur),
+			Started: time.Unix(started, dur%1e9).UTC(),
+			Calls:   []seq.CallResult{{Tool: b, As: a, Status: seq.CallStatus(a), Attempts: attempts, Duration: seq.Duration(-dur), Error: b}}}
+		checkGroupJSON(t, g)
+	})
+}
