@@ -642,10 +642,22 @@
     function renderGraph() {
       const m = shape();
       model.shape = m;
+      // A live update redraws the graph: the keyboard focus stays on the
+      // same call, group or box.
+      const fa = document.activeElement;
+      let refocus = null;
+      if (fa && graphBox.contains(fa)) {
+        refocus = fa.matches("g.g-call") ? `g.g-call[data-group="${fa.dataset.group}"][data-call="${fa.dataset.call}"]`
+          : fa.matches("g.g-group-hit") ? `g.g-group-hit[data-group="${fa.dataset.group}"]` : ".graph-wrap";
+      }
       const wrap = h("div", { class: "graph-wrap", tabindex: "0", role: "region", "aria-labelledby": "shape-title" });
       wrap.appendChild(G.draw(m, { onSelect: select, selected: model.selected, label: "Run " + id + ": the sequence's groups and calls, with their status" }));
       replace(graphBox, wrap);
       fitGraph(wrap);
+      if (refocus) {
+        const n = graphBox.querySelector(refocus);
+        if (n) n.focus({ preventScroll: true });
+      }
       // The same as a list: for narrow windows and screen readers.
       replace(groupsBox, h("details", { open: window.innerWidth < 720 }, h("summary", {}, "Groups and calls as a list"),
         h("ol", { class: "groups" }, m.groups.map((g, gi) => h("li", {},
@@ -659,6 +671,9 @@
     }
 
     function renderDetail() {
+      // A live update redraws the details: a focus on their title stays.
+      const fa = document.activeElement;
+      if (fa && fa.id === "detail-title" && detail.contains(fa)) queueMicrotask(() => { const t = document.getElementById("detail-title"); if (t && t !== document.activeElement) t.focus({ preventScroll: true }); });
       const sel = model.selected, m = model.shape, v = model.view;
       detail.hidden = !sel || !m || !m.groups[sel.group];
       if (detail.hidden) { clear(detail); return; }
