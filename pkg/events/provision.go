@@ -80,6 +80,11 @@ type Options struct {
 	// how long a dead worker's runs wait before another worker takes them
 	// over.
 	AckWait time.Duration
+	// LowerAckWait allows AckWait to lower the ack wait of an existing
+	// seqworker consumer. Without it Provision refuses (ErrOptions) an
+	// AckWait below the consumer's: the consumer is shared by every
+	// replica (docs/runs.md, Failover).
+	LowerAckWait bool
 	// MaxDeliver caps deliveries of one run request; default
 	// DefaultMaxDeliver (10); -1 = unlimited.
 	MaxDeliver int
@@ -229,6 +234,9 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 		defer cancel()
 	}
 	if rr, ok := js.(ResourceReader); ok {
+		if err := checkAckWait(ctx, rr, o); err != nil { // ackwait.go
+			return err
+		}
 		o = o.inherit(ctx, rr)
 	}
 	o = o.WithDefaults()
@@ -261,6 +269,9 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 		// Only the seqworker reads its consumer; the others leave it alone.
 		if _, err := js.CreateOrUpdateConsumer(ctx, StreamSeqRuns, SeqworkerConsumerConfig(o)); err != nil {
 			return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworker, StreamSeqRuns, err)
+		}
+		if _, err := js.CreateOrUpdateConsumer(ctx, StreamEvents, BootConsumerConfig(o)); err != nil {
+			return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworkerBoot, StreamEvents, err)
 		}
 	}
 	if om, ok := js.(ObjectStoreManager); ok {
@@ -396,6 +407,28 @@ func SeqworkerConsumerConfig(o Options) jetstream.ConsumerConfig {
 		MaxDeliver:    o.MaxDeliver,
 		Replicas:      o.Replicas,
 		MemoryStorage: o.Storage == jetstream.MemoryStorage,
+	}
+}
+
+// BootConsumerConfig returns the durable pull consumer on EVENTS shared
+// by every seqworker replica to start boot sequences on agent_ready events
+// (docs/runs.md, Triggers): explicit acks, redelivered after 1 s, 5 s,
+// then 30 s, at most 10 times. A consumer created now starts with new
+// events (DeliverNew): a fresh deployment does not replay the boots
+// already in EVENTS. Provision creates it with the seqworker's other
+// resources, so it is retried like them on a cluster still electing.
+func BootConsumerConfig(o Options) jetstream.ConsumerConfig {
+	o = o.WithDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       ConsumerSeqworkerBoot,
+		Description:   "skillbus: seqworker replicas start boot sequences on agent_ready",
+		FilterSubject: SubjectAgentReadyAll,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    10,
+		BackOff:       []time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
+		Replicas:      o.Replicas,
 	}
 }
 
