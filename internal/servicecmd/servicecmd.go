@@ -8,7 +8,7 @@
 //
 // A main stays linear:
 //
-//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	ctx, stop := servicecmd.SignalContext("registry", os.Stderr) // a second signal exits at once
 //	var common servicecmd.Flags
 //	fs := common.FlagSet(servicecmd.Command{Name: "registry", …}, os.Stdout, os.Stderr)
 //	… service flags …
