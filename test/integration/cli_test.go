@@ -278,7 +278,7 @@ func TestCLIAgainstStack(t *testing.T) {
 		// The registry's 404 says what is stored; the command adds how to list it.
 		out = check(t, []string{"skills", "info", "no-skill"}, 1, "skillbus skills info: no skill named \"no-skill\" (1 skill is stored); list the skills with `skillbus skills`")
 		cliNoInternals(t, out)
-		check(t, []string{"skills", "frob"}, 2, "bad arguments")
+		check(t, []string{"skills", "frob"}, 2, `skillbus skills: unknown subcommand "frob"`)
 	})
 
 	t.Run("seqs", func(t *testing.T) {
