@@ -129,6 +129,9 @@ func runMCPServe(ctx context.Context, env Env, args []string) int {
 			return bad("--local %s is not a directory", *local)
 		}
 	}
+	if *readOnly && givenAny(fs, "wait") != "" {
+		return bad("--wait sets how long seq_run waits, and --read-only leaves seq_run out; leave one of them out")
+	}
 	token := os.Getenv(envMCPToken)
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)

@@ -290,6 +290,7 @@ func TestRunPlaceFlags(t *testing.T) {
 		{[]string{"seqs", "show", seqFile, "--context", "prod"}, "is a file, read from disk without NATS, so --context would be ignored"},
 		{[]string{"seqs", "graph", "--creds", "x.creds", seqFile}, "so --creds would be ignored"},
 		{[]string{"mcp", "serve", "--local", root, "--context", "prod"}, "--context and --local contradict"},
+		{[]string{"mcp", "serve", "--read-only", "--wait", "5m"}, "--read-only leaves seq_run out"},
 		{[]string{"auth", "--dir", t.TempDir(), "--namespace", "skillbus"}, "only -o k8s prints"},
 	} {
 		if code, _, errb := runMain(t, tc.args...); code != ExitUsage || !strings.Contains(errb, tc.want) {
