@@ -14,22 +14,15 @@ import (
 	"github.com/skillbus/skillbus/pkg/seq"
 )
 
-// startBoot creates (or updates) the shared durable consumer on the
-// agent_ready events and starts consuming it. A consumer created now
-// starts with new events: a fresh deployment does not replay the boots
-// already in EVENTS.
+// startBoot starts consuming the shared durable consumer on the
+// agent_ready events (events.BootConsumerConfig). Provisioning creates it,
+// retried until the cluster answers; it is created here only when it is
+// missing (deleted by hand since, or provisioning was left to this call).
 func (w *Worker) startBoot(ctx context.Context) error {
-	cons, err := w.js.CreateOrUpdateConsumer(ctx, events.StreamEvents, jetstream.ConsumerConfig{
-		Durable:       events.ConsumerSeqworkerBoot,
-		Description:   "skillbus: seqworker replicas start boot sequences on agent_ready",
-		FilterSubject: events.SubjectAgentReadyAll,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    10,
-		BackOff:       []time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
-		Replicas:      w.cfg.Provision.WithDefaults().Replicas,
-	})
+	cons, err := w.js.Consumer(ctx, events.StreamEvents, events.ConsumerSeqworkerBoot)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		cons, err = w.js.CreateOrUpdateConsumer(ctx, events.StreamEvents, events.BootConsumerConfig(w.cfg.Provision))
+	}
 	if err != nil {
 		return fmt.Errorf("seqworker: consumer %s on %s: %w", events.ConsumerSeqworkerBoot, events.StreamEvents, err)
 	}

@@ -264,6 +264,9 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 		if _, err := js.CreateOrUpdateConsumer(ctx, StreamSeqRuns, SeqworkerConsumerConfig(o)); err != nil {
 			return provisionErr(ctx, js, "consumer "+ConsumerSeqworker+" on "+StreamSeqRuns, StreamSeqRuns, nil, o, err)
 		}
+		if _, err := js.CreateOrUpdateConsumer(ctx, StreamEvents, BootConsumerConfig(o)); err != nil {
+			return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworkerBoot, StreamEvents, err)
+		}
 	}
 	if om, ok := js.(ObjectStoreManager); ok {
 		var err error
@@ -398,6 +401,28 @@ func SeqworkerConsumerConfig(o Options) jetstream.ConsumerConfig {
 		MaxDeliver:    o.MaxDeliver,
 		Replicas:      o.Replicas,
 		MemoryStorage: o.Storage == jetstream.MemoryStorage,
+	}
+}
+
+// BootConsumerConfig returns the durable pull consumer on EVENTS shared
+// by every seqworker replica to start boot sequences on agent_ready events
+// (docs/runs.md, Triggers): explicit acks, redelivered after 1 s, 5 s,
+// then 30 s, at most 10 times. A consumer created now starts with new
+// events (DeliverNew): a fresh deployment does not replay the boots
+// already in EVENTS. Provision creates it with the seqworker's other
+// resources, so it is retried like them on a cluster still electing.
+func BootConsumerConfig(o Options) jetstream.ConsumerConfig {
+	o = o.WithDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       ConsumerSeqworkerBoot,
+		Description:   "skillbus: seqworker replicas start boot sequences on agent_ready",
+		FilterSubject: SubjectAgentReadyAll,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    10,
+		BackOff:       []time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
+		Replicas:      o.Replicas,
 	}
 }
 
