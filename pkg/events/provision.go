@@ -265,7 +265,7 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 			return provisionErr(ctx, js, "consumer "+ConsumerSeqworker+" on "+StreamSeqRuns, StreamSeqRuns, nil, o, err)
 		}
 		if _, err := js.CreateOrUpdateConsumer(ctx, StreamEvents, BootConsumerConfig(o)); err != nil {
-			return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworkerBoot, StreamEvents, err)
+			return provisionErr(ctx, js, "consumer "+ConsumerSeqworkerBoot+" on "+StreamEvents, StreamEvents, nil, o, err)
 		}
 	}
 	if om, ok := js.(ObjectStoreManager); ok {
