@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		concurrency = fs.Int("concurrency", seqworker.DefaultConcurrency, "runs (and seq_call requests) this replica executes at once")
 		ackWait     = fs.Duration("ack-wait", 0, "how long a silent (dead) worker keeps a run before another takes it over (0 = keep the consumer's; 10s when created)")
+		lowerAck    = fs.Bool("lower-ack-wait", false, "allow --ack-wait to lower the shared consumer's ack wait for every replica (refused without it)")
 		heartbeat   = fs.Duration("heartbeat", 0, "how often a worker says a run it holds is alive, long tool calls included (0 = a third of the ack wait)")
 		workerID    = fs.String("worker-id", "", "this replica's name in run states and events (default host-pid-random)")
 		runsTTL     = fs.Duration("runs-ttl", 0, "how long RUNS keeps a run (and RUN_SLOTS its large slots) (0 = keep; 168h when created)")
@@ -100,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Provision:          common.Provision(),
 		Provisioned:        true, // by common.Run (servicecmd), with retries
 	}
-	cfg.Provision.AckWait = *ackWait
+	cfg.Provision.AckWait, cfg.Provision.LowerAckWait = *ackWait, *lowerAck
 	cfg.Provision.MaxDeliver = *maxDeliver
 	cfg.Provision.RunsTTL, cfg.Provision.RunsMaxBytes, cfg.Provision.RunSlotsMaxBytes = *runsTTL, *runsBytes, *slotsBytes
 	cfg.Provision.EventsMaxAge, cfg.Provision.EventsMaxBytes, cfg.Provision.SeqRunsMaxBytes = *eventsAge, *eventsBytes, *queueBytes

@@ -161,8 +161,8 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 	var r seq.Result
 	_ = json.Unmarshal(st.Result, &r)
 	fmt.Fprintf(w, "Run %s of %s: %s", st.RunID, st.Sequence, st.Status)
-	if r.Duration > 0 {
-		fmt.Fprintf(w, " in %s", roundDur(time.Duration(r.Duration)))
+	if d := runDuration(st); d > 0 { // runshow.go: one duration everywhere
+		fmt.Fprintf(w, " in %s", roundDur(d))
 	}
 	fmt.Fprintln(w)
 	if st.Error != "" {
@@ -183,7 +183,7 @@ func printResultTable(w io.Writer, groups []seq.GroupResult) {
 	fmt.Fprintln(tw, "GROUP / CALL\tSTATUS\tATTEMPTS\tTIME\tERROR")
 	for i, g := range groups {
 		d := ""
-		if g.Status != seq.GroupPending && g.Status != seq.GroupSkipped {
+		if g.Status != seq.GroupPending && g.Status != seq.GroupSkipped && g.Status != seq.GroupRunning {
 			d = roundDur(time.Duration(g.Duration)).String()
 		}
 		e := g.Error

@@ -223,7 +223,11 @@ func (p *progress) finish(st *events.RunState) {
 	}
 	p.flushLocked(true)
 	p.mu.Unlock()
-	fmt.Fprintf(p.w, "run %s %s in %s\n", st.RunID, st.Status, roundDur(time.Since(p.t0)))
+	d := runDuration(st) // runshow.go: the same duration as the result's header
+	if d <= 0 {
+		d = time.Since(p.t0)
+	}
+	fmt.Fprintf(p.w, "run %s %s in %s\n", st.RunID, st.Status, roundDur(d))
 }
 
 // stop ends the live line; safe to call more than once.

@@ -23,7 +23,7 @@ import (
 func runsCommand() command {
 	return command{
 		summary: "list, inspect, cancel and rerun runs (ls, show, cancel, rerun)",
-		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [-o json|yaml|wide]
+		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [--before CURSOR] [-o json|yaml|wide]
        skillbus runs show RUN_ID [-o json|yaml]
        skillbus runs cancel RUN_ID [--reason TEXT] [--by NAME] [--no-wait]
        skillbus runs rerun RUN_ID [--run-id NEW_ID]
@@ -44,10 +44,13 @@ or -o yaml prints the run's state as stored in the RUNS bucket.
 cancel stops a run: a queued or interrupted run is cancelled at once; a
 running one is stopped by the worker holding it (its tool calls are
 canceled, no further group starts) — cancel waits up to 30 s for that
-unless --no-wait. A finished run cannot be cancelled (exit 1).
+unless --no-wait. A cancelled run is reported as such (exit 0); a
+succeeded or failed run cannot be cancelled (exit 1, with its status),
+nor one that finishes on its own before the cancel reaches its worker.
 
 rerun starts a new run with the same sequence and arguments and prints its
-id. Each subcommand takes only its own flags, before or after RUN_ID.
+id; with --run-id it is idempotent: asked again, it prints the same id and
+says that the run already exists. Each subcommand takes only its own flags, before or after RUN_ID.
 Needs NATS_URL. docs/runs.md describes run states and retention.
 
 Flags:
@@ -69,8 +72,9 @@ Examples:
   skillbus runs cancel run-Xq3... --reason "wrong arguments"
   skillbus runs rerun run-Xq3...
 
-Exit codes: 0 done; 1 no such run, a finished run cancelled, NATS or the
-seqworker unreachable; 2 bad command line.
+Exit codes: 0 done (cancel: the run is cancelled, or was already); 1 no
+such run, a succeeded or failed run cancelled, a run that did not stop
+within 30 s, NATS or the seqworker unreachable; 2 bad command line.
 `,
 		run: runRunsList,
 		subs: func() map[string]command {
@@ -137,6 +141,9 @@ func runRunsList(ctx context.Context, env Env, args []string) int {
 	if *since < 0 {
 		return runsUsage(env, "ls", "--since %v: want a positive duration such as 90m or 24h", *since)
 	}
+	if err := events.CheckListCursor(*before); err != nil {
+		return runsUsage(env, "ls", "--before: %v", strings.TrimPrefix(err.Error(), events.ErrBadMessage.Error()+": "))
+	}
 	req := events.SeqListRequest{Status: *status, Sequence: seq.NormalizeName(*sequence), Limit: *limit, Before: *before}
 	if *since > 0 {
 		req.Since = time.Now().Add(-*since)
@@ -177,17 +184,33 @@ func runRunsRerun(ctx context.Context, env Env, args []string) int {
 		if err := events.CheckRunID(*newID); err != nil {
 			return runsUsage(env, "rerun", "--run-id: %s", errtext.Error(err))
 		}
-	}
-	return withClient(env, "runs", func(c *client.Client) int {
-		nid, err := c.Rerun(ctx, id, *newID)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
-			return ExitFailure
+		if *newID == id {
+			return runsUsage(env, "rerun", "--run-id %s is the run to rerun; give the new run an id of its own, or leave --run-id out for a new one", id)
 		}
-		fmt.Fprintln(env.Stdout, nid)
-		fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
+	}
+	return withClient(env, "runs", func(c *client.Client) int { return runsRerun(ctx, env, c, id, *newID) })
+}
+
+// runsRerun asks for the rerun and says what happened: a new run started,
+// or (a --run-id asked again) the run that already exists, with its status.
+func runsRerun(ctx context.Context, env Env, c *client.Client, id, newID string) int {
+	reply, err := c.RerunReply(ctx, id, newID)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus runs rerun: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+		return ExitFailure
+	}
+	nid := reply.RunID
+	fmt.Fprintln(env.Stdout, nid)
+	if reply.Existing {
+		status := ""
+		if st, err := c.Status(ctx, nid); err == nil {
+			status = " (" + st.Status + ")"
+		}
+		fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s already exists%s with this sequence and these arguments (a run id names one run); nothing new was started; see it with `skillbus runs show %s`, or leave --run-id out for a new run\n", nid, status, nid)
 		return ExitOK
-	})
+	}
+	fmt.Fprintf(env.Stderr, "skillbus runs rerun: run %s started with the sequence and arguments of %s; follow it with `skillbus watch %s`\n", nid, id, nid)
+	return ExitOK
 }
 
 // withClient runs fn with a pkg/client on a connection to NATS_URL.
@@ -294,11 +317,7 @@ func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *ou
 	var res seq.Result
 	_ = json.Unmarshal(st.Result, &res)
 	fmt.Fprintln(env.Stdout)
-	if len(res.Groups) > 0 {
-		printResultTable(env.Stdout, res.Groups)
-	} else {
-		fmt.Fprintln(env.Stdout, "No group has run yet.")
-	}
+	printRunGroups(env.Stdout, st, &res) // runshow.go
 	printSlots(env.Stdout, st.Slots, nil)
 	return ExitOK
 }
@@ -320,6 +339,7 @@ func printRunDetails(w io.Writer, st *events.RunState) {
 	}
 	row("Run", st.RunID)
 	row("Sequence", st.Sequence)
+	row("Definition", definitionText(st.Definition)) // runshow.go
 	groups := fmt.Sprintf("%d finished", st.FinishedGroups)
 	if st.Groups > 0 {
 		groups = fmt.Sprintf("%d of %d finished", st.FinishedGroups, st.Groups)
@@ -346,6 +366,9 @@ func printRunDetails(w io.Writer, st *events.RunState) {
 	row("Interrupted", tm(st.Interrupted))
 	row("Updated", tm(st.UpdatedAt))
 	row("Finished", tm(st.FinishedAt))
+	if d := runDuration(st); d > 0 {
+		row("Took", roundDur(d).String()+" (first claim to final state)")
+	}
 	if c := st.Cancel; c != nil {
 		row("Cancel", strings.TrimSpace(cancelLine(c)+" at "+tm(c.At)))
 	}
@@ -376,10 +399,31 @@ func cancelLine(c *events.CancelInfo) string {
 	return s
 }
 
+// runsCancel cancels a run and says what became of it (docs/runs.md,
+// Cancel). It reads the run's state first: a finished run is not asked
+// again — a cancelled one is reported as such (exit 0), a succeeded or
+// failed one cannot be cancelled (exit 1) — and it looks at the state the
+// cancel left: a run that finished on its own before the cancel reached
+// its worker is reported with its status (exit 1).
 func runsCancel(ctx context.Context, env Env, c *client.Client, id, by, reason string, wait bool) int {
+	const hint = "list the runs with `skillbus runs`"
+	cur, err := c.Status(ctx, id)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", describeClient(err, hint))
+		return ExitFailure
+	}
+	if events.Finished(cur.Status) {
+		return cancelledAlready(env, cur)
+	}
 	st, err := c.Cancel(ctx, id, by, reason)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
+		if errors.Is(err, client.ErrConflict) {
+			// It finished between the read and the cancel.
+			if now, serr := c.Status(ctx, id); serr == nil && events.Finished(now.Status) {
+				return cancelledAlready(env, now)
+			}
+		}
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", describeClient(err, hint))
 		return ExitFailure
 	}
 	if st.Status == events.StatusRunning {
@@ -396,14 +440,47 @@ func runsCancel(ctx context.Context, env Env, c *client.Client, id, by, reason s
 				fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s has not stopped after 30s; the cancel is recorded and its worker stops it at its next heartbeat or group; check with `skillbus runs show %s`\n", id, id)
 				return ExitFailure
 			}
-			fmt.Fprintf(env.Stderr, "skillbus runs cancel: %v\n", err)
+			fmt.Fprintf(env.Stderr, "skillbus runs cancel: %s\n", errtext.Error(err))
 			return ExitFailure
 		}
 		st = final
 	}
-	fmt.Fprintf(env.Stdout, "run %s %s after group %d: %s\n", id, st.Status, st.FinishedGroups, st.Error)
 	if st.Status != events.StatusCancelled {
-		return ExitFailure // it finished on its own before the cancel reached it
+		// It finished on its own before the cancel reached its worker.
+		fmt.Fprintf(env.Stdout, "run %s %s\n", id, finishedText(st))
+		fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s finished %s before the cancel reached its worker; nothing was cancelled\n", id, st.Status)
+		return ExitFailure
 	}
+	fmt.Fprintf(env.Stdout, "run %s cancelled after group %d: %s\n", id, st.FinishedGroups, st.Error)
 	return ExitOK
+}
+
+// cancelledAlready reports a cancel of a run that had finished: exit 0
+// when it was cancelled already, 1 when it succeeded or failed.
+func cancelledAlready(env Env, st *events.RunState) int {
+	if st.Status == events.StatusCancelled {
+		fmt.Fprintf(env.Stdout, "run %s was already cancelled %s\n", st.RunID, finishedText(st))
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s already finished: %s %s; only a queued, running or interrupted run can be cancelled (rerun it with `skillbus runs rerun %s`)\n",
+		st.RunID, st.Status, finishedText(st), st.RunID)
+	return ExitFailure
+}
+
+// finishedText says when a finished run ended and how far it got:
+// "at 2026-11-30 21:10:12 (2 of 3 groups finished): the error".
+func finishedText(st *events.RunState) string {
+	s := ""
+	if !st.FinishedAt.IsZero() {
+		s = "at " + st.FinishedAt.Local().Format("2006-01-02 15:04:05")
+	}
+	g := fmt.Sprintf("%d groups finished", st.FinishedGroups)
+	if st.Groups > 0 {
+		g = fmt.Sprintf("%d of %d groups finished", st.FinishedGroups, st.Groups)
+	}
+	s = strings.TrimSpace(s + " (" + g + ")")
+	if st.Error != "" {
+		s += ": " + oneLine(st.Error, 200)
+	}
+	return s
 }

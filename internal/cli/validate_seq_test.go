@@ -75,8 +75,9 @@ func TestValidateExampleSequences(t *testing.T) {
 func TestValidateOverPayload(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("name: big\ngroups:\n")
-	for i := range 12000 {
-		fmt.Fprintf(&b, "  - {name: g%d, tools: [{tool: t}]}\n", i)
+	pad := strings.Repeat("p", 990) // seq.MaxGroups groups whose stored form grows past 1 MiB
+	for i := range 1000 {
+		fmt.Fprintf(&b, "  - {name: g%d, tools: [{tool: t, args: {p: %s}}]}\n", i, pad)
 	}
 	if b.Len() >= 1<<20-4096 {
 		t.Fatalf("the source (%d bytes) must fit the default limit; only its stored form may not", b.Len())
@@ -87,7 +88,7 @@ func TestValidateOverPayload(t *testing.T) {
 	}
 	code, out, _ := runCLI(t, "validate", path)
 	if code != ExitFailure || !strings.Contains(out, "the stored sequence would be") || !strings.Contains(out, "max_payload 1048576") {
-		t.Fatalf("validate(12000 groups) = %d\n%s\nwant exit 1 and the message-size error", code, out)
+		t.Fatalf("validate(1000 large groups) = %d\n%s\nwant exit 1 and the message-size error", code, out)
 	}
 	code, out, _ = runCLI(t, "validate", path, "--max-payload", "8388608")
 	if code != ExitOK || !strings.Contains(out, ": ok: sequence big") {

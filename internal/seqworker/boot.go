@@ -102,6 +102,13 @@ func (w *Worker) bootArgs(ctx context.Context, name string, ev events.AgentReady
 // finished). Errors: a terminalError wrapping errRunIDReused when the run
 // id belongs to another request; NATS errors.
 func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
+	_, err := w.enqueueOnce(ctx, req)
+	return err
+}
+
+// enqueueOnce is enqueue, also reporting whether the run existed already
+// (started, or done) so that nothing new was queued.
+func (w *Worker) enqueueOnce(ctx context.Context, req *events.RunRequest) (existed bool, err error) {
 	now := time.Now().UTC()
 	digest := events.RequestDigest(req)
 	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusQueued, Trigger: trigger(req), Request: digest,
@@ -114,22 +121,23 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	rev, err := w.writeState(ctx, st, 0)
 	if err != nil {
 		if !errors.Is(err, errConflict) {
-			return err
+			return false, err
 		}
 		var cur *events.RunState
 		cur, rev, err = w.readState(ctx, req.RunID)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if cur != nil && cur.Request != "" && cur.Request != digest {
 			// The run id is an idempotency key: the same request again is
 			// this run; another request under the same id is a mistake.
-			return &terminalError{fmt.Errorf("%w: run id %q was already used for sequence %q with other arguments or another definition; "+
+			return false, &terminalError{fmt.Errorf("%w: run id %q was already used for sequence %q with other arguments or another definition; "+
 				"omit the run id to get a new one, or choose an unused one", errRunIDReused, req.RunID, cur.Sequence)}
 		}
 		if cur != nil && (cur.Status != events.StatusQueued || cur.Attempt > 0) {
-			return nil // already started (or done)
+			return true, nil // already started (or done)
 		}
+		existed = cur != nil // queued by an earlier request: published again below
 		st = cur
 	}
 	if st != nil && rev > 0 {
@@ -141,18 +149,18 @@ func (w *Worker) enqueue(ctx context.Context, req *events.RunRequest) error {
 	}
 	subj, err := events.RunSubject(subjName)
 	if err != nil {
-		return &terminalError{err}
+		return false, &terminalError{err}
 	}
 	b, err := events.Encode(req)
 	if err != nil {
-		return &terminalError{err}
+		return false, &terminalError{err}
 	}
 	m := &nats.Msg{Subject: subj, Data: b, Header: nats.Header{}}
 	if rev > 0 {
 		m.Header.Set(events.HeaderPendingRevision, strconv.FormatUint(rev, 10))
 	}
 	_, err = events.Publish(ctx, w.js, m, jetstream.WithMsgID(req.RunID))
-	return err
+	return existed, err
 }
 
 // errRunIDReused: a run request reuses the run id of a run that was

@@ -55,11 +55,21 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 		if st.Cancel == nil {
 			st.Cancel = &events.CancelInfo{By: in.By, Reason: in.Reason, At: now}
 		}
-		held := cur.Status == events.StatusRunning && now.Sub(cur.Heartbeat) < 2*w.ackWait
+		held := cur.Status == events.StatusRunning && now.Sub(cur.Heartbeat) < 2*w.ackWaitNow()
 		if !held {
 			st.Status, st.FinishedAt, st.UpdatedAt, st.Error = events.StatusCancelled, now, now, cancelText(st.Cancel)
 		}
 		_, err = w.writeState(ctx, &st, rev)
+		if errors.Is(err, errStateTooLarge) {
+			// Recording a cancel never needs the big state: a state that
+			// left no room for it (written before the reserve of
+			// toolarge.go) is recorded without the groups' results.
+			small := st
+			small.Result, small.Slots = nil, nil
+			small.Error = clip(small.Error, maxFinalError) + " (the groups' results were too large to store with the cancel)"
+			_, err = w.writeState(ctx, &small, rev)
+			st = small
+		}
 		if errors.Is(err, errConflict) {
 			continue // the holder wrote meanwhile: look again
 		}
@@ -113,5 +123,5 @@ func (w *Worker) serveRerun(ctx context.Context, req micro.Request) {
 	} else {
 		r.Sequence = cur.Sequence
 	}
-	w.startRun(ctx, req, r)
+	w.startRun(ctx, req, r, fmt.Sprintf("rerun of run %q: ", in.RunID))
 }

@@ -27,6 +27,7 @@ type catalog struct {
 type catalogEntry struct {
 	seq *seq.Sequence
 	rev uint64
+	raw []byte // the stored JSON of rev (definition.go records its digest)
 }
 
 func newCatalog(kv jetstream.KeyValue) *catalog {
@@ -63,34 +64,49 @@ func (c *catalog) cached(name string) (*seq.Sequence, bool) {
 	return ce.seq, ok
 }
 
+// cachedRaw is cached, also returning the copy's revision and stored JSON.
+func (c *catalog) cachedRaw(name string) (*seq.Sequence, uint64, []byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce, ok := c.byName[name]
+	return ce.seq, ce.rev, ce.raw, ok && ce.raw != nil
+}
+
 // get returns the stored sequence called name, reading the bucket (so a
 // sequence stored a moment ago is found) but decoding only when its
 // revision changed. Errors: errNoSequence, a decode error (terminal), or a
 // NATS error (passing).
 func (c *catalog) get(ctx context.Context, name string) (*seq.Sequence, uint64, error) {
+	s, rev, _, err := c.getRaw(ctx, name)
+	return s, rev, err
+}
+
+// getRaw is get, also returning the stored JSON of that revision.
+func (c *catalog) getRaw(ctx context.Context, name string) (*seq.Sequence, uint64, []byte, error) {
 	e, err := c.kv.Get(ctx, events.KeyFor(name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, fmt.Errorf("%w %q in the %s bucket: store it first (skillbus validate, the registry) or check the name", errNoSequence, name, events.BucketSequences)
+		return nil, 0, nil, fmt.Errorf("%w %q in the %s bucket: store it first (skillbus validate, the registry) or check the name", errNoSequence, name, events.BucketSequences)
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	c.mu.Lock()
 	ce, ok := c.byName[name]
 	c.mu.Unlock()
 	if ok && ce.rev == e.Revision() {
-		return ce.seq, ce.rev, nil
+		return ce.seq, ce.rev, e.Value(), nil
 	}
 	s, err := seq.Decode(e.Value())
 	if err != nil {
-		return nil, 0, &terminalError{fmt.Errorf("stored sequence %q (revision %d) does not decode: %w", name, e.Revision(), err)}
+		return nil, 0, nil, &terminalError{fmt.Errorf("stored sequence %q (revision %d) does not decode: %w", name, e.Revision(), err)}
 	}
-	c.put(name, s, e.Revision())
-	return s, e.Revision(), nil
+	c.put(name, s, e.Revision(), e.Value())
+	return s, e.Revision(), e.Value(), nil
 }
 
-// put records a sequence seen at rev, unless a newer one is known.
-func (c *catalog) put(name string, s *seq.Sequence, rev uint64) {
+// put records a sequence seen at rev (raw: its stored JSON), unless a
+// newer one is known.
+func (c *catalog) put(name string, s *seq.Sequence, rev uint64, raw []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.byName[name]; ok {
@@ -99,7 +115,7 @@ func (c *catalog) put(name string, s *seq.Sequence, rev uint64) {
 		}
 		c.unindexLocked(name, old.seq)
 	}
-	c.byName[name] = catalogEntry{seq: s, rev: rev}
+	c.byName[name] = catalogEntry{seq: s, rev: rev, raw: raw}
 	for _, g := range s.Groups {
 		c.groups[g.Name] = name
 	}

@@ -13,8 +13,8 @@ import (
 // of the consumer's ack wait; never more than half of it.
 func (w *Worker) beatEvery() time.Duration {
 	d := w.cfg.Heartbeat
-	if d == 0 || d > w.ackWait/2 {
-		d = w.ackWait / 3
+	if aw := w.ackWaitNow(); d == 0 || d > aw/2 {
+		d = aw / 3
 	}
 	return max(d, 50*time.Millisecond)
 }
@@ -54,23 +54,33 @@ func (w *Worker) beatStop(r *run) {
 // and a quarter beats after the previous one (the ack wait is at least two
 // beats: Config.Heartbeat), and its state's heartbeat is written between
 // one and three quarters and two beats after the last state write.
+//
+// The beat follows the consumer's ack wait (follow.go): when it changes,
+// the ticker is re-armed at the new beat and every run is beaten at once.
 func (w *Worker) beatLoop(done chan<- struct{}) {
 	defer close(done)
 	beat := w.beatEvery()
 	t := time.NewTicker(max(beat/4, 10*time.Millisecond))
 	defer t.Stop()
+	changed := w.liveValues.changes()
 	var due, write []*run
 	for {
+		all := false
 		select {
 		case <-w.runCtx.Done():
 			return
 		case <-t.C:
+		case <-changed:
+			changed = w.liveValues.changes()
+			beat = w.beatEvery()
+			t.Reset(max(beat/4, 10*time.Millisecond))
+			all = true
 		}
 		now := time.Now().UnixNano()
 		due, write = due[:0], write[:0]
 		w.beatMu.Lock()
 		for r := range w.beating {
-			if now-r.progressAt.Load() >= int64(beat) {
+			if all || now-r.progressAt.Load() >= int64(beat) {
 				r.progressAt.Store(now)
 				due = append(due, r)
 			}

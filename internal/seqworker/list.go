@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -142,5 +141,5 @@ func pageRuns(runs []events.RunSummary, in *events.SeqListRequest) *events.SeqLi
 // cursor is the page cursor of a run: its created time (fixed width, so
 // cursors compare as times) and its id.
 func cursor(r events.RunSummary) string {
-	return fmt.Sprintf("%s|%s", r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000000Z"), r.RunID)
+	return events.ListCursor(r.CreatedAt, r.RunID)
 }

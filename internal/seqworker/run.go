@@ -91,6 +91,9 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	w.noteDelivery(ctx, req, attempt)
+	if attempt > 1 {
+		w.followSoon() // its ack wait may have changed (follow.go)
+	}
 	// The heartbeat starts at once (in-progress acks; state writes once
 	// the run is claimed), so a slow claim never lets the server hand the
 	// request to another worker.
@@ -102,22 +105,22 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	// The sequence: the catalog's copy, or read from the bucket
 	// meanwhile the run is claimed.
 	type resolved struct {
-		s   *seq.Sequence
+		def *definition
 		err error
 	}
 	var res resolved
 	var seqCh chan resolved
-	if s, ok, err := w.resolveNow(req); ok {
-		res = resolved{s, err}
+	if def, ok, err := w.resolveDefNow(req); ok {
+		res = resolved{def, err}
 	} else {
 		seqCh = make(chan resolved, 1)
 		go func() {
-			var s *seq.Sequence
+			var def *definition
 			err := w.persist(rctx, "read the sequence", func(octx context.Context) (err error) {
-				s, err = w.resolve(octx, req)
+				def, err = w.resolveDef(octx, req)
 				return err
 			})
-			seqCh <- resolved{s, err}
+			seqCh <- resolved{def, err}
 		}()
 	}
 	cur, done, err := r.claim(rctx)
@@ -141,7 +144,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	if done {
 		return nil
 	}
-	return r.execute(ctx, rctx, cur, res.s, res.err)
+	return r.execute(ctx, rctx, cur, res.def, res.err)
 }
 
 // claim makes this delivery the run's holder: it writes the running state
@@ -254,6 +257,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				st.Trigger = cur.Trigger
 			}
 			st.FinishedGroups, st.Groups, st.Slots, st.SlotRefs, st.Result = cur.FinishedGroups, cur.Groups, cur.Slots, cur.SlotRefs, cur.Result
+			st.Definition = cur.Definition // the definition it started with (definition.go)
 		}
 		var nrev uint64
 		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
@@ -290,9 +294,12 @@ func trigger(req *events.RunRequest) string {
 }
 
 // execute runs the claimed run from its checkpoint cur (nil: from the
-// start) and stores the outcome.
-func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Sequence, serr error) error {
+// start) with the definition it started with, and stores the outcome.
+func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *definition, serr error) error {
 	w, msg, req := r.w, r.msg, r.req
+	if serr == nil {
+		def, serr = r.definitionFor(rctx, cur, def) // definition.go
+	}
 	if serr != nil {
 		if !isTerminal(serr) {
 			return r.retry(ctx, serr)
@@ -302,6 +309,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 		_ = msg.TermWithReason(clip(serr.Error(), 200))
 		return serr
 	}
+	s := def.seq
 	if req.Trigger == events.TriggerSchedule && s.Schedule == "" {
 		// A tick of a schedule whose sequence lost its schedule: drop the
 		// tick and fix the schedule.
@@ -322,6 +330,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, s *seq.Se
 	r.mu.Lock()
 	r.st.Sequence, r.st.Groups = s.Name, len(s.Groups)
 	r.mu.Unlock()
+	r.recordDefinition(rctx, def)
 	var resume *seq.Result
 	if cur != nil && cur.FinishedGroups > 0 && len(cur.Result) > 0 {
 		err := w.persist(rctx, "read the checkpoint", func(octx context.Context) (err error) {
@@ -499,6 +508,17 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 	case errors.Is(cause, errCancelled) || errors.Is(runErr, errCancelled):
 		r.finishCancelled(ctx, res, coder)
 		return nil
+	case errors.Is(runErr, errStateTooLarge):
+		return r.failTooLarge(ctx, s, runErr) // permanent: toolarge.go
+	case errors.Is(runErr, seq.ErrCheckpoint):
+		// A checkpoint of another definition (a state of an older worker,
+		// without RunState.Definition): fail over the checkpoint, whose
+		// groups stay as they ran, rather than storing the new definition's
+		// groups all pending.
+		r.log.Warn("run cannot resume", "err", runErr)
+		w.failRun(ctx, req.RunID, s.Name, r.attempt, runErr.Error())
+		_ = msg.TermWithReason(clip(runErr.Error(), 200))
+		return runErr
 	case errors.As(runErr, &limit):
 		// A failed final state naming the limit; the values over it are
 		// not stored.
@@ -532,7 +552,9 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 	case errors.Is(err, errCancelled):
 		r.finishCancelled(ctx, res, coder)
 		return nil
-	case errors.As(err, &limit) || errors.Is(err, errStateTooLarge):
+	case errors.Is(err, errStateTooLarge):
+		return r.failTooLarge(ctx, s, err)
+	case errors.As(err, &limit):
 		w.failRun(ctx, req.RunID, s.Name, r.attempt, err.Error())
 		_ = msg.Ack()
 		return err
@@ -616,6 +638,17 @@ func (r *run) finishCancelled(ctx context.Context, res *seq.Result, coder *resul
 		if errors.Is(err, errCancelled) {
 			continue // the cancel request's own write: store over it
 		}
+		if errors.Is(err, errStateTooLarge) && res != nil {
+			// The groups after the last checkpoint do not fit: the
+			// cancelled state keeps the checkpoint (toolarge.go).
+			err = r.finalOverCheckpoint(wctx, func(st *events.RunState) {
+				now := time.Now().UTC()
+				st.Status, st.FinishedAt, st.UpdatedAt, st.Error = events.StatusCancelled, now, now, "cancelled"
+				if c := st.Cancel; c != nil {
+					st.Error = cancelText(c)
+				}
+			})
+		}
 		if errors.Is(err, errLost) {
 			return
 		}
@@ -671,7 +704,7 @@ func (r *run) retry(ctx context.Context, err error) error {
 // doubling delay; on the last allowed delivery it records the run as
 // failed instead and terminates it.
 func (w *Worker) retry(ctx context.Context, msg jetstream.Msg, req *events.RunRequest, attempt int, err error) error {
-	if w.maxDeliver > 0 && attempt >= w.maxDeliver {
+	if md := w.maxDeliverNow(); md > 0 && attempt >= md {
 		reason := fmt.Sprintf("gave up after %d deliveries: %v", attempt, err)
 		w.log.Error("run failed", "run", req.RunID, "err", reason)
 		w.failRun(ctx, req.RunID, req.Sequence, attempt, reason)
@@ -682,19 +715,6 @@ func (w *Worker) retry(ctx context.Context, msg jetstream.Msg, req *events.RunRe
 	w.log.Warn("run redelivered later", "run", req.RunID, "attempt", attempt, "delay", d, "err", err)
 	_ = msg.NakWithDelay(d)
 	return err
-}
-
-// resolveNow returns the sequence a request runs (as resolve does) when
-// no read is needed — an inline sequence, or a stored one in the catalog
-// (catalog.lookup) — with ok true; ok is false when the bucket must be
-// read.
-func (w *Worker) resolveNow(req *events.RunRequest) (s *seq.Sequence, ok bool, err error) {
-	if len(req.Inline) > 0 {
-		s, err = w.resolve(context.Background(), req)
-		return s, true, err
-	}
-	s, ok = w.cat.cached(req.Sequence)
-	return s, ok, nil
 }
 
 // resolve returns the sequence a request runs.

@@ -55,7 +55,7 @@ func (w *Worker) startWatcher(ctx context.Context) error {
 					w.log.Warn("stored sequence does not decode; ignored", "sequence", name, "revision", e.Revision(), "err", err)
 					w.cat.remove(name)
 				} else {
-					w.cat.put(name, s, e.Revision())
+					w.cat.put(name, s, e.Revision(), e.Value())
 				}
 				w.requestReconcile(name)
 			}
@@ -251,7 +251,7 @@ func (w *Worker) onMaxDeliveries(m *nats.Msg) {
 		rm := &rawMsg{raw: raw}
 		req, runID, _ := decodeRunRequest(rm)
 		if runID != "" {
-			reason := fmt.Sprintf("gave up after %d deliveries: no worker finished the run in time (each delivery waits AckWait %s)", adv.Deliveries, w.ackWait)
+			reason := fmt.Sprintf("gave up after %d deliveries: no worker finished the run in time (each delivery waits the consumer's ack wait, now %s)", adv.Deliveries, w.ackWaitNow())
 			if cur, _, err := w.readState(ctx, runID); err == nil && cur != nil && cur.Error != "" {
 				reason += "; last error: " + cur.Error
 			}

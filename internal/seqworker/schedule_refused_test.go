@@ -43,7 +43,7 @@ func TestScheduleRefusedEvent(t *testing.T) {
 	bad := *good
 	bad.Schedule = "0 0 0 30 2 *"      // 30 February: the server refuses it
 	time.Sleep(300 * time.Millisecond) // let the watcher apply the put first
-	w.cat.put("refused", &bad, rev)
+	w.cat.put("refused", &bad, rev, nil)
 	if err := w.reconcileSchedule(ctx, "refused"); err != nil {
 		t.Fatalf("reconcileSchedule = %v; want nil (a refusal is reported, not an error)", err)
 	}

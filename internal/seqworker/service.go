@@ -185,12 +185,14 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	w.startRun(ctx, req, &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerManual, RequestedAt: time.Now().UTC()})
+	w.startRun(ctx, req, &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerManual, RequestedAt: time.Now().UTC()}, "")
 }
 
 // startRun checks a run request that seq.run or seq.rerun makes, queues it
-// and answers with its run id.
-func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunRequest) {
+// and answers with its run id; what starts every error's text (seq.rerun:
+// which run it reruns).
+func (w *Worker) startRun(ctx context.Context, mreq micro.Request, r *events.RunRequest, what string) {
+	req := prefixErrors(mreq, what)
 	in := r
 	// Refuse at once what can never run, rather than queueing a run that
 	// fails.
@@ -213,7 +215,8 @@ func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunR
 		_ = req.Error("400", err.Error(), nil)
 		return
 	}
-	if err := w.enqueue(ctx, r); err != nil {
+	existed, err := w.enqueueOnce(ctx, r)
+	if err != nil {
 		code := "503"
 		switch {
 		case errors.Is(err, errRunIDReused):
@@ -228,7 +231,7 @@ func (w *Worker) startRun(ctx context.Context, req micro.Request, r *events.RunR
 		_ = req.Error(code, msg, nil)
 		return
 	}
-	w.respond(req, &events.SeqRunReply{V: events.Version, RunID: in.RunID})
+	w.respond(req, &events.SeqRunReply{V: events.Version, RunID: in.RunID, Existing: existed})
 }
 
 func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
@@ -249,6 +252,23 @@ func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
 		return
 	}
 	_ = req.Respond(e.Value())
+}
+
+// prefixErrors returns req whose Error descriptions start with what.
+func prefixErrors(req micro.Request, what string) micro.Request {
+	if what == "" {
+		return req
+	}
+	return &prefixed{Request: req, what: what}
+}
+
+type prefixed struct {
+	micro.Request
+	what string
+}
+
+func (p *prefixed) Error(code, description string, data []byte, opts ...micro.RespondOpt) error {
+	return p.Request.Error(code, p.what+description, data, opts...)
 }
 
 func (w *Worker) respond(req micro.Request, m events.Message) {

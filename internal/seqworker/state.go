@@ -54,8 +54,12 @@ func (w *Worker) writeState(ctx context.Context, st *events.RunState, rev uint64
 	if err != nil {
 		return 0, err
 	}
-	if max := w.maxValue; max > 0 && len(b) > max {
-		return 0, fmt.Errorf("%w: %d bytes; the limit is %d bytes (the RUNS bucket's value size, or the server's max_payload)", errStateTooLarge, len(b), max)
+	if max := w.stateLimit(st.Status); max > 0 && len(b) > max {
+		why := "the RUNS bucket's value size, or the server's max_payload"
+		if !events.Finished(st.Status) {
+			why += fmt.Sprintf(", less %d bytes kept free for the run's final state", stateReserve)
+		}
+		return 0, fmt.Errorf("%w: %d bytes; the limit is %d bytes (%s)", errStateTooLarge, len(b), max, why)
 	}
 	m := &nats.Msg{Subject: events.RunsKeySubject(st.RunID), Data: b, Header: make(nats.Header, 12)}
 	st.Summary().SetHeader(m.Header)
@@ -204,12 +208,19 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 			continue
 		}
 		if errors.Is(err, errStateTooLarge) {
-			// Keep the outcome and say why the detail is missing; the
-			// slots stay in the object store.
+			// The last checkpoint left room for a final state
+			// (stateReserve): keep its groups and a shorter error.
+			clipped := *st
+			clipped.Error = clip(reason, maxFinalError)
+			_, err = w.writeState(ctx, &clipped, rev)
+		}
+		if errors.Is(err, errStateTooLarge) {
+			// A state written before that rule: keep the outcome and the
+			// finished-group count, and say why the detail is missing.
 			small := *st
 			small.Result = nil
 			small.Slots = nil
-			small.Error = reason + " (the run's result is too large to store with it: " + err.Error() + ")"
+			small.Error = clip(reason, maxFinalError) + " (the groups' results were too large to store with it: " + err.Error() + ")"
 			_, err = w.writeState(ctx, &small, rev)
 		}
 		if err != nil {

@@ -108,9 +108,9 @@ type Worker struct {
 	sequences  jetstream.KeyValue
 	stream     jetstream.Stream
 	consumer   jetstream.Consumer
-	ackWait    time.Duration
-	maxDeliver int
+	liveValues *liveConsumer // the consumer's AckWait and MaxDeliver, followed (follow.go)
 	cat        *catalog
+	defs       *defStore // definitions of runs (definition.go)
 
 	runSlots  chan struct{} // a token per running run
 	callSlots chan struct{} // a token per running seq_call
@@ -201,6 +201,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		queued:    map[string]queuedMemo{},
 		conn:      newConnWatch(),
 	}
+	w.defs, w.liveValues = newDefStore(), newLiveConsumer() // definition.go, follow.go
 	w.runCtx, w.runCancel = context.WithCancel(context.Background())
 	w.intakeCtx, w.intakeCancel = context.WithCancel(context.Background())
 	w.initMetrics()
@@ -275,9 +276,9 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 	}
 	ci := w.consumer.CachedInfo()
-	w.ackWait, w.maxDeliver = ci.Config.AckWait, ci.Config.MaxDeliver
-	if w.cfg.Heartbeat > w.ackWait/2 {
-		w.log.Warn("heartbeat too slow for the ack wait; using a third of the ack wait", "heartbeat", w.cfg.Heartbeat, "ack_wait", w.ackWait)
+	w.liveValues.set(ci.Config.AckWait, ci.Config.MaxDeliver)
+	if w.cfg.Heartbeat > w.ackWaitNow()/2 {
+		w.log.Warn("heartbeat too slow for the ack wait; using a third of the ack wait", "heartbeat", w.cfg.Heartbeat, "ack_wait", w.ackWaitNow())
 	}
 	w.cat = newCatalog(w.sequences)
 
@@ -304,9 +305,10 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	}
 	w.beatDone = make(chan struct{})
 	go w.beatLoop(w.beatDone)
-	w.loops.Add(1)
+	w.loops.Add(2)
 	go w.fetchLoop()
-	w.log.Info("seqworker started", "worker", w.cfg.WorkerID, "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWait, "heartbeat", w.beatEvery(), "max_deliver", w.maxDeliver)
+	go w.followConsumer()
+	w.log.Info("seqworker started", "worker", w.cfg.WorkerID, "concurrency", w.cfg.Concurrency, "ack_wait", w.ackWaitNow(), "heartbeat", w.beatEvery(), "max_deliver", w.maxDeliverNow())
 	return nil
 }
 

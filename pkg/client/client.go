@@ -230,11 +230,22 @@ func (c *Client) Cancel(ctx context.Context, runID, by, reason string) (*events.
 // returns the new run's id (newRunID, or a new one when ""). Errors:
 // ErrNotFound, ErrConflict, ErrBadRequest, ErrUnavailable.
 func (c *Client) Rerun(ctx context.Context, runID, newRunID string) (string, error) {
-	var reply events.SeqRunReply
-	if err := c.request(ctx, events.SeqRerunSubject, &events.SeqRerunRequest{RunID: runID, NewRunID: newRunID}, &reply); err != nil {
+	reply, err := c.RerunReply(ctx, runID, newRunID)
+	if err != nil {
 		return "", err
 	}
 	return reply.RunID, nil
+}
+
+// RerunReply is Rerun returning the whole reply: Existing tells that
+// newRunID named a run that already existed (the same rerun asked again),
+// which was returned instead of a new one. Errors: as Rerun.
+func (c *Client) RerunReply(ctx context.Context, runID, newRunID string) (*events.SeqRunReply, error) {
+	var reply events.SeqRunReply
+	if err := c.request(ctx, events.SeqRerunSubject, &events.SeqRerunRequest{RunID: runID, NewRunID: newRunID}, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
 }
 
 // Call runs one group of a stored sequence by its name (seq_call) with

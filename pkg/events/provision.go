@@ -80,6 +80,11 @@ type Options struct {
 	// how long a dead worker's runs wait before another worker takes them
 	// over.
 	AckWait time.Duration
+	// LowerAckWait allows AckWait to lower the ack wait of an existing
+	// seqworker consumer. Without it Provision refuses (ErrOptions) an
+	// AckWait below the consumer's: the consumer is shared by every
+	// replica (docs/runs.md, Failover).
+	LowerAckWait bool
 	// MaxDeliver caps deliveries of one run request; default
 	// DefaultMaxDeliver (10); -1 = unlimited.
 	MaxDeliver int
@@ -231,6 +236,9 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 		defer cancel()
 	}
 	if rr, ok := js.(ResourceReader); ok {
+		if err := checkAckWait(ctx, rr, o); err != nil { // ackwait.go
+			return err
+		}
 		o = o.inherit(ctx, rr)
 	}
 	o = o.WithDefaults()

@@ -167,6 +167,10 @@ type RunState struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// Inline is the AST of an inline run's sequence (so it can be rerun).
 	Inline json.RawMessage `json:"inline,omitempty"`
+	// Definition is the definition the run started with (a resumed run
+	// finishes with it); nil until the holder records it, and in states of
+	// older workers.
+	Definition *DefinitionRef `json:"definition,omitempty"`
 	// Agent and BootID: the agent_ready event of a boot run.
 	Agent  string `json:"agent,omitempty"`
 	BootID string `json:"boot_id,omitempty"`

@@ -134,6 +134,10 @@ func (m *SeqRunRequest) check() error {
 type SeqRunReply struct {
 	V     int    `json:"v"`
 	RunID string `json:"run_id"`
+	// Existing is true when the request's run id named a run that already
+	// existed with the same request (a run id is an idempotency key): that
+	// run was returned and no new one was started.
+	Existing bool `json:"existing,omitempty"`
 }
 
 func (m *SeqRunReply) version() int { return m.V }
@@ -231,6 +235,9 @@ func (m *SeqListRequest) check() error {
 	if err := checkLen("before", m.Before, 2*MaxRunIDLength); err != nil {
 		return fmt.Errorf("%w: list request: %v", ErrBadMessage, err)
 	}
+	if err := CheckListCursor(m.Before); err != nil { // cursor.go
+		return fmt.Errorf("list request: before: %w", err)
+	}
 	return nil
 }
 
@@ -267,8 +274,11 @@ func (m *SeqListReply) check() error { return nil }
 // SeqRerunRequest starts a new run with the sequence (or inline AST) and
 // arguments of an earlier one, through SeqRerunSubject; the reply is a
 // SeqRunReply with the new run's id. NewRunID is optional (as
-// SeqRunRequest.RunID). Errors: 400, 404 no such run (or its sequence is
-// no longer stored), 409 NewRunID used for another request.
+// SeqRunRequest.RunID; not RunID itself). The reply's Existing is true
+// when NewRunID names a run already requested with the same sequence and
+// arguments: nothing new is started. Errors: 400, 404 no such run (or its
+// sequence is no longer stored), 409 NewRunID used for another request;
+// every error text names the run to rerun.
 type SeqRerunRequest struct {
 	V        int    `json:"v"`
 	RunID    string `json:"run_id"`
@@ -283,6 +293,9 @@ func (m *SeqRerunRequest) check() error {
 	if m.NewRunID != "" {
 		if err := CheckRunID(m.NewRunID); err != nil {
 			return fmt.Errorf("%w: rerun request: new_run_id: %v", ErrBadMessage, err)
+		}
+		if m.NewRunID == m.RunID {
+			return fmt.Errorf("%w: rerun request: new_run_id %q is the run to rerun; give the new run an id of its own, or none for a new one", ErrBadMessage, m.NewRunID)
 		}
 	}
 	return nil

@@ -97,6 +97,16 @@ const DefaultTimeout = 60 * time.Second
 // MaxRetries is the largest legal `retries`.
 const MaxRetries = 10
 
+// MaxGroups is the most groups a sequence may have (docs/sequences.md,
+// Sequence fields). A run's state — its checkpoint — is one RUNS entry and
+// must fit the NATS server's max_payload (1 MiB by default); it grows by
+// about 200 bytes per finished one-call group (and about 100 per further
+// call), and an inline sequence carries its definition too (about 170
+// bytes per one-call group). 1,000 groups keep the worst realistic state
+// under 0.75 MiB beside the 256 KiB of slot values kept inline
+// (docs/runs.md, Large state); 3,000 one-call groups did not fit.
+const MaxGroups = 1000
+
 // Duration is a time.Duration written as a Go duration string ("1m30s") in
 // JSON and YAML.
 type Duration time.Duration

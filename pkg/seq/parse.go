@@ -270,6 +270,8 @@ func fromNode(root *node) (*Sequence, error) {
 		d.errf(ErrInvalidValue, at{}, "groups", gs, "got %s; groups must be a list of groups", gs.describe())
 	case len(gs.vals) == 0:
 		d.errf(ErrInvalidValue, at{}, "groups", gs, "the list is empty; a sequence needs at least one group")
+	case len(gs.vals) > MaxGroups:
+		d.errf(ErrInvalidValue, at{}, "groups", gs, "%d groups; a sequence has at most %d (its run state, kept in one RUNS entry, must fit the server's max_payload: docs/runs.md, Large state); split it into several sequences", len(gs.vals), MaxGroups)
 	default:
 		seen := map[string]int{}
 		for i, gn := range gs.vals {

@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -204,6 +206,40 @@ groups:
 	if err != nil || st.Status != events.StatusSucceeded || string(st.Args) != `{"root":"."}` {
 		t.Fatalf("rerun: %v %+v; want succeeded with the same arguments", err, st)
 	}
+	// A rerun under a chosen id is idempotent, and says so when asked again.
+	code, out, errOut = cliRun(t, "runs", "rerun", id, "--run-id", "rerun-fixed")
+	if code != 0 || strings.TrimSpace(out) != "rerun-fixed" || !strings.Contains(errOut, "started with the sequence and arguments of "+id) {
+		t.Errorf("runs rerun --run-id: exit %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = cliRun(t, "runs", "rerun", id, "--run-id", "rerun-fixed")
+	if code != 0 || strings.TrimSpace(out) != "rerun-fixed" || !strings.Contains(errOut, "run rerun-fixed already exists") || strings.Contains(errOut, "started with") {
+		t.Errorf("runs rerun --run-id again: exit %d %q %q; want the same id and that nothing new was started", code, out, errOut)
+	}
+	if st, err := c.Wait(wctx, "rerun-fixed", client.WaitOptions{Poll: 100 * time.Millisecond}); err != nil || st.Status != events.StatusSucceeded {
+		t.Errorf("rerun-fixed: %v %+v", err, st)
+	}
+
+	// One duration: `skillbus run`'s last progress line, its result header
+	// and `runs show` print the same one (docs/runs.md, States).
+	code, out, errOut = cliRun(t, "run", "count-lines", "--arg", "root=.", "--run-id", "dur-1")
+	progLine := regexp.MustCompile(`run dur-1 succeeded in (\S+)\n`).FindStringSubmatch(errOut)
+	header := regexp.MustCompile(`Run dur-1 of count-lines: succeeded in (\S+)\n`).FindStringSubmatch(out)
+	if code != 0 || progLine == nil || header == nil || progLine[1] != header[1] {
+		t.Errorf("run: exit %d, progress %q, header %q; want one duration in both\nstdout:\n%s\nstderr:\n%s", code, progLine, header, out, errOut)
+	} else {
+		code, out, errOut = cliRun(t, "runs", "show", "dur-1")
+		if took := regexp.MustCompile(`Took:\s+(\S+) \(first claim to final state\)`).FindStringSubmatch(out); code != 0 || took == nil || took[1] != header[1] {
+			t.Errorf("runs show dur-1: exit %d, Took %q; want %s as `skillbus run` printed\n%s\n%s", code, took, header[1], out, errOut)
+		}
+	}
+	code, out, errOut = cliRun(t, "runs", "ls", "--before", "GARBAGE")
+	if code != 2 || !strings.Contains(errOut, "--before") || !strings.Contains(errOut, "<created time>|<run id>") {
+		t.Errorf("runs ls --before GARBAGE: exit %d %q %q; want 2 naming the flag and the cursor's form", code, out, errOut)
+	}
+	if _, err := c.List(wctx, events.SeqListRequest{Before: "GARBAGE"}); !errors.Is(err, client.ErrBadRequest) {
+		t.Errorf("seq.list with a bad cursor: %v; want ErrBadRequest (the worker checks it too)", err)
+	}
+
 	code, out, errOut = cliRun(t, "call", "count-lines-list", "--arg", "root=.", "--json")
 	if code != 0 || !strings.Contains(out, `"run_id": "call-`) {
 		t.Fatalf("call: exit %d\n%s\n%s\nwant the reply to name the recorded run", code, out, errOut)

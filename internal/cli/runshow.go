@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// printRunGroups prints the group table of `runs show` so that it agrees
+// with the status line above it: a running run's group after its
+// checkpoint is shown running (the checkpoint was written before it
+// started, so it reads pending there), and a run whose groups' results
+// were not stored (too large for its RUNS entry: docs/runs.md, Large
+// state) says so instead of claiming that no group has run.
+func printRunGroups(w io.Writer, st *events.RunState, res *seq.Result) {
+	if len(res.Groups) == 0 {
+		if st.FinishedGroups > 0 {
+			fmt.Fprintf(w, "%d groups finished; their results are not stored with the run (see Error).\n", st.FinishedGroups)
+			return
+		}
+		fmt.Fprintln(w, "No group has run yet.")
+		return
+	}
+	if st.Status == events.StatusRunning {
+		markRunning(res.Groups)
+	}
+	printResultTable(w, res.Groups)
+}
+
+// markRunning marks the first group that has not finished as running (its
+// calls stay as the checkpoint has them).
+func markRunning(groups []seq.GroupResult) {
+	for i := range groups {
+		switch groups[i].Status {
+		case seq.GroupPending:
+			groups[i].Status = seq.GroupRunning
+			return
+		case seq.GroupRunning:
+			return
+		}
+		if !groups[i].Status.Finished() {
+			return
+		}
+	}
+}
+
+// definitionText describes the definition a run uses (RunState.Definition,
+// docs/runs.md): the stored sequence's revision, or inline, with the start
+// of its digest; "" when the state does not record it.
+func definitionText(d *events.DefinitionRef) string {
+	if d == nil {
+		return ""
+	}
+	digest := d.Digest
+	if len(digest) > 19 {
+		digest = digest[:19] + "…"
+	}
+	if d.Revision == 0 {
+		return "inline (" + digest + ")"
+	}
+	return fmt.Sprintf("revision %d of the stored sequence (%s); a resume uses this one even if the sequence was edited since", d.Revision, digest)
+}
+
+// runDuration is a run's duration as every command prints it (docs/runs.md,
+// States): from its first claim (StartedAt) to its final state
+// (FinishedAt), interruptions, failovers and the waits between deliveries
+// included. 0 when the state does not have both times.
+func runDuration(st *events.RunState) time.Duration {
+	if st.StartedAt.IsZero() || st.FinishedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
+		return 0
+	}
+	return st.FinishedAt.Sub(st.StartedAt)
+}

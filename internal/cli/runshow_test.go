@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+// TestPrintRunGroups: runs show agrees with its status line — the group
+// after a running run's checkpoint is shown running, not pending, and a
+// run with finished groups whose results were not stored does not say
+// that no group has run.
+func TestPrintRunGroups(t *testing.T) {
+	var b strings.Builder
+	res := &seq.Result{Groups: []seq.GroupResult{
+		{Name: "a", Status: seq.GroupSucceeded, Calls: []seq.CallResult{{Tool: "t", Status: seq.CallSucceeded, Attempts: 1}}},
+		{Name: "b", Status: seq.GroupPending, Calls: []seq.CallResult{{Tool: "t", Status: seq.CallPending}}},
+		{Name: "c", Status: seq.GroupPending, Calls: []seq.CallResult{{Tool: "t", Status: seq.CallPending}}},
+	}}
+	printRunGroups(&b, &events.RunState{Status: events.StatusRunning, FinishedGroups: 1}, res)
+	lines := strings.Split(b.String(), "\n")
+	if !strings.Contains(lines[3], "2 b") || !strings.Contains(lines[3], "running") || !strings.Contains(lines[5], "pending") {
+		t.Errorf("running run's table:\n%s\nwant group 2 running and group 3 pending", b.String())
+	}
+	b.Reset()
+	printRunGroups(&b, &events.RunState{Status: events.StatusFailed, FinishedGroups: 2137}, &seq.Result{})
+	if got := b.String(); strings.Contains(got, "No group has run yet") || !strings.Contains(got, "2137 groups finished") {
+		t.Errorf("failed run with 2137 finished groups and no stored result: %q", got)
+	}
+	b.Reset()
+	printRunGroups(&b, &events.RunState{Status: events.StatusQueued}, &seq.Result{})
+	if got := b.String(); !strings.Contains(got, "No group has run yet") {
+		t.Errorf("queued run: %q", got)
+	}
+}
+
+// TestRunsListBeforeIsChecked: a --before that is not a page cursor is a
+// usage error (exit 2) naming the flag and the cursor's form, before any
+// connection is tried.
+func TestRunsListBeforeIsChecked(t *testing.T) {
+	t.Setenv("NATS_URL", "nats://127.0.0.1:1") // never dialled: the flag is refused first
+	for _, bad := range []string{"GARBAGE", "2026-11-30|run-1", "2026-11-30T20:01:02.000000003Z|run 1"} {
+		code, out, errOut := runCLI(t, "runs", "ls", "--before", bad)
+		first, _, _ := strings.Cut(errOut, "\n")
+		if code != ExitUsage || out != "" || !strings.Contains(first, "--before") || !strings.Contains(first, "use the cursor a listing printed") {
+			t.Errorf("runs ls --before %q: exit %d, stdout %q, stderr %q; want exit 2 naming --before and the cursor's form", bad, code, out, first)
+		}
+	}
+}
+
+// TestRunDuration: one duration, from the first claim to the final state,
+// and none for a run that has not finished.
+func TestRunDuration(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC)
+	st := &events.RunState{CreatedAt: t0.Add(-time.Minute), StartedAt: t0, FinishedAt: t0.Add(8100 * time.Millisecond)}
+	if d := runDuration(st); d != 8100*time.Millisecond {
+		t.Errorf("runDuration = %v; want 8.1s (started to finished, the queued minute left out)", d)
+	}
+	var b strings.Builder
+	printRunDetails(&b, st)
+	if !strings.Contains(b.String(), "Took:") || !strings.Contains(b.String(), "8.1s") {
+		t.Errorf("runs show header lacks Took: 8.1s:\n%s", b.String())
+	}
+	for _, st := range []*events.RunState{{StartedAt: t0}, {FinishedAt: t0}, {StartedAt: t0, FinishedAt: t0.Add(-time.Second)}} {
+		if d := runDuration(st); d != 0 {
+			t.Errorf("runDuration(%+v) = %v; want 0", st, d)
+		}
+	}
+}
