@@ -117,8 +117,9 @@ func TestValidateNaming(t *testing.T) {
 	}
 }
 
-// TestValidateFilesAreFiles: a FIFO, a link to /dev/zero, a link to / or
-// to .. and an oversize file are refused with a problem line, at once.
+// TestValidateFilesAreFiles: a FIFO, a link to /dev/zero or a file outside
+// and an oversize file are refused with a problem line, at once; a link to
+// / or to .. (a directory outside) is not followed, with a warning.
 func TestValidateFilesAreFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "good/SKILL.md", "---\nname: good\ndescription: d\n---\nb\n")
@@ -139,12 +140,14 @@ func TestValidateFilesAreFiles(t *testing.T) {
 	for _, want := range []string{
 		filepath.Join(dir, "x.seq.yaml") + ": not read: a named pipe (FIFO), not a regular file",
 		filepath.Join(dir, "zero/SKILL.md") + ": not followed: a symlink to /dev/zero, outside the tree",
-		filepath.Join(dir, "all") + ": not followed: a symlink to the directory /, outside the tree",
-		filepath.Join(dir, "up") + ": not followed: a symlink to the directory " + filepath.Dir(dir),
+		// A directory link out of the tree is a warning: repositories hold
+		// such links with no definition behind them.
+		filepath.Join(dir, "all") + ": warning: not followed: a symlink to the directory /, outside the tree",
+		filepath.Join(dir, "up") + ": warning: not followed: a symlink to the directory " + filepath.Dir(dir),
 		filepath.Join(dir, "host.seq.yaml") + ": not followed: a symlink to /etc/hostname",
 		filepath.Join(dir, "huge.seq.yaml") + ": not read: the file has 70013 bytes or more; a definition is stored as one NATS message, so a file may have at most 61440 bytes here",
 		filepath.Join(dir, "good/SKILL.md") + ": ok: skill good",
-		"7 file(s) checked, 6 invalid",
+		"7 file(s) checked, 4 invalid, 2 warning(s)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate output =\n%s\nwant a line containing %q", out, want)

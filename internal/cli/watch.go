@@ -324,15 +324,13 @@ func (r *eventReader) run(ctx context.Context, cons jetstream.Consumer, out chan
 // run-finished event ("" otherwise).
 func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 	var ev struct {
-		events.RunEvent
-		Agent  string `json:"agent"`
-		BootID string `json:"boot_id"`
-		Op     string `json:"op"`
-		Name   string `json:"name"`
-		File   string `json:"file"`
-		Line   int    `json:"line"`
-		Kept   string `json:"kept"`
-		Other  string `json:"other"`
+		events.RunEvent        // its Agent and BootID are also agent_ready's
+		Op              string `json:"op"`
+		Name            string `json:"name"`
+		File            string `json:"file"`
+		Line            int    `json:"line"`
+		Kept            string `json:"kept"`
+		Other           string `json:"other"`
 	}
 	_ = json.Unmarshal(data, &ev)
 	finished := ""
@@ -431,7 +429,10 @@ func eventLine(ev *events.RunEvent) string {
 		if ev.Worker != "" {
 			fmt.Fprintf(&b, " on worker %s", ev.Worker)
 		}
-		if ev.Trigger != "" && ev.Trigger != events.TriggerManual {
+		switch {
+		case ev.Trigger == events.TriggerBoot && ev.Agent != "":
+			fmt.Fprintf(&b, " (boot of agent %s, boot %s)", ev.Agent, ev.BootID)
+		case ev.Trigger != "" && ev.Trigger != events.TriggerManual:
 			fmt.Fprintf(&b, " (%s)", ev.Trigger)
 		}
 	case events.RunGroup:

@@ -161,6 +161,10 @@ type scanResult struct {
 	files  map[string]*scanned
 	dirs   []string
 	others []*scanned
+	// rootErr is why the root itself could not be read (it is gone, not
+	// a directory, or cannot be listed); files is then empty and says
+	// nothing about what the tree holds.
+	rootErr error
 }
 
 // skippedDirs are never walked: version-control metadata and dependency
@@ -210,9 +214,11 @@ func scan(root string, limit int64, others bool) scanResult {
 	res := scanResult{files: map[string]*scanned{}}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
+		res.rootErr = err
 		return res
 	}
 	if realRoot, err = filepath.Abs(realRoot); err != nil {
+		res.rootErr = err
 		return res
 	}
 	seen := map[string]bool{}
@@ -228,7 +234,9 @@ func scan(root string, limit int64, others bool) scanResult {
 		res.dirs = append(res.dirs, dir)
 		ents, err := os.ReadDir(real)
 		if err != nil {
-			if rel != "" {
+			if rel == "" {
+				res.rootErr = err
+			} else {
 				var pe *fs.PathError
 				if errors.As(err, &pe) {
 					err = pe.Err

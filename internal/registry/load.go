@@ -74,7 +74,13 @@ func sum(b []byte) string {
 // problem, warnings included, errors first in file order.
 func loadFile(f *scanned, limit int64) (*definition, []Problem) {
 	if f.err != nil {
-		return nil, []Problem{{File: f.rel, Message: refusalMessage(f.err)}}
+		// A directory symlink out of the tree is not followed and said as a
+		// warning: such links (shared configuration, vendored SDKs) are
+		// common in repositories that hold no definition behind them, and
+		// must not fail `skillbus validate .` (docs/skills.md, Loading).
+		// Every other refusal, a definition file's included, is an error.
+		outside := f.kind == kindTree && errors.Is(f.err, ErrOutsideTree)
+		return nil, []Problem{{File: f.rel, Message: refusalMessage(f.err), Warning: outside}}
 	}
 	var d *definition
 	var probs []Problem

@@ -67,6 +67,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -132,6 +133,9 @@ type Registry struct {
 
 	// scanMu serialises rescans (the only writers of files).
 	scanMu sync.Mutex
+	// rootGone is true while the root directory cannot be read
+	// (rootGoneLocked); guarded by scanMu.
+	rootGone bool
 	// mu guards files, created, stored, revs, external and clashes, and
 	// serialises every write to the buckets.
 	mu      sync.Mutex
@@ -459,6 +463,13 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 	defer r.scanMu.Unlock()
 	limit := r.limit()
 	res := scan(r.cfg.Dir, limit, false)
+	if res.rootErr != nil {
+		return r.rootGoneLocked(ctx, res.rootErr)
+	}
+	if r.rootGone {
+		r.rootGone = false
+		r.log.Info("definitions directory back; loading it", "dir", r.cfg.Dir)
+	}
 	type job struct {
 		f    *scanned
 		hash string
@@ -516,6 +527,13 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 		}
 		st.hash = j.hash
 		errs, warns := split(j.prob)
+		if j.def == nil && len(errs) == 0 {
+			// A tree entry refused with a warning only (loadFile: a
+			// directory symlink out of the tree): nothing to load or keep.
+			st.good, st.problems = nil, nil
+			warned = append(warned, r.warningEvent(j.f.kind, rel, "", warns))
+			continue
+		}
 		if j.def != nil {
 			if st.problems != nil {
 				r.log.Info("file valid again", "file", rel)
@@ -539,6 +557,36 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 		}
 	}
 	return res.dirs, recheck, r.applyLocked(ctx)
+}
+
+// rootPoll is how often a registry whose definitions directory is gone
+// looks for it again (its watches went with it).
+const rootPoll = 500 * time.Millisecond
+
+// rootGoneLocked handles a rescan that cannot read the root directory (it
+// was removed — a branch switch, a directory replaced by a copy — or
+// cannot be listed): nothing is removed from the buckets, since a missing
+// root is far more often a passing state than a request to delete
+// everything (an empty directory is that request), and the names stay
+// owned by their files, so seq.create cannot take them over meanwhile.
+// The first time it logs and publishes a tree warning; the watch loop
+// looks again every rootPoll. scanMu is held.
+func (r *Registry) rootGoneLocked(ctx context.Context, err error) ([]string, time.Duration, error) {
+	if r.rootGone {
+		return nil, rootPoll, nil
+	}
+	r.rootGone = true
+	r.mu.Lock()
+	n := len(r.files)
+	r.mu.Unlock()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	msg := fmt.Sprintf("%s: the definitions directory cannot be read (%v); keeping what its %d file(s) defined until it is back (to remove them, empty the directory instead)", r.cfg.Dir, err, n)
+	r.log.Warn("definitions directory gone; keeping the stored definitions until it is back", "dir", r.cfg.Dir, "err", err, "files", n)
+	r.publishEvent(ctx, &events.RegistryEvent{Kind: events.KindTree, Op: events.OpWarning, Warnings: []string{msg}, At: time.Now().UTC()})
+	return nil, rootPoll, nil
 }
 
 // storedVersionLocked returns the bucket's version of the definition that

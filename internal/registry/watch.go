@@ -107,6 +107,15 @@ func (r *Registry) watchLoop(ctx context.Context) {
 			if ev.Op == fsnotify.Chmod {
 				continue
 			}
+			if ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename) {
+				// A watched directory removed or moved away: its watch is
+				// gone with it, so forget it, and the rescan watches a
+				// directory made again at the same path.
+				if r.watched[ev.Name] {
+					_ = r.watcher.Remove(ev.Name)
+					delete(r.watched, ev.Name)
+				}
+			}
 			schedule(time.Now())
 		case err, ok := <-r.watcher.Errors:
 			if !ok {

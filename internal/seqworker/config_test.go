@@ -87,6 +87,32 @@ func TestRunIDs(t *testing.T) {
 			t.Errorf("BootRunID collision: %q", other)
 		}
 	}
+
+	// Names that are not ASCII: a valid run id whose parts decode, and
+	// two agents named in Chinese no longer look alike.
+	zh := BootRunID("机器人", "b1", "开机自检")
+	if zh != "boot-_5py65Zmo5Lq6-_5byA5py66Ieq5qOA-aec0b955cf5af8f3" || events.CheckRunID(zh) != nil {
+		t.Errorf("BootRunID(机器人, b1, 开机自检) = %q; want boot-_5py65Zmo5Lq6-_5byA5py66Ieq5qOA-aec0b955cf5af8f3", zh)
+	}
+	parts := strings.Split(zh, "-")
+	agent, err1 := events.NameForIDPart(parts[1])
+	sequence, err2 := events.NameForIDPart(parts[2])
+	if agent != "机器人" || sequence != "开机自检" || err1 != nil || err2 != nil {
+		t.Errorf("the parts of %q decode to %q (%v), %q (%v)", zh, agent, err1, sequence, err2)
+	}
+	if other := BootRunID("机器狗", "b1", "开机自检"); strings.Split(other, "-")[1] == parts[1] {
+		t.Errorf("BootRunID(机器狗, …) = %q has the agent part of %q", other, zh)
+	}
+	// The longest names (64 four-byte characters), and a non-ASCII boot id.
+	longest := strings.Repeat("\U00020000", 64)
+	for _, id := range []string{BootRunID(longest, longest, longest), BootRunID("机器人", "启动-1", longest), BootRunID(longest, "b", "a")} {
+		if err := events.CheckRunID(id); err != nil || len(id) > events.MaxRunIDLength {
+			t.Errorf("BootRunID of the longest names = %q (%d bytes): %v", id, len(id), err)
+		}
+	}
+	if BootRunID("机器人", "启动-1", "开机自检") == BootRunID("机器人", "启动-2", "开机自检") {
+		t.Error("boot ids that differ only in non-ASCII characters give one run id")
+	}
 }
 
 func TestSchedulePattern(t *testing.T) {

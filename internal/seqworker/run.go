@@ -346,7 +346,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 			Status: events.StatusRunning, Worker: w.cfg.WorkerID, Attempt: r.attempt, Error: cur.Error})
 	} else {
 		w.emit(ctx, &events.RunEvent{RunID: req.RunID, Kind: events.RunStarted, Sequence: s.Name, Groups: len(s.Groups), Status: events.StatusRunning,
-			Worker: w.cfg.WorkerID, Attempt: r.attempt, Trigger: trigger(req)})
+			Worker: w.cfg.WorkerID, Attempt: r.attempt, Trigger: trigger(req), Agent: req.Agent, BootID: req.BootID})
 	}
 	r.runStarted(ctx, resumedAfter(cur))
 
@@ -841,12 +841,18 @@ func TickRunID(sequence string, at time.Time, msg jetstream.Msg) string {
 
 // BootRunID returns the run id of the boot run of sequence for one boot of
 // agent: "boot-<agent>-<sequence>-<16 hex digits of a SHA-256 of the three
-// values>", the same on every replica and every redelivery; the readable
-// part is cut so the id stays within events.MaxRunIDLength.
+// values>", the same on every replica and every redelivery. The agent and
+// the sequence are written as events.IDPart writes them — an ASCII name as
+// it is, any other one as "_" and its base64url, which events.NameForIDPart
+// decodes (BootRunID("机器人", "b1", "开机自检") ==
+// "boot-_5py65Zmo5Lq6-_5byA5py66Ieq5qOA-aec0b955cf5af8f3"; before, every
+// character that was not ASCII became '_', so the boot runs of two agents
+// named in Chinese looked alike) — and cut so the id stays within
+// events.MaxRunIDLength; the boot id (any bytes) is only in the hash.
 func BootRunID(agent, bootID, sequence string) string {
 	h := sha256.Sum256([]byte(agent + "\x00" + bootID + "\x00" + sequence))
 	sum := hex.EncodeToString(h[:8])
-	id := "boot-" + tokenize(agent) + "-" + tokenize(sequence)
+	id := "boot-" + events.IDPart(agent) + "-" + events.IDPart(sequence)
 	if room := events.MaxRunIDLength - len(sum) - 1; len(id) > room {
 		id = id[:room]
 	}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -89,6 +90,57 @@ func checkLen(what, v string, limit int) error {
 		return fmt.Errorf("%s is %d bytes long; the limit is %d", what, len(v), limit)
 	}
 	return nil
+}
+
+// IDPart returns a name as a part of a run id, in CheckRunID's bytes: the
+// name itself when it is ASCII letters, digits, '-' and '_' starting with
+// a letter (a name of docs/sequences.md, "Names", written in ASCII); any
+// other name as "_" and the unpadded base64url of its UTF-8 — TokenFor's
+// encoding with '_' for its '=', which no such name starts with — so no
+// two names give one part, and NameForIDPart reverses it:
+//
+//	IDPart("bot-1") == "bot-1"
+//	IDPart("机器人") == "_5py65Zmo5Lq6"
+//
+// A name of MaxNameLength bytes gives a part of up to MaxNameTokenLength
+// bytes: a run id made of parts must be cut to MaxRunIDLength (as
+// BoundedID does), after which the part no longer decodes.
+func IDPart(name string) string {
+	if name != "" && plainIDPart(name) {
+		return name
+	}
+	return "_" + base64.RawURLEncoding.EncodeToString([]byte(name))
+}
+
+// NameForIDPart reverses IDPart: NameForIDPart(IDPart(n)) == n for every
+// n. Errors: ErrBadToken for a part IDPart does not make (a cut one, other
+// bytes, non-canonical base64url).
+func NameForIDPart(part string) (string, error) {
+	rest, encoded := strings.CutPrefix(part, "_")
+	if !encoded {
+		if part == "" || !plainIDPart(part) {
+			return "", fmt.Errorf("%w: %q is not a run id part (letters, digits, '-', '_' starting with a letter, or '_' and base64url)", ErrBadToken, clipToken(part))
+		}
+		return part, nil
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(rest)
+	if err != nil || IDPart(string(b)) != part {
+		return "", fmt.Errorf("%w: %q starts with '_' but is not the base64url of a name (cut to fit a run id?)", ErrBadToken, clipToken(part))
+	}
+	return string(b), nil
+}
+
+// plainIDPart: ASCII letters, digits, '-' and '_', starting with a letter.
+func plainIDPart(s string) bool {
+	if c := s[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !idByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // BoundedID joins prefix and parts into a run id ("prefix-part1-part2"),

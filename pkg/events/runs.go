@@ -277,6 +277,10 @@ type RunEvent struct {
 	Attempt int    `json:"attempt,omitempty"`
 	// Trigger is the run's trigger (RunStarted only).
 	Trigger string `json:"trigger,omitempty"`
+	// Agent and BootID: the agent_ready a boot run is for (RunStarted of
+	// a boot run only), as the agent sent them (not encoded).
+	Agent  string `json:"agent,omitempty"`
+	BootID string `json:"boot_id,omitempty"`
 	// By and Reason: who asked to cancel and why (RunCancelling,
 	// RunFinished of a cancelled run).
 	By     string `json:"by,omitempty"`

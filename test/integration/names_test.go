@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -144,5 +146,49 @@ func TestNameLimitAtTheEndpoints(t *testing.T) {
 		if code, desc := ask(tc.subject, tc.req(longest)); code != "404" {
 			t.Errorf("%s of 64 characters (256 bytes) = %s %q; want 404: a valid name nothing stores", tc.what, code, desc)
 		}
+	}
+}
+
+// TestCLIBootUnicodeNames: `skillbus agent-ready 机器人` starts the boot
+// sequence 开机自检 as a valid run whose id carries both names encoded
+// (events.IDPart), which `watch` and `runs show` print decoded.
+func TestCLIBootUnicodeNames(t *testing.T) {
+	dir := t.TempDir()
+	root := cliProject(t)
+	if err := os.WriteFile(filepath.Join(dir, "boot.seq.yaml"), []byte("name: 开机自检\nboot: true\ngroups:\n  - name: 检查磁盘\n    in: {agent: string}\n    tools: [{tool: fs.list, args: {path: .}, as: listing}]\n    out: {listing: object}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cliStack(t, dir, root)
+	cliEventually(t, "the boot sequence to be stored", func() bool {
+		_, out, _ := cliRun(t, "seqs")
+		return strings.Contains(out, "开机自检")
+	})
+	stdout, _, stop := cliBackground(t, "watch")
+	time.Sleep(300 * time.Millisecond) // let the watcher subscribe
+	if code, out, errOut := cliRun(t, "agent-ready", "机器人", "--boot-id", "b1"); code != 0 || !strings.Contains(out, "agent 机器人, boot id b1") {
+		t.Fatalf("agent-ready 机器人: exit %d %q %q", code, out, errOut)
+	}
+	id := seqworker.BootRunID("机器人", "b1", "开机自检")
+	if id != "boot-_5py65Zmo5Lq6-_5byA5py66Ieq5qOA-aec0b955cf5af8f3" || events.CheckRunID(id) != nil {
+		t.Fatalf("boot run id %q; want boot-_5py65Zmo5Lq6-_5byA5py66Ieq5qOA-aec0b955cf5af8f3, a valid run id", id)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !(strings.Contains(stdout.String(), "run "+id+": 开机自检 started on worker ") &&
+		strings.Contains(stdout.String(), "(boot of agent 机器人, boot b1)") &&
+		strings.Contains(stdout.String(), "run "+id+": 开机自检 succeeded")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch did not print the boot run %s decoded in 30 s:\n%s", id, stdout.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	code, out, errOut := cliRun(t, "runs", "show", id)
+	for _, want := range []string{"Run:", id, "Sequence:", "开机自检", "Trigger:", "boot (agent 机器人, boot b1)", `agent = "机器人"`, "succeeded (1 of 1 finished)"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("runs show %s lacks %q (exit %d):\n%s\n%s", id, want, code, out, errOut)
+		}
+	}
+	if code, out, errOut := cliRun(t, "runs", "ls"); code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "开机自检") {
+		t.Errorf("runs ls: exit %d\n%s\n%s\nwant the boot run", code, out, errOut)
 	}
 }

@@ -56,6 +56,12 @@ func TestRegistryAgreesWithValidate(t *testing.T) {
 		switch {
 		case r.Kind == "":
 			continue // ignored by name; validate's warning only
+		case r.Valid && r.Kind == "tree":
+			// A directory link out of the tree: a warning on both sides.
+			ev := regFindEvent(t, e, "warning "+rel, func(ev *events.RegistryEvent) bool { return ev.Op == events.OpWarning && ev.File == rel })
+			if w := strings.Join(ev.Warnings, "\n"); !strings.Contains(w, r.Problems[0].Message) {
+				t.Errorf("%s: the registry warns %q; validate warns %q", rel, w, r.Problems[0].Message)
+			}
 		case r.Valid && r.Kind == "skill":
 			wantSkills = append(wantSkills, r.Name)
 		case r.Valid && r.Kind == "sequence":

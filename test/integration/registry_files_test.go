@@ -68,6 +68,18 @@ func regWantInvalid(t *testing.T, e *regEnv, file, kind, text string) {
 	}
 }
 
+// regWantWarning waits for the tree warning of file (a directory symlink
+// out of the tree: not followed, said as a warning).
+func regWantWarning(t *testing.T, e *regEnv, file, text string) {
+	t.Helper()
+	ev := regFindEvent(t, e, "warning "+file, func(ev *events.RegistryEvent) bool {
+		return ev.Op == events.OpWarning && ev.File == file
+	})
+	if ev.Kind != events.KindTree || !strings.Contains(strings.Join(ev.Warnings, "\n"), text) {
+		t.Errorf("warning event of %s = kind %q, warnings %q; want kind tree and %q", file, ev.Kind, ev.Warnings, text)
+	}
+}
+
 // TestRegistryReadsFilesAsFiles: a FIFO named like a sequence, a symlink to
 // /dev/zero, to / and to .. and a file larger than a message neither hang
 // nor grow the registry, nor make it walk outside its tree: each is an
@@ -99,8 +111,8 @@ func TestRegistryReadsFilesAsFiles(t *testing.T) {
 	}
 	regWantInvalid(t, e, "flows/x.seq.yaml", events.KindSequence, "not read: a named pipe (FIFO), not a regular file")
 	regWantInvalid(t, e, "zero/SKILL.md", events.KindSkill, "not followed: a symlink to /dev/zero, outside the tree")
-	regWantInvalid(t, e, "everything", events.KindTree, "not followed: a symlink to the directory /, outside the tree")
-	regWantInvalid(t, e, "parent", events.KindTree, "not followed: a symlink to the directory "+filepath.Dir(dir))
+	regWantWarning(t, e, "everything", "not followed: a symlink to the directory /, outside the tree")
+	regWantWarning(t, e, "parent", "not followed: a symlink to the directory "+filepath.Dir(dir))
 	regWantInvalid(t, e, "flows/big.seq.yaml", events.KindSequence, "a file may have at most 4096 bytes here (max_payload 8192")
 	if v := regValue(e.seqs, "big"); v != "" {
 		t.Errorf("SEQUENCES/big = %s; want nothing stored", v)
@@ -112,7 +124,7 @@ func TestRegistryReadsFilesAsFiles(t *testing.T) {
 	if err := os.Symlink("/", filepath.Join(dir, "good/root")); err != nil {
 		t.Fatal(err)
 	}
-	regWantInvalid(t, e, "good/root", events.KindTree, "a symlink to the directory /")
+	regWantWarning(t, e, "good/root", "a symlink to the directory /")
 	// A good file replaced by a FIFO keeps its last good version.
 	before := regValue(e.seqs, "ok")
 	if err := os.Remove(filepath.Join(dir, "flows/ok.seq.yaml")); err != nil {
