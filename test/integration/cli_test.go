@@ -225,8 +225,9 @@ func TestCLINeedsNATS(t *testing.T) {
 		}
 	}
 	t.Setenv(cli.EnvNATSURL, "nats://127.0.0.1:1")
-	if code, _, errOut := cliRun(t, "seqs"); code != cli.ExitFailure || !strings.Contains(errOut, "cannot connect to NATS at nats://127.0.0.1:1") {
-		t.Errorf("seqs with a dead NATS_URL = %d, %q; want 1 and the URL", code, errOut)
+	want := "skillbus seqs ls: cannot connect to NATS at nats://127.0.0.1:1 (NATS_URL): no NATS server answers there (nothing listens on that address, or a firewall drops the connection); check the URL, or start a local stack with `skillbus dev`\n"
+	if code, _, errOut := cliRun(t, "seqs"); code != cli.ExitFailure || errOut != want {
+		t.Errorf("seqs with a dead NATS_URL = %d, %q; want 1 and %q", code, errOut, want)
 	}
 }
 
@@ -277,7 +278,7 @@ func TestCLIAgainstStack(t *testing.T) {
 		// The registry's 404 says what is stored; the command adds how to list it.
 		out = check(t, []string{"skills", "info", "no-skill"}, 1, "skillbus skills info: no skill named \"no-skill\" (1 skill is stored); list the skills with `skillbus skills`")
 		cliNoInternals(t, out)
-		check(t, []string{"skills", "frob"}, 2, "bad arguments")
+		check(t, []string{"skills", "frob"}, 2, `skillbus skills: unknown subcommand "frob"`)
 	})
 
 	t.Run("seqs", func(t *testing.T) {
