@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/servicecmd/servicecmdtest"
@@ -64,5 +67,49 @@ func TestRunProvisionsOnce(t *testing.T) {
 	calls := servicecmdtest.ProvisionsOnce(t, run)
 	if len(calls) == 0 {
 		t.Fatal("no JetStream stream was created: the test saw nothing")
+	}
+}
+
+// TestRunIncompatibleStream: a stream of the operator's that already takes
+// the subjects of skillbus's EVENTS stream is reported at once — what is
+// wrong and how to fix it — and the worker exits 1 instead of retrying
+// for ever (docs/operations.md, "Provisioning errors").
+func TestRunIncompatibleStream(t *testing.T) {
+	srv := natsserver.StartTB(t, natsserver.Options{})
+	js, err := jetstream.New(natsserver.ConnectTB(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "AUDIT", Subjects: []string{"events.run.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	var out servicecmdtest.Buffer
+	done := make(chan int, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	go func() {
+		done <- run(ctx, []string{"--nats", srv.ClientURL(), "--shutdown-budget", "5s"}, io.Discard, &out)
+	}()
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Errorf("exit code %d; want 1 (could not start)", code)
+		}
+	case <-time.After(servicecmdtest.Timeout):
+		t.Fatalf("still running after %v: the refusal is retried; log:\n%s", servicecmdtest.Timeout, out.String())
+	}
+	log := out.String()
+	for _, want := range []string{
+		`msg="cannot provision stream EVENTS: the stream AUDIT already takes (some of) its subjects events.>, and the server gives a subject to one stream only"`,
+		`fix="skillbus needs those subjects for EVENTS: take them out of the stream AUDIT (nats stream edit AUDIT) or delete that stream (nats stream rm AUDIT), or run skillbus in another NATS account"`,
+		"err_code=10065",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %s:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "retrying") {
+		t.Errorf("the refusal was retried (after %v):\n%s", time.Since(start), log)
 	}
 }

@@ -21,8 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/skillfacesvc"
@@ -30,7 +28,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := servicecmd.SignalContext("skillface", os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -40,7 +40,7 @@ func generate(t *testing.T, o Options) *Setup {
 func TestGenerateFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "auth")
 	s := generate(t, Options{Dir: dir, ToolPrefixes: []string{"web"}})
-	want := []string{RoleRegistry, RoleSeqworker, RoleSkillface, RoleTools, "tools-web", RoleAgent, RoleRunner, RoleReader}
+	want := []string{RoleRegistry, RoleSeqworker, RoleSkillface, RoleTools, "tools-web", RoleAgent, RoleRunner, RoleReader, RoleConsole}
 	var got []string
 	for _, r := range s.Roles {
 		got = append(got, r.Name)
@@ -122,6 +122,69 @@ func TestGenerateIdempotent(t *testing.T) {
 	if first.AccountJWT != second.AccountJWT {
 		t.Errorf("account JWT changed on a re-run")
 	}
+}
+
+// TestGenerateConsoleCallsTools checks the opt-in of `skillbus auth
+// --console-calls-tools`: by default the console's user may not publish on
+// tool.>; with the option it may; a re-run without the option keeps the
+// last choice, and an explicit false takes the grant away again.
+func TestGenerateConsoleCallsTools(t *testing.T) {
+	dir := t.TempDir()
+	pubAllow := func(s *Setup) []string {
+		t.Helper()
+		b, err := os.ReadFile(s.CredsFile(RoleConsole))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _ := jwt.ParseDecoratedJWT(b)
+		uc, err := jwt.DecodeUserClaims(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uc.Permissions.Pub.Allow
+	}
+	on, off := true, false
+	s := generate(t, Options{Dir: dir})
+	if s.ConsoleCallsTools || slices.Contains(pubAllow(s), events.SubjectToolAll) {
+		t.Errorf("by default the console may publish on %s; want it not to", events.SubjectToolAll)
+	}
+	if !slices.Contains(pubAllow(s), events.SeqRunSubject) || !slices.Contains(pubAllow(s), "$JS.API.CONSUMER.CREATE.KV_RUNS.*.$KV.RUNS.>") {
+		t.Errorf("the console's publish allow-list %v lacks seq.run or its RUNS watch", pubAllow(s))
+	}
+	s = generate(t, Options{Dir: dir, ConsoleCallsTools: &on})
+	if !s.ConsoleCallsTools || !slices.Contains(pubAllow(s), events.SubjectToolAll) || !slices.Contains(s.Changed, filepath.Join(credsDir, RoleConsole+".creds")) {
+		t.Errorf("with ConsoleCallsTools the console's allow-list is %v (changed %v); want %s added", pubAllow(s), s.Changed, events.SubjectToolAll)
+	}
+	s = generate(t, Options{Dir: dir})
+	if !s.ConsoleCallsTools || len(s.Changed) != 0 {
+		t.Errorf("a re-run without the option: calls tools %v, changed %v; want the last choice kept and nothing changed", s.ConsoleCallsTools, s.Changed)
+	}
+	s = generate(t, Options{Dir: dir, ConsoleCallsTools: &off})
+	if s.ConsoleCallsTools || slices.Contains(pubAllow(s), events.SubjectToolAll) {
+		t.Errorf("ConsoleCallsTools false: the console may still publish on %s", events.SubjectToolAll)
+	}
+	// The docs show the grant under the option's name, and only there.
+	md := Markdown()
+	i := strings.Index(md, "#### `"+RoleConsole+"`")
+	if i < 0 || !strings.Contains(md[i:], "| publish (only with `skillbus auth "+ConsoleCallsToolsFlag+"`) | `tool.>` |") {
+		t.Errorf("the docs' console table does not show tool.> as the opt-in of %s", ConsoleCallsToolsFlag)
+	}
+	for _, r := range mustRoles(t) {
+		for _, g := range r.Pub {
+			if g.OptIn != "" {
+				t.Errorf("%s: the default table has the opt-in grant %s", r.Name, g.Subject)
+			}
+		}
+	}
+}
+
+func mustRoles(t *testing.T) []Role {
+	t.Helper()
+	roles, err := Roles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roles
 }
 
 // TestGenerateRotate checks --rotate: new user keys and signing key, and a

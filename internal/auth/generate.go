@@ -88,6 +88,11 @@ type Options struct {
 	// DropToolPrefixes removes the roles of these prefixes: their users
 	// are revoked.
 	DropToolPrefixes []string
+	// ConsoleCallsTools, when set, says whether the console role may call
+	// tools directly (TableOptions.ConsoleCallsTools; `skillbus auth
+	// --console-calls-tools`); nil keeps the choice of the last run in Dir
+	// (setup.json), else false.
+	ConsoleCallsTools *bool
 	// Rotate replaces the account signing key and every user key: all
 	// creds issued before stop working once the servers load the new
 	// configuration (docs/security.md, Rotating).
@@ -108,7 +113,9 @@ type settings struct {
 	URL          string   `json:"url,omitempty"`
 	Account      string   `json:"account,omitempty"`
 	ToolPrefixes []string `json:"tool_prefixes,omitempty"`
-	Limits       Limits   `json:"limits"`
+	// ConsoleCallsTools is Options.ConsoleCallsTools as last chosen.
+	ConsoleCallsTools bool   `json:"console_calls_tools,omitempty"`
+	Limits            Limits `json:"limits"`
 }
 
 // SettingsFile holds the options of the last run in a Setup's Dir.
@@ -155,7 +162,10 @@ func (o Options) merge(dir string) (Options, settings, error) {
 		}
 	}
 	o.ToolPrefixes = prefixes
-	return o, settings{URL: o.URL, Account: o.Account, ToolPrefixes: prefixes, Limits: o.Limits}, nil
+	if o.ConsoleCallsTools == nil {
+		o.ConsoleCallsTools = &last.ConsoleCallsTools
+	}
+	return o, settings{URL: o.URL, Account: o.Account, ToolPrefixes: prefixes, ConsoleCallsTools: *o.ConsoleCallsTools, Limits: o.Limits}, nil
 }
 
 // Setup is a generated set of users and the server configuration that
@@ -165,6 +175,9 @@ type Setup struct {
 	Dir string
 	// Roles is the permission table the users were made from.
 	Roles []Role
+	// ConsoleCallsTools tells whether the console role may call tools
+	// directly (Options.ConsoleCallsTools, after the last run's choice).
+	ConsoleCallsTools bool
 	// OperatorJWT, AccountJWT and SystemJWT are the JWTs of the operator,
 	// the skillbus account and the system account; AccountKey and
 	// SystemKey their public keys.
@@ -224,7 +237,8 @@ func (s *Setup) Role(name string) (Role, bool) {
 
 // Generate creates or refreshes the setup in o.Dir: an operator, the
 // skillbus account (JetStream enabled, o.Limits) with a signing key, the
-// system account, and one user per role of Roles(o.ToolPrefixes...) signed
+// system account, and one user per role of Table (o.ToolPrefixes,
+// o.ConsoleCallsTools) signed
 // by the signing key, each with exactly its role's permissions; their creds
 // files and nats CLI contexts; and the server configuration (operator mode,
 // MEMORY resolver preloaded with both accounts).
@@ -252,11 +266,11 @@ func Generate(o Options) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	roles, err := Roles(o.ToolPrefixes...)
+	roles, err := Table(TableOptions{ToolPrefixes: o.ToolPrefixes, ConsoleCallsTools: *o.ConsoleCallsTools})
 	if err != nil {
 		return nil, err
 	}
-	g := &generator{dir: dir, s: &Setup{Dir: dir, Roles: roles}}
+	g := &generator{dir: dir, s: &Setup{Dir: dir, Roles: roles, ConsoleCallsTools: *o.ConsoleCallsTools}}
 	if err := g.mkdirs(); err != nil {
 		return nil, err
 	}

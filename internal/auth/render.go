@@ -15,12 +15,14 @@ import (
 const DocPrefix = "PREFIX"
 
 // Markdown renders the permission table for docs/security.md: for each
-// role of Roles(DocPrefix), who uses it, how it answers requests, its
-// inbox, and its publish, subscribe and refused subjects grouped by
-// reason. The text between the roles markers of docs/security.md is
-// exactly this (a test checks it).
+// role of the table with a tool provider for DocPrefix, who uses it, how it
+// answers requests, its inbox, and its publish, subscribe and refused
+// subjects grouped by reason; a grant that only an option of `skillbus
+// auth` adds (Grant.OptIn) is shown under that option's name. The text
+// between the roles markers of docs/security.md is exactly this (a test
+// checks it).
 func Markdown() string {
-	roles, err := Roles(DocPrefix)
+	roles, err := Table(TableOptions{ToolPrefixes: []string{DocPrefix}, ConsoleCallsTools: true})
 	if err != nil {
 		panic(err) // DocPrefix is a valid prefix
 	}
@@ -41,18 +43,25 @@ func Markdown() string {
 	return b.String()
 }
 
-// rows writes one table row per reason, its subjects in table order.
+// rows writes one table row per reason (and option), its subjects in
+// table order.
 func rows(b *strings.Builder, what string, gs []Grant) {
-	var order []string
-	by := map[string][]string{}
+	type key struct{ why, optIn string }
+	var order []key
+	by := map[key][]string{}
 	for _, g := range gs {
-		if _, ok := by[g.Why]; !ok {
-			order = append(order, g.Why)
+		k := key{g.Why, g.OptIn}
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
 		}
-		by[g.Why] = append(by[g.Why], "`"+strings.ReplaceAll(g.Subject, "|", `\|`)+"`")
+		by[k] = append(by[k], "`"+strings.ReplaceAll(g.Subject, "|", `\|`)+"`")
 	}
-	for _, why := range order {
-		fmt.Fprintf(b, "| %s | %s | %s |\n", what, strings.Join(by[why], " "), why)
+	for _, k := range order {
+		w := what
+		if k.optIn != "" {
+			w += " (only with `skillbus auth " + k.optIn + "`)"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", w, strings.Join(by[k], " "), k.why)
 	}
 }
 

@@ -18,7 +18,13 @@ const (
 	RoleAgent     = "agent"
 	RoleRunner    = "runner"
 	RoleReader    = "reader"
+	RoleConsole   = "console"
 )
+
+// ConsoleCallsToolsFlag is the option of `skillbus auth` that lets the
+// console role call tools directly (TableOptions.ConsoleCallsTools); the
+// docs show the grants it adds under its name.
+const ConsoleCallsToolsFlag = "--console-calls-tools"
 
 // BuiltinToolFamilies are the first subject tokens of the built-in tools
 // (internal/builtin): fs.*, text.render and cmd.run. The "tools" role may
@@ -33,6 +39,11 @@ type Grant struct {
 	Subject string
 	// Why says which operation needs the subject.
 	Why string
+	// OptIn, when set, names the `skillbus auth` option that adds the
+	// grant (ConsoleCallsToolsFlag); without it the role does not have
+	// it. Table leaves such grants out unless the option is on, and
+	// Markdown shows them under the option's name.
+	OptIn string
 }
 
 // Role is one NATS user of a skillbus deployment and exactly what it may
@@ -89,15 +100,34 @@ var durables = map[string][]string{
 	events.StreamEvents:  {events.ConsumerSeqworkerBoot},
 }
 
-// Roles returns the permission table: the service roles, the built-in tool
-// provider, one tool provider per prefix in toolPrefixes (each may answer
-// only tool.<prefix>.>), and the client roles. The table is data:
-// Generate turns it into user JWTs and docs/security.md renders it
-// (Markdown).
+// TableOptions choose the optional parts of the permission table.
+type TableOptions struct {
+	// ToolPrefixes adds one tool provider role per prefix (each may answer
+	// only tool.<prefix>.>).
+	ToolPrefixes []string
+	// ConsoleCallsTools lets the console role publish on tool.>, so the
+	// Tools page's form can call any tool on the bus directly (skillbus
+	// auth --console-calls-tools). Off by default: a direct call is not a
+	// run, so it leaves no record in RUNS or EVENTS (docs/security.md).
+	ConsoleCallsTools bool
+}
+
+// Roles returns the permission table with the default options and a tool
+// provider role per prefix in toolPrefixes: Table(TableOptions{ToolPrefixes:
+// toolPrefixes}).
 func Roles(toolPrefixes ...string) ([]Role, error) {
+	return Table(TableOptions{ToolPrefixes: toolPrefixes})
+}
+
+// Table returns the permission table: the service roles, the built-in tool
+// provider, one tool provider per prefix of o.ToolPrefixes (each may answer
+// only tool.<prefix>.>), and the client roles, the console among them.
+// The table is data: Generate turns it into user JWTs and docs/security.md
+// renders it (Markdown). Errors: ErrConfig for a bad tool prefix.
+func Table(o TableOptions) ([]Role, error) {
 	roles := []Role{registryRole(), seqworkerRole(), skillfaceRole(), toolsRole(RoleTools, "the built-in tools (`skillbus tools serve`, skillbus dev)", BuiltinToolFamilies)}
 	seen := map[string]bool{}
-	for _, p := range toolPrefixes {
+	for _, p := range o.ToolPrefixes {
 		if err := checkToolPrefix(p); err != nil {
 			return nil, err
 		}
@@ -107,7 +137,7 @@ func Roles(toolPrefixes ...string) ([]Role, error) {
 		seen[p] = true
 		roles = append(roles, toolsRole(ToolRole(p), fmt.Sprintf("a tool provider for the prefix `%s` (`tools serve --prefix %s`, `skillbus mcp --prefix %s`)", p, p, p), []string{p}))
 	}
-	roles = append(roles, agentRole(), runnerRole(), readerRole())
+	roles = append(roles, agentRole(), runnerRole(), readerRole(), consoleRole(o.ConsoleCallsTools))
 	names := map[string]bool{}
 	for _, r := range roles {
 		if names[r.Name] {
@@ -148,6 +178,14 @@ func grants(why string, subjects ...string) []Grant {
 		out[i] = Grant{Subject: s, Why: why}
 	}
 	return out
+}
+
+// optIn marks grants as added only by the `skillbus auth` option flag.
+func optIn(flag string, gs []Grant) []Grant {
+	for i := range gs {
+		gs[i].OptIn = flag
+	}
+	return gs
 }
 
 // cat joins grant lists, keeping the first grant of each subject.
@@ -386,5 +424,45 @@ func readerRole() Role {
 		Pub:     reads(RoleReader),
 		DenyPub: denyDurables(events.StreamEvents),
 		Sub:     clientSub(RoleReader),
+	}
+}
+
+// consoleRole is the web console (`skillbus ui`, `skillbus dev`;
+// docs/console.md): what its pages read and do, and nothing else. It
+// watches the RUNS bucket through an ordered, headers-only consumer of its
+// own, so the runs page is live (queued runs included); reads runs through
+// seq.status (no direct reads of RUNS), their large slots, events,
+// skills, sequences and the tools served; starts, cancels and re-runs runs
+// through the seqworker's endpoints. It needs no skillface endpoint (the
+// assembly preview runs pkg/skillface in the console's process, on the
+// skills the registry serves), no seq.call and no agent_ready. Calling
+// tools directly is opt-in (callsTools): a direct call is not a run, so it
+// leaves no trace in RUNS or EVENTS, while a run of a sequence does.
+func consoleRole(callsTools bool) Role {
+	ev, filter := events.StreamEvents, events.RunsKeySubject(">")
+	pub := cat(
+		grants("start, cancel and re-run runs (the run form, Cancel run…, Rerun)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject),
+		grants("a run's page (seq.status); the runs list while RUNS cannot be watched (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
+		grants("the live runs list: its own ordered, headers-only consumer on KV_RUNS, filtered to "+filter+" (bucket info, create, pull, info, delete)",
+			jsAPI+"STREAM.INFO."+kvRU, jsAPI+"CONSUMER.CREATE."+kvRU+".*."+filter, jsAPI+"CONSUMER.MSG.NEXT."+kvRU+".*",
+			jsAPI+"CONSUMER.INFO."+kvRU+".*", jsAPI+"CONSUMER.DELETE."+kvRU+".*"),
+		streamRead("a run's large slot values (RUN_SLOTS)", objRS), ephemeral("a run's large slot values (RUN_SLOTS)", objRS),
+		streamRead("a run's timeline and a schedule's last state (the EVENTS stream)", ev),
+		ephemeral("a run's timeline and a schedule's last state (the EVENTS stream)", ev),
+		grants("the Sequences and Skills pages, and the skills of the assembly preview",
+			events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject,
+			events.RegistrySeqListSubject, events.RegistrySeqGetSubject),
+		grants("the Tools page: the tools served (NATS micro discovery)", "$SRV.INFO"),
+	)
+	if callsTools {
+		pub = cat(pub, optIn(ConsoleCallsToolsFlag, grants("call any tool from the Tools page's form, directly (not a run: no record in RUNS or EVENTS)", events.SubjectToolAll)))
+	}
+	return Role{
+		Name:    RoleConsole,
+		Summary: "the web console (`skillbus ui`, `skillbus dev`): watches RUNS live, reads runs, events, skills, sequences and tools, starts, cancels and re-runs runs; calls tools directly only with `" + ConsoleCallsToolsFlag + "`",
+		Pub:     pub,
+		DenyPub: denyDurables(ev),
+		Sub: cat(inbox(RoleConsole),
+			grants("live events: runs moving on, registry and schedule events", events.SubjectEventsAll)),
 	}
 }

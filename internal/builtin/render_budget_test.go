@@ -153,3 +153,21 @@ func FuzzPrintfSize(f *testing.F) {
 		}
 	})
 }
+
+// TestRenderFuncErrorsInWords: a template function given the wrong kind of
+// value says which kind it got in JSON's words, not Go's
+// (map[string]interface {}, float64).
+func TestRenderFuncErrorsInWords(t *testing.T) {
+	for _, tc := range []struct{ template, data, want string }{
+		{`{{join "," .m}}`, `{"m":{"a":1}}`, "join: an object is not a list"},
+		{`{{join "," .s}}`, `{"s":"abc"}`, `join: the string "abc" is not a list`},
+		{`{{first .s .xs}}`, `{"s":"ten","xs":[1]}`, `first: count the string "ten" is not a number`},
+		{`{{trunc .b "abc"}}`, `{"b":true}`, "trunc: count the boolean true is not a number"},
+	} {
+		args, _ := json.Marshal(map[string]any{"template": tc.template, "data": json.RawMessage(tc.data)})
+		_, err := render(context.Background(), args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "interface {}") {
+			t.Errorf("text.render(%q) error = %v; want one saying %q", tc.template, err, tc.want)
+		}
+	}
+}

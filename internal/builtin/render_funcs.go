@@ -102,7 +102,7 @@ func (b *renderBudget) funcs() template.FuncMap {
 				}
 			case nil:
 			default:
-				return "", fmt.Errorf("join: %T is not a list", list)
+				return "", fmt.Errorf("join: %s is not a list", valueKind(list))
 			}
 			n := len(sep) * max(len(xs)-1, 0)
 			for _, x := range xs {
@@ -257,7 +257,7 @@ func count(fn string, n any) (int, error) {
 		}
 		k = int64(v)
 	default:
-		return 0, fmt.Errorf("%s: count %v (%T) is not a number", fn, n, n)
+		return 0, fmt.Errorf("%s: count %s is not a number", fn, valueKind(n))
 	}
 	if k < 0 {
 		return 0, fmt.Errorf("%s: count %d is negative", fn, k)
@@ -686,3 +686,27 @@ func exactNumbers(v any) any {
 }
 
 var _ fmt.Formatter = renderInt(0)
+
+// valueKind names a template value for an error by its JSON kind, quoting
+// a short string ("the string \"ten\""), never by its Go type: a
+// sequence's author wrote JSON and YAML, not Go.
+func valueKind(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		if len(x) <= 40 {
+			return fmt.Sprintf("the string %q", x)
+		}
+		return "a string"
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case []any, []string:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	case float64, json.Number, renderInt, int, int64:
+		return fmt.Sprintf("the number %v", x)
+	}
+	return "a value of another kind"
+}

@@ -15,7 +15,7 @@ import (
 func authCommand() command {
 	return command{
 		summary: "generate NATS users with least-privilege permissions, their creds and a server configuration",
-		usage: `Usage: skillbus auth [--dir DIR] [--tool-prefix P]... [--rotate] [-o files|k8s] [flags]
+		usage: `Usage: skillbus auth [--dir DIR] [--tool-prefix P]... [--console-calls-tools] [--rotate] [-o files|k8s] [flags]
 
 Creates, or brings up to date, a locked-down NATS setup for skillbus in DIR
 (docs/security.md): an operator, the skillbus account (JetStream on, with
@@ -28,6 +28,9 @@ the subjects its role needs:
   agent                            an agent runtime: runs, prompt assembly, seq_create
   runner                           starts, watches and cancels runs (skillbus.seq.* only)
   reader                           lists and reads; starts nothing
+  console                          the web console (skillbus ui, skillbus dev --auth): watches
+                                   runs live, starts, cancels and re-runs them; calls tools
+                                   only with --console-calls-tools
 
 It writes DIR/creds/ROLE.creds (0600), nats CLI contexts DIR/contexts/ROLE.json,
 and the server configuration: DIR/auth.conf (operator mode, MEMORY resolver
@@ -40,6 +43,11 @@ Flags:
                         (default $XDG_CONFIG_HOME/skillbus/auth or ~/.config/skillbus/auth)
   --tool-prefix P       add a tool provider role for tools named P.* (repeatable)
   --drop-tool-prefix P  remove that role: its user is revoked (repeatable)
+  --console-calls-tools let the console role publish on tool.>, so the
+                        console's Tools page can call tools directly (a
+                        direct call is not a run: no record in RUNS or
+                        EVENTS); --console-calls-tools=false takes it back.
+                        Kept for later runs (default: the last run's, else off)
   --rotate              new keys for every user and a new account signing key:
                         all earlier creds stop working once the servers load
                         the new auth.conf (reload or restart them)
@@ -62,6 +70,7 @@ Examples:
   nats-server -c ./auth/nats-server.conf
   NATS_URL=nats://127.0.0.1:4222 NATS_CREDS=./auth/creds/runner.creds skillbus run project-survey --arg root=.
   skillbus runs ls --context ./auth/contexts/reader.json
+  skillbus ui --creds ./auth/creds/console.creds
   skillbus auth --dir ./auth --tool-prefix web -o k8s --namespace skillbus | kubectl apply -f -
 
 Exit codes: 0 written, 1 a key file cannot be used or a file cannot be
@@ -89,6 +98,7 @@ func runAuth(ctx context.Context, env Env, args []string) int {
 	fs.Var(&add, "tool-prefix", "add a tool provider role")
 	fs.Var(&drop, "drop-tool-prefix", "remove a tool provider role")
 	rotate := fs.Bool("rotate", false, "new user keys and signing key")
+	callsTools := fs.Bool(strings.TrimPrefix(auth.ConsoleCallsToolsFlag, "--"), false, "let the console role call tools")
 	output := choiceFlag(fs, "o", "files", "files or k8s", "files", "k8s")
 	namespace := fs.String("namespace", "", "namespace of the Secrets")
 	url := fs.String("url", "", "server URL(s) for the contexts")
@@ -124,7 +134,11 @@ func runAuth(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus auth: --namespace is the namespace of the Kubernetes Secrets, which only -o k8s prints; add -o k8s, or leave --namespace out\n")
 		return ExitUsage
 	}
-	s, err := auth.Generate(auth.Options{Dir: *dir, ToolPrefixes: add.values, DropToolPrefixes: drop.values, Rotate: *rotate, URL: *url, Account: *account, Limits: lim})
+	o := auth.Options{Dir: *dir, ToolPrefixes: add.values, DropToolPrefixes: drop.values, Rotate: *rotate, URL: *url, Account: *account, Limits: lim}
+	if given(fs, strings.TrimPrefix(auth.ConsoleCallsToolsFlag, "--")) {
+		o.ConsoleCallsTools = callsTools // else the last run's choice
+	}
+	s, err := auth.Generate(o)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus auth: %v\n", err)
 		if errors.Is(err, auth.ErrConfig) {
@@ -161,6 +175,11 @@ func printAuthSetup(w interface{ Write([]byte) (int, error) }, s *auth.Setup, ro
 	fmt.Fprintf(w, "  creds:   %s\n", filepath.Join(s.Dir, "creds", "ROLE.creds"))
 	fmt.Fprintf(w, "  server:  nats-server -c %s   (or include %s from your configuration)\n", s.ServerConfig(), s.AuthConfig())
 	fmt.Fprintf(w, "  use:     NATS_CREDS=%s skillbus runs ls   (or --context %s)\n", s.CredsFile(auth.RoleReader), s.ContextFile(auth.RoleReader))
+	calls := "may not call tools directly; " + auth.ConsoleCallsToolsFlag + " lets it"
+	if s.ConsoleCallsTools {
+		calls = "may call tools directly; " + auth.ConsoleCallsToolsFlag + "=false takes it back"
+	}
+	fmt.Fprintf(w, "  console: skillbus ui --creds %s   (the web console %s)\n", s.CredsFile(auth.RoleConsole), calls)
 	for _, pub := range s.Revoked {
 		fmt.Fprintf(w, "  revoked: %s\n", pub)
 	}

@@ -57,7 +57,7 @@ Flags:
   --ui-port N         the web console's port (default 4280; 0 picks a free
                       one; -1 serves no console); always on a loopback
                       address (--host when it is one, else 127.0.0.1); with
-                      --auth it connects as the runner role
+                      --auth it connects as the console role
   --tools-root DIR    the built-in tools' root (default .)
   --allow-cmd NAMES   commands cmd.run may run, comma-separated (default none:
                       cmd.run is not served)
@@ -203,19 +203,31 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		FetchWait: 2 * time.Second,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C or SIGTERM while starting: a stop, not a failure.
+			fmt.Fprintln(env.Stderr, "skillbus dev: stopped while starting")
+			return ExitOK
+		}
 		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
 		return ExitFailure
 	}
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		stopCtx, cancel := context.WithTimeout(context.Background(), devStopBudget)
 		defer cancel()
+		// Say what a slow stop waits for (runs in flight finishing their
+		// group), once it is slow.
+		slow := time.AfterFunc(time.Second, func() {
+			fmt.Fprintf(env.Stderr, "skillbus dev: stopping: runs in flight get up to %s to finish their group, then are handed back (they resume when dev starts again on this --data); Ctrl-C again to stop at once\n", devStopBudget)
+		})
+		defer slow.Stop()
 		if err := stack.Stop(stopCtx); err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus dev: stop: %v\n", err)
 		}
 		fmt.Fprintln(env.Stderr, "skillbus dev: stopped")
 	}()
 	url := dialURL(stack.URL())
-	var readerOpts, runnerOpts []nats.Option
+	var readerOpts, runnerOpts, consoleOpts []nats.Option
+	consoleCreds := ""
 	if setup != nil {
 		if *port == 0 {
 			// The contexts name the port the server got.
@@ -225,6 +237,8 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		}
 		readerOpts, _ = auth.ConnectOptions(setup.CredsFile(auth.RoleReader))
 		runnerOpts, _ = auth.ConnectOptions(setup.CredsFile(auth.RoleRunner))
+		consoleCreds = setup.CredsFile(auth.RoleConsole)
+		consoleOpts, _ = auth.ConnectOptions(consoleCreds)
 	}
 	// Registry problems (invalid files, clashes): devproblems.go.
 	if stopProblems, err := reportRegistryProblems(ctx, env.Stderr, url, problemsSince, readerOpts...); err != nil {
@@ -238,7 +252,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		if !console.IsLoopback(uiHost) {
 			uiHost = "127.0.0.1" // the console stays on this machine (docs/console.md)
 		}
-		stopUI, u, err := startConsole(ctx, url, net.JoinHostPort(uiHost, strconv.Itoa(*uiPort)), log, runnerOpts...)
+		stopUI, u, err := startConsole(ctx, url, net.JoinHostPort(uiHost, strconv.Itoa(*uiPort)), consoleCreds, log, consoleOpts...)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus dev: the web console is not served: %v (pick another port with --ui-port N, a free one with --ui-port 0)\n", err)
 		} else {
@@ -255,7 +269,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	if setup == nil {
 		fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  skillbus seqs          # the stored sequences\n  skillbus tools         # the tool providers\n  nats micro ls          # the services, with the nats CLI\n\n", url)
 	} else {
-		printDevAuth(env, url, setup)
+		printDevAuth(env, url, setup, uiURL != "")
 	}
 	if *agent != "" {
 		if err := announce(ctx, url, *agent, runnerOpts...); err != nil {
@@ -269,12 +283,28 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
+// devStopBudget bounds `skillbus dev`'s stop: the seqworker lets running
+// groups finish within it, then hands their runs back.
+const devStopBudget = 15 * time.Second
+
 // startConsole serves the web console (internal/console) on listen, a
-// loopback address, with a connection of its own to the dev stack (opts:
-// the runner role's credentials on a locked-down stack), and returns the
-// function that stops it and its URL.
-func startConsole(ctx context.Context, natsURL, listen string, log *slog.Logger, opts ...nats.Option) (func(), string, error) {
-	nc, err := nats.Connect(natsURL, append([]nats.Option{nats.Name("skillbus dev console"), nats.MaxReconnects(-1)}, opts...)...)
+// loopback address, with a connection of its own to the dev stack (creds
+// and opts: the console role's credentials on a locked-down stack,
+// docs/security.md), and returns the function that stops it and its URL.
+// The connection's asynchronous errors go to log (the page shows the
+// permission refusals), never raw to stderr.
+func startConsole(ctx context.Context, natsURL, listen, creds string, log *slog.Logger, opts ...nats.Option) (func(), string, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	errs := nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		log.Warn("console: NATS error", "subject", subject, "err", err)
+	})
+	nc, err := nats.Connect(natsURL, append([]nats.Option{nats.Name("skillbus dev console"), nats.MaxReconnects(-1), errs}, opts...)...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -282,7 +312,7 @@ func startConsole(ctx context.Context, natsURL, listen string, log *slog.Logger,
 	if u := os.Getenv("USER"); u != "" {
 		user += " (" + u + ")"
 	}
-	srv, err := console.New(nc, console.Config{Listen: listen, NATSURL: natsURL, User: user, Logger: log})
+	srv, err := console.New(nc, console.Config{Listen: listen, NATSURL: natsURL, User: user, Logger: log, Creds: creds})
 	if err == nil {
 		err = srv.Start(ctx)
 	}
@@ -315,12 +345,17 @@ func loopbackOnly(host string) error {
 }
 
 // printDevAuth tells which creds the user's commands take on a locked-down
-// dev stack.
-func printDevAuth(env Env, url string, s *auth.Setup) {
+// dev stack, and the web console's (consoleServed: dev serves one).
+func printDevAuth(env Env, url string, s *auth.Setup, consoleServed bool) {
 	fmt.Fprintf(env.Stdout, "The bus is locked down (docs/security.md): every service connects as its own\nNATS user, and so must your commands. Users and server configuration: %s\n\n", s.Dir)
 	fmt.Fprintf(env.Stdout, "In another shell:\n  export NATS_URL=%s\n  export NATS_CREDS=%s   # runs, prompts, seq_create, seqs rm\n  skillbus seqs && skillbus tools\n", url, s.CredsFile(auth.RoleAgent))
 	fmt.Fprintf(env.Stdout, "  # narrower: %s (start, watch, cancel runs), %s (read only)\n", s.CredsFile(auth.RoleRunner), s.CredsFile(auth.RoleReader))
-	fmt.Fprintf(env.Stdout, "  nats --context %s micro ls   # the nats CLI (the context sets the user's inbox prefix)\n\n", s.ContextFile(auth.RoleReader))
+	fmt.Fprintf(env.Stdout, "  nats --context %s micro ls   # the nats CLI (the context sets the user's inbox prefix)\n", s.ContextFile(auth.RoleReader))
+	if consoleServed {
+		fmt.Fprintf(env.Stdout, "  # the console above connects as the console role: %s\n\n", s.CredsFile(auth.RoleConsole))
+	} else {
+		fmt.Fprintf(env.Stdout, "  skillbus ui --creds %s   # the web console, as the console role\n\n", s.CredsFile(auth.RoleConsole))
+	}
 }
 
 // dialURL returns the server's client URL with a wildcard listen address

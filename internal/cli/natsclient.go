@@ -18,6 +18,7 @@ import (
 	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/servicecmd"
+	"github.com/skillbus/skillbus/internal/suggest"
 	"github.com/skillbus/skillbus/internal/telemetry"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/toolcall"
@@ -312,6 +313,21 @@ func gotArgs(pos []string) string {
 		return "none"
 	}
 	return fmt.Sprintf("%q", pos)
+}
+
+// unknownSubcommand prints that the first of pos is no subcommand of
+// command (subs, with their operands in list: "ls, show NAME and rm
+// NAME"), with the one it most likely misspells (for 3 letters or more:
+// any shorter word is within reach of ls); exit 2. A listing
+// command (seqs, skills, runs, tools) takes no operands, so one is
+// taken as a mistyped subcommand.
+func unknownSubcommand(env Env, command string, pos []string, subs []string, list string) int {
+	hint := ""
+	if m := suggest.Closest(pos[0], subs); m != "" && len(pos[0]) >= 3 {
+		hint = fmt.Sprintf(" (did you mean %s?)", m)
+	}
+	fmt.Fprintf(env.Stderr, "skillbus %s: unknown subcommand %q%s; the subcommands are %s\n%s\n", command, pos[0], hint, list, helpHint(command))
+	return ExitUsage
 }
 
 // connects reports whether the command (or subcommand, "tools serve")

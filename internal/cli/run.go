@@ -52,7 +52,7 @@ interrupted run shows where it stopped and where it resumed.
 
 Flags:
   --arg KEY=VALUE     a run argument (repeatable)
-  --args-file FILE    a JSON object of run arguments
+  --args-file FILE    a JSON object of run arguments (- reads standard input)
   -o json|yaml        print the run state as JSON or YAML instead of the
                       table (--json: -o json); with --detach, the
                       seqworker's reply {"v": 1, "run_id": ID}
@@ -74,6 +74,7 @@ Examples:
   skillbus run examples/sequences/project-survey.seq.yaml --arg root=.
   skillbus run project-survey --arg root=services/api --json     # stored, with NATS_URL
   skillbus run nightly-deps-audit --args-file args.json
+  jq -n '{root: "."}' | skillbus run project-survey --args-file -
 
 Exit codes: 0 the run succeeded, 1 the run failed (or could not be started),
 2 bad command line (unknown flag, bad --arg, no such file).

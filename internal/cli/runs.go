@@ -133,7 +133,7 @@ func runRunsList(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 0 {
-		return runsUsage(env, "", "bad arguments %q: the subcommands are ls, show RUN_ID, cancel RUN_ID and rerun RUN_ID", pos)
+		return unknownSubcommand(env, "runs", pos, []string{"ls", "show", "cancel", "rerun"}, "ls, show RUN_ID, cancel RUN_ID and rerun RUN_ID")
 	}
 	if *limit < 1 || *limit > events.MaxListLimit {
 		return runsUsage(env, "ls", "--limit %d: want 1 to %d", *limit, events.MaxListLimit)

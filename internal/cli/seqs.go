@@ -76,11 +76,10 @@ func seqsArgs(env Env, sub string, fs *flag.FlagSet, args []string, n int) ([]st
 		return nil, flagExit(err)
 	}
 	if len(pos) != n {
-		what := "the subcommands are ls, show NAME, graph NAME and rm NAME"
-		if n == 1 {
-			what = "give one NAME (a stored sequence's name, or for show and graph a sequence file)"
+		if n == 0 {
+			return nil, unknownSubcommand(env, "seqs", pos, []string{"ls", "show", "graph", "rm"}, "ls, show NAME, graph NAME and rm NAME")
 		}
-		fmt.Fprintf(env.Stderr, "skillbus seqs %s: got %s: %s\n%s\n", sub, gotArgs(pos), what, helpHint("seqs "+sub))
+		fmt.Fprintf(env.Stderr, "skillbus seqs %s: got %s: give one NAME (a stored sequence's name, or for show and graph a sequence file)\n%s\n", sub, gotArgs(pos), helpHint("seqs "+sub))
 		return nil, ExitUsage
 	}
 	return pos, -1

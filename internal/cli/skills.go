@@ -57,8 +57,7 @@ func runSkillsList(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 0 {
-		fmt.Fprintf(env.Stderr, "skillbus skills: bad arguments %q: the subcommands are ls and info NAME [SECTION]\n%s\n", pos, helpHint("skills"))
-		return ExitUsage
+		return unknownSubcommand(env, "skills", pos, []string{"ls", "info"}, "ls and info NAME [SECTION]")
 	}
 	return withClient(env, "skills ls", func(c *client.Client) int {
 		list, err := c.SkillList(ctx)

@@ -102,8 +102,7 @@ func runTools(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "skillbus tools: unknown subcommand %q (use ls or serve)\n%s\n", pos, helpHint("tools"))
-		return ExitUsage
+		return unknownSubcommand(env, "tools", pos, []string{"ls", "serve"}, "ls and serve")
 	}
 	return withConn(env, "tools", func(nc *nats.Conn) int {
 		eps, err := tool.Discover(ctx, nc, *wait)

@@ -29,9 +29,16 @@ describes the pages. ` + "`skillbus dev`" + ` serves it too, on 127.0.0.1:4280.
 
 Security: by default the console listens on 127.0.0.1 only and answers only
 to localhost, so only this machine's users reach it — anyone who can open
-it can start and cancel runs and call tools with this command's NATS
-credentials. --listen on any other address (0.0.0.0:4280, a LAN address)
-REQUIRES a token: give it with --token or SKILLBUS_TOKEN; without one, a
+it can start and cancel runs (and call tools, when its credentials allow)
+with this command's NATS credentials. On a locked-down bus give it the
+console role's creds (` + "`skillbus auth`" + ` writes creds/console.creds;
+docs/security.md): the runs list is then live, queued runs included; the
+Tools page's form needs ` + "`skillbus auth --console-calls-tools`" + `. What
+the credentials do not allow fails at once, naming the subject and the
+creds, on the page where it was tried.
+
+--listen on any other address (0.0.0.0:4280, a LAN address) REQUIRES a
+token: give it with --token or SKILLBUS_TOKEN; without one, a
 random token is made and printed with the URL to open. The token is asked
 for once and kept in a cookie (or sent as "Authorization: Bearer TOKEN").
 Actions are refused from other web sites (same-origin and CSRF checks).
@@ -55,6 +62,7 @@ Like the services it waits for NATS at start and reconnects for ever.
 
 Examples:
   export NATS_URL=nats://127.0.0.1:4222; skillbus ui
+  skillbus ui --creds ./auth/creds/console.creds
   skillbus ui --listen 127.0.0.1:0
   SKILLBUS_TOKEN=$(openssl rand -hex 16) skillbus ui --listen 0.0.0.0:4280 --https-cert c.pem --https-key k.pem
 
@@ -99,6 +107,12 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	cfg := console.Config{Listen: *listen, Token: *token, TLSCert: *cert, TLSKey: *key, User: *user, NATSURL: natsconn.Redact(connSettings(env).URL.V)}
+	// The console names its credentials (and their role) when the server
+	// refuses something, and reads what a creds file allows (the Tools
+	// page's form). Unusable settings are reported by serveService.
+	if c, err := connSettings(env).Resolve(); err == nil {
+		cfg.Creds, cfg.Credentials = c.Creds.V, c.Credentials()
+	}
 	return serveService(ctx, env, "ui", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
 		cfg.Logger = rt.Log
 		srv, err := console.New(rt.Conn, cfg)

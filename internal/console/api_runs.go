@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -28,6 +29,11 @@ func (s *Server) apiInfo(w http.ResponseWriter, r *http.Request) {
 		"live":      s.hub.live(),
 		"runs_live": s.index.live(),
 		"user":      s.cfg.User,
+		// The credentials' skillbus role ("" when unknown) and the
+		// refusals of the server no request asked for (perms.go).
+		"role":        s.access.role,
+		"credentials": s.access.credentials,
+		"refused":     s.refusals(),
 	})
 }
 
@@ -44,6 +50,9 @@ type runsPage struct {
 	// Live is true when the list comes from the RUNS watch (and so is
 	// kept up to date by the stream's summaries).
 	Live bool `json:"live"`
+	// NotLive says why the RUNS watch is not running (the server's
+	// refusal, with its subject and the credentials), when it is known.
+	NotLive string `json:"not_live,omitempty"`
 	// Note says what is not as asked (the trigger filter applied to one
 	// page of seq.list only).
 	Note string `json:"note,omitempty"`
@@ -188,10 +197,10 @@ func (s *Server) runsThroughList(w http.ResponseWriter, r *http.Request, f *runF
 	}
 	reply, err := s.runs.List(r.Context(), req)
 	if err != nil {
-		writeFail(w, seqErr(err))
+		writeFail(w, r, seqErr(err))
 		return
 	}
-	page := runsPage{Runs: []events.RunSummary{}, Total: reply.Total, Next: reply.Next}
+	page := runsPage{Runs: []events.RunSummary{}, Total: reply.Total, Next: reply.Next, NotLive: s.index.why()}
 	for _, run := range reply.Runs {
 		if f.keep(run, true) && len(page.Runs) < f.limit {
 			page.Runs = append(page.Runs, run)
@@ -242,15 +251,17 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	st, err := s.runs.Status(ctx, id)
 	if err != nil {
-		writeFail(w, seqErr(err))
+		writeFail(w, r, seqErr(err))
 		return
 	}
 	v := runView{State: st, Slots: map[string]slotView{}}
-	slots, err := s.runs.Slots(ctx, st)
-	if err != nil {
+	sctx, sdone := s.access.watch.Context(ctx, natsconn.JetStreamAPI("OBJ_"+events.BucketRunSlots)...)
+	slots, err := s.runs.Slots(sctx, st)
+	if err = natsconn.RefusedCause(sctx, err); err != nil {
 		v.SlotsError = err.Error()
 		slots = st.Slots
 	}
+	sdone()
 	for k, val := range slots {
 		sv := slotView{Size: len(val)}
 		if ref, ok := st.SlotRefs[k]; ok {
@@ -281,7 +292,7 @@ func (s *Server) runSequence(ctx context.Context, st *events.RunState) (json.Raw
 		return nil, "the run names no sequence"
 	}
 	raw, err := s.seqGet(ctx, st.Sequence)
-	if err != nil {
+	if err = natsconn.RefusedCause(ctx, err); err != nil {
 		return nil, fmt.Sprintf("the sequence %q cannot be read from the registry (%v); the run is drawn from its result", st.Sequence, err)
 	}
 	var res seq.Result
@@ -313,12 +324,14 @@ func (s *Server) timeline(ctx context.Context, runID string) ([]events.RunEvent,
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	ctx, done := s.access.watch.Context(ctx, natsconn.JetStreamAPI(events.StreamEvents)...)
+	defer done()
 	cons, err := s.js.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{strings.TrimSuffix(subj, events.RunStarted) + ">"},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return nil, "the run's events cannot be read from the EVENTS stream: " + err.Error()
+		return nil, "the run's events cannot be read from the EVENTS stream: " + natsconn.RefusedCause(ctx, err).Error()
 	}
 	defer func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -330,7 +343,7 @@ func (s *Server) timeline(ctx context.Context, runID string) ([]events.RunEvent,
 	for pending > 0 && len(out) < maxTimeline {
 		batch, err := cons.Fetch(int(min(pending, maxTimeline)), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			return out, "reading the run's events: " + err.Error()
+			return out, "reading the run's events: " + natsconn.RefusedCause(ctx, err).Error()
 		}
 		got := 0
 		for m := range batch.Messages() {
@@ -345,7 +358,7 @@ func (s *Server) timeline(ctx context.Context, runID string) ([]events.RunEvent,
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return out, "reading the run's events: " + err.Error()
+			return out, "reading the run's events: " + natsconn.RefusedCause(ctx, err).Error()
 		}
 		if got == 0 {
 			break
@@ -370,7 +383,7 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.runs.Cancel(r.Context(), r.PathValue("id"), s.cfg.User, req.Reason)
 	if err != nil {
-		writeFail(w, seqErr(err))
+		writeFail(w, r, seqErr(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -385,7 +398,7 @@ func (s *Server) apiRerun(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := s.runs.Rerun(r.Context(), r.PathValue("id"), "")
 	if err != nil {
-		writeFail(w, seqErr(err))
+		writeFail(w, r, seqErr(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})

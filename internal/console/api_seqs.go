@@ -33,7 +33,7 @@ type seqView struct {
 func (s *Server) apiSeqs(w http.ResponseWriter, r *http.Request) {
 	list, err := s.seqList(r.Context())
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	out := make([]seqView, 0, len(list.Sequences))
@@ -105,7 +105,7 @@ func (s *Server) apiSeq(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	raw, err := s.seqGet(ctx, name)
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	sq, err := seq.Decode(raw)
@@ -179,7 +179,7 @@ func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	raw, err := s.seqGet(ctx, name)
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	sq, err := seq.Decode(raw)
@@ -203,7 +203,7 @@ func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
 	b, _ := json.Marshal(args)
 	id, err := s.runs.Start(ctx, events.SeqRunRequest{Sequence: sq.Name, Args: b})
 	if err != nil {
-		writeFail(w, seqErr(err))
+		writeFail(w, r, seqErr(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})

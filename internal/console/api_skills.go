@@ -21,7 +21,7 @@ import (
 func (s *Server) apiSkills(w http.ResponseWriter, r *http.Request) {
 	list, err := s.skillList(r.Context())
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	if list.Skills == nil {
@@ -59,7 +59,7 @@ func (s *Server) apiSkill(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	info, err := s.skillInfo(ctx, name, r.URL.Query().Get("section"))
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	out := map[string]any{"info": info}
@@ -179,12 +179,12 @@ func (s *Server) apiPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	skills, err := s.skills.all(r.Context())
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	out, err := preview(r.Context(), skills, &req)
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -21,8 +22,13 @@ type toolView struct {
 	Schema      json.RawMessage `json:"schema,omitempty"`
 	// Disagree is true when instances serving the tool differ in
 	// configuration or schema (calls go to either at random).
-	Disagree  bool            `json:"disagree,omitempty"`
-	Providers []providerGroup `json:"providers"`
+	Disagree bool `json:"disagree,omitempty"`
+	// CallRefused says why the console may not call the tool (its
+	// credentials do not allow publishing on its subject); "" when it
+	// may, or when the credentials are not known (then a call is tried,
+	// and a refusal of the server answers at once).
+	CallRefused string          `json:"call_refused,omitempty"`
+	Providers   []providerGroup `json:"providers"`
 }
 
 // providerGroup is one provider (micro service name) of a tool, with the
@@ -38,7 +44,7 @@ type providerGroup struct {
 func (s *Server) apiTools(w http.ResponseWriter, r *http.Request) {
 	eps, err := tool.Discover(r.Context(), s.nc, s.cfg.DiscoverWait)
 	if err != nil {
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	conflicts := tool.Conflicts(eps)
@@ -53,7 +59,7 @@ func (s *Server) apiTools(w http.ResponseWriter, r *http.Request) {
 	for _, e := range eps { // sorted by tool, provider, instance
 		v, ok := byTool[e.Tool]
 		if !ok {
-			v = &toolView{Tool: e.Tool, Subject: e.Subject, Description: e.Description, Schema: e.Schema, Disagree: disagree[e.Tool]}
+			v = &toolView{Tool: e.Tool, Subject: e.Subject, Description: e.Description, Schema: e.Schema, Disagree: disagree[e.Tool], CallRefused: s.toolCallRefused(e.Tool)}
 			byTool[e.Tool] = v
 			order = append(order, e.Tool)
 		}
@@ -66,10 +72,16 @@ func (s *Server) apiTools(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Strings(order)
 	out := make([]*toolView, 0, len(order))
+	callNote := ""
 	for _, t := range order {
 		out = append(out, byTool[t])
+		if callNote == "" {
+			callNote = byTool[t].CallRefused
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": out, "warnings": warnings})
+	// call_note: the first tool's refusal, for the Tools page (the role
+	// allows all tools or none).
+	writeJSON(w, http.StatusOK, map[string]any{"tools": out, "warnings": warnings, "call_note": callNote, "role": s.access.role})
 }
 
 // toolCall is the body of POST /api/tools/{name}/call.
@@ -83,12 +95,22 @@ type toolCall struct {
 // apiToolCall is POST /api/tools/{name}/call: one call of tool.<name>
 // through pkg/tool (the client the seqworker calls tools with). The answer
 // is {"result": JSON, "ms": duration}; a tool's error answers with its
-// code and message.
+// code and message. A call the console's credentials do not allow is
+// answered 403 at once: without trying when the credentials are known
+// (Config.Creds), else as soon as the server refuses the publish.
 func (s *Server) apiToolCall(w http.ResponseWriter, r *http.Request) {
 	var req toolCall
 	if !readJSON(w, r, &req) {
 		return
 	}
+	name := r.PathValue("name")
+	if why := s.toolCallRefused(name); why != "" {
+		writeErr(w, http.StatusForbidden, "403", why)
+		return
+	}
+	wctx, done := s.access.watch.Context(r.Context(), events.ToolPrefix+name)
+	defer done()
+	r = r.WithContext(wctx)
 	args := bytes.TrimSpace(req.Args)
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
@@ -104,13 +126,13 @@ func (s *Server) apiToolCall(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := s.tc.Call(ctx, r.PathValue("name"), args)
+	res, err := s.tc.Call(ctx, name, args)
 	if err != nil {
 		if errors.Is(err, tool.ErrBadName) || errors.Is(err, tool.ErrBadArgs) {
 			writeErr(w, http.StatusBadRequest, "400", err.Error())
 			return
 		}
-		writeFail(w, err)
+		writeFail(w, r, err)
 		return
 	}
 	if len(res) == 0 {

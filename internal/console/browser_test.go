@@ -237,10 +237,15 @@ func TestBrowser(t *testing.T) {
 		b.wait("the run page", `location.hash.startsWith("#/runs/run-") && !!document.querySelector("svg.graph g.g-call")`, 20*time.Second)
 		// Live: group 1 has succeeded while group 2's call still runs.
 		b.wait("group 1 succeeded while group 2 runs", callStatus(0, 0, "succeeded")+` && `+callStatus(0, 1, "succeeded")+` && `+callStatus(1, 0, "running"), 20*time.Second)
+		// The keyboard focus on a call survives the live redraws.
+		eval[bool](b, `(document.querySelector('g.g-call[data-group="0"][data-call="1"]').focus(), true)`)
 		b.wait("the run succeeded", `document.getElementById("run-status").textContent.includes("succeeded") && `+
 			callStatus(1, 0, "succeeded")+` && `+callStatus(2, 0, "skipped")+` && `+callStatus(3, 0, "succeeded"), 30*time.Second)
 		if !eval[bool](b, `window.__noReload === true`) {
 			t.Error("the page was reloaded; the run page must update live")
+		}
+		if !eval[bool](b, `document.activeElement.matches('g.g-call[data-group="0"][data-call="1"]')`) {
+			t.Errorf("the focus moved to %s while the run page updated; want it kept on the call", eval[string](b, `document.activeElement.outerHTML.slice(0, 120)`))
 		}
 		if txt := eval[string](b, `document.querySelector('g.g-group-hit[data-group="2"]').textContent`); !strings.Contains(txt, "when $args.top == null → false: skipped") {
 			t.Errorf("the skipped group shows %q; want its when and its result", txt)

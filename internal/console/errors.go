@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/toolcall"
 )
@@ -44,11 +45,15 @@ func writeErr(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, apiError{Error: msg, Code: code})
 }
 
-// writeFail answers err, a failure of a service request, with the HTTP
-// status that matches the service's code: 400, 404, 409, 503 as they are,
-// a timeout or no responders 503/504, anything else 502 (the console is a
-// gateway to NATS). The message is err's own text, as the CLI prints it.
-func writeFail(w http.ResponseWriter, err error) {
+// writeFail answers err, a failure of a service request made for r, with
+// the HTTP status that matches the service's code: 400, 404, 409, 503 as
+// they are, a timeout or no responders 503/504, anything else 502 (the
+// console is a gateway to NATS). When the NATS server refused the request
+// (r's context ended by a refusal, perms.go) the answer is 403 with the
+// refusal: the subject and the credentials. The message is err's own
+// text, as the CLI prints it.
+func writeFail(w http.ResponseWriter, r *http.Request, err error) {
+	err = natsconn.RefusedCause(r.Context(), err)
 	status, code := failStatus(err)
 	writeErr(w, status, code, err.Error())
 }
@@ -59,7 +64,10 @@ func failStatus(err error) (int, string) {
 	if errors.As(err, &te) {
 		code = te.Code
 	}
+	var pe *natsconn.PermissionError
 	switch {
+	case errors.As(err, &pe):
+		return http.StatusForbidden, "403"
 	case code == "400" || errors.Is(err, client.ErrBadRequest):
 		return http.StatusBadRequest, code
 	case code == "403":

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -21,8 +23,11 @@ import (
 // the headers (by old workers) are read once through seq.status.
 //
 // When the watch cannot start (a NATS user without the permission to
-// create a consumer on KV_RUNS), the runs page lists through seq.list, as
-// `skillbus runs` does, and updates from run events only.
+// create a consumer on KV_RUNS: any role but console, docs/security.md),
+// the runs page lists through seq.list, as `skillbus runs` does, and
+// updates from run events only. A refusal is known at once (perms.go), is
+// shown on the pages with its subject and role, and is tried again only
+// after a reconnect: the credentials cannot change before.
 type runIndex struct {
 	s *Server
 
@@ -46,6 +51,16 @@ func (x *runIndex) live() bool {
 	return x.ready && x.err == nil
 }
 
+// why says why the index is not live ("" when it is, or while it loads).
+func (x *runIndex) why() string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.err == nil {
+		return ""
+	}
+	return x.err.Error()
+}
+
 // snapshot returns every known summary, and whether the index is live.
 func (x *runIndex) snapshot() ([]events.RunSummary, bool) {
 	x.mu.RLock()
@@ -67,10 +82,12 @@ func (x *runIndex) wait(ctx context.Context) {
 
 // run follows RUNS until ctx is done. A watch that cannot start is tried
 // again with back-off (the bucket may not exist yet: the seqworker creates
-// it at its start).
+// it at its start); one the server refuses, after the next reconnect.
 func (x *runIndex) run(ctx context.Context) {
 	defer close(x.done)
 	warned := false
+	status := x.s.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CONNECTED)
+	defer x.s.nc.RemoveStatusListener(status)
 	for delay := 500 * time.Millisecond; ; delay = min(2*delay, 30*time.Second) {
 		err := x.follow(ctx)
 		if ctx.Err() != nil {
@@ -79,6 +96,16 @@ func (x *runIndex) run(ctx context.Context) {
 		x.mu.Lock()
 		x.err, x.ready = err, false
 		x.mu.Unlock()
+		var pe *natsconn.PermissionError
+		if errors.As(err, &pe) {
+			x.s.note(pe)
+			x.s.hub.send("", "ready", map[string]bool{"runs_live": false})
+			if !waitReconnect(ctx, status) {
+				return
+			}
+			delay = 500 * time.Millisecond
+			continue
+		}
 		if !warned {
 			x.s.log.Warn("console: cannot watch the RUNS bucket; the runs page lists through seq.list meanwhile (retrying)", "err", err)
 			warned = true
@@ -93,9 +120,33 @@ func (x *runIndex) run(ctx context.Context) {
 	}
 }
 
+// waitReconnect waits until the connection has reconnected (a status
+// change to RECONNECTING, then CONNECTED); false when ctx ended first.
+func waitReconnect(ctx context.Context, status <-chan nats.Status) bool {
+	down := false
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case st := <-status:
+			switch {
+			case st == nats.DISCONNECTED || st == nats.RECONNECTING:
+				down = true
+			case st == nats.CONNECTED && down:
+				return true
+			}
+		}
+	}
+}
+
 // follow loads the index and applies every later write until ctx is done
 // or the consumer fails.
-func (x *runIndex) follow(ctx context.Context) error {
+func (x *runIndex) follow(ctx context.Context) (err error) {
+	// A refusal of the server ends the watch at once (perms.go).
+	wctx, done := x.s.access.watch.Context(ctx, natsconn.JetStreamAPI("KV_"+events.BucketRuns)...)
+	defer done()
+	defer func() { err = natsconn.RefusedCause(wctx, err) }()
+	ctx = wctx
 	kv, err := x.s.js.KeyValue(ctx, events.BucketRuns)
 	if err != nil {
 		return err
@@ -122,6 +173,7 @@ func (x *runIndex) follow(ctx context.Context) error {
 	x.err = nil
 	x.ready = info.NumPending == 0
 	x.mu.Unlock()
+	x.s.forget(isRunsWatch) // the watch runs: a refusal kept is stale
 	if info.NumPending == 0 {
 		x.s.hub.send("", "ready", map[string]bool{"runs_live": true})
 	}
@@ -167,6 +219,9 @@ func (x *runIndex) follow(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if natsconn.RefusedCause(ctx, ctx.Err()) != ctx.Err() {
+				return ctx.Err() // a refusal (deferred RefusedCause)
+			}
 			return nil
 		case <-closed:
 			return errors.New("the RUNS watch stopped")

@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +40,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -75,6 +78,16 @@ type Config struct {
 	// User is recorded as who asked when the page cancels a run (the
 	// cancel's "by"); default "skillbus console".
 	User string
+	// Creds is the creds file the console's NATS connection uses, when it
+	// uses one (optional): the console reads its user's role (the
+	// skillbus-role tag of `skillbus auth`) and publish permissions from
+	// it, so the pages say at once what the credentials do not allow
+	// (calling tools, for the console role) instead of trying it.
+	Creds string
+	// Credentials describes the connection's credentials in messages, as
+	// natsconn.Config.Credentials does ("creds FILE (NATS_CREDS), role
+	// console"); default from Creds.
+	Credentials string
 	// DiscoverWait is how long tool discovery collects answers; default
 	// 500 ms, as `skillbus tools`.
 	DiscoverWait time.Duration
@@ -93,6 +106,7 @@ type Server struct {
 	mux  *http.ServeMux
 
 	loopback bool
+	access   *access
 	hub      *hub
 	index    *runIndex
 	skills   *skillCache
@@ -105,8 +119,10 @@ type Server struct {
 }
 
 // New returns a console on the NATS connection nc (the caller's; the
-// server never closes it). Errors: ErrConfig (wrapped, naming the
-// setting).
+// server never closes it). It chains its own error handler onto nc's, to
+// see the permission violations the server reports (the previous handler
+// still gets every error; Stop puts it back). Errors: ErrConfig (wrapped,
+// naming the setting).
 func New(nc *nats.Conn, cfg Config) (*Server, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
@@ -147,13 +163,17 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, nc: nc, js: js, runs: rc, tc: tc, log: log, loopback: loop}
+	s := &Server{cfg: cfg, nc: nc, js: js, runs: rc, tc: tc, log: log, loopback: loop, access: newAccess(cfg)}
 	s.hub = newHub()
+	s.hub.refused = s.eventsRefused
 	s.hub.onRegistry = s.onRegistry
 	s.index = newRunIndex(s)
 	s.hub.indexLive = s.index.live
 	s.skills = newSkillCache(s)
 	s.routes()
+	// Last: from here on the connection's violations reach the console
+	// (perms.go); Stop puts the previous error handler back.
+	s.access.watch = natsconn.WatchPermissions(nc, s.access.credentials, s.note)
 	return s, nil
 }
 
@@ -241,6 +261,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	srv, cancel, done := s.srv, s.cancel, s.done
 	s.mu.Unlock()
 	s.hub.close()
+	defer s.access.watch.Close()
 	if srv == nil {
 		return nil
 	}
@@ -269,20 +290,24 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/info", s.apiInfo)
 	m.HandleFunc("GET /api/stream", s.apiStream)
 
-	m.HandleFunc("GET /api/runs", s.apiRuns)
-	m.HandleFunc("GET /api/runs/{id}", s.apiRun)
-	m.HandleFunc("POST /api/runs/{id}/cancel", s.apiCancel)
-	m.HandleFunc("POST /api/runs/{id}/rerun", s.apiRerun)
+	// Each request that talks to NATS fails at once when the server
+	// refuses one of its subjects (perms.go); the run page's slots and
+	// timeline, and a tool call, watch their own.
+	regRead := []string{events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject, events.RegistrySeqListSubject, events.RegistrySeqGetSubject}
+	m.HandleFunc("GET /api/runs", s.watched(s.apiRuns, events.SeqListSubject))
+	m.HandleFunc("GET /api/runs/{id}", s.watched(s.apiRun, events.SeqStatusSubject, events.RegistrySeqGetSubject))
+	m.HandleFunc("POST /api/runs/{id}/cancel", s.watched(s.apiCancel, events.SeqCancelSubject))
+	m.HandleFunc("POST /api/runs/{id}/rerun", s.watched(s.apiRerun, events.SeqRerunSubject))
 
-	m.HandleFunc("GET /api/seqs", s.apiSeqs)
-	m.HandleFunc("GET /api/seqs/{name}", s.apiSeq)
-	m.HandleFunc("POST /api/seqs/{name}/run", s.apiSeqRun)
+	m.HandleFunc("GET /api/seqs", s.watched(s.apiSeqs, regRead...))
+	m.HandleFunc("GET /api/seqs/{name}", s.watched(s.apiSeq, append(slices.Clone(regRead), natsconn.JetStreamAPI(events.StreamEvents)...)...))
+	m.HandleFunc("POST /api/seqs/{name}/run", s.watched(s.apiSeqRun, events.RegistrySeqGetSubject, events.SeqRunSubject))
 
-	m.HandleFunc("GET /api/skills", s.apiSkills)
-	m.HandleFunc("GET /api/skills/{name}", s.apiSkill)
-	m.HandleFunc("POST /api/preview", s.apiPreview)
+	m.HandleFunc("GET /api/skills", s.watched(s.apiSkills, regRead...))
+	m.HandleFunc("GET /api/skills/{name}", s.watched(s.apiSkill, regRead...))
+	m.HandleFunc("POST /api/preview", s.watched(s.apiPreview, regRead...))
 
-	m.HandleFunc("GET /api/tools", s.apiTools)
+	m.HandleFunc("GET /api/tools", s.watched(s.apiTools, "$SRV.INFO"))
 	m.HandleFunc("POST /api/tools/{name}/call", s.apiToolCall)
 	s.mux = m
 }

@@ -17,14 +17,21 @@ import (
 // Server-sent events (GET /api/stream, docs/console.md "Live updates").
 // Each page opens one stream; the events are:
 //
-//	hello      {"live": bool, "runs_live": bool}, first, on every (re)connect:
-//	           the page reloads what it shows, so nothing is missed
+//	hello      {"live": bool, "runs_live": bool, "refused": [refusal...]},
+//	           first, on every (re)connect: the page reloads what it
+//	           shows, so nothing is missed
 //	summaries  [RunSummary...]: runs created or changed (from the RUNS
 //	           watch), at most one message per 250 ms, each run once
 //	run        a RunEvent (started, group, interrupted, resumed,
 //	           cancelling, finished) — only on a stream for that run
 //	registry   a RegistryEvent (a skill or sequence stored, deleted, invalid…)
 //	schedule   a ScheduleEvent (a schedule set or refused by the server)
+//	refused    a refusal of the NATS server that no request asked for (the
+//	           RUNS watch, the events subscription): its subject, the
+//	           credentials' role and what the pages lose (perms.go); sent
+//	           to every stream. hello carries those known so far.
+//	refusals   [refusal...]: every refusal still kept, when some were
+//	           dropped (the RUNS watch runs after all, after a reconnect)
 //
 // A stream opened with ?run=ID gets only that run's summaries and events.
 // A page that reads too slowly is disconnected (its browser reconnects and
@@ -61,6 +68,9 @@ type hub struct {
 	// indexLive, when set, tells whether the RUNS watch runs; when it does
 	// not, run events stand in for its summaries (a partial summary each).
 	indexLive func() bool
+	// refused, when set, tells whether the server refused the events
+	// subscription (then the feed is not live).
+	refused func() bool
 }
 
 func newHub() *hub {
@@ -82,11 +92,13 @@ func (h *hub) subscribe(nc *nats.Conn) error {
 	return nil
 }
 
-// live reports whether the EVENTS feed is on.
+// live reports whether the EVENTS feed is on: subscribed, and the
+// subscription not refused by the server.
 func (h *hub) live() bool {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.nsub != nil && h.nsub.IsValid()
+	on := h.nsub != nil && h.nsub.IsValid()
+	h.mu.Unlock()
+	return on && (h.refused == nil || !h.refused())
 }
 
 // event routes one message of events.> to the streams that want it.
@@ -133,6 +145,20 @@ func (h *hub) send(run, event string, v any) {
 		if sub.run == run {
 			h.offer(sub, msg)
 		}
+	}
+}
+
+// broadcast delivers v as event to every stream.
+func (h *hub) broadcast(event string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	msg := sseMsg{event: event, data: data}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		h.offer(sub, msg)
 	}
 }
 
@@ -265,7 +291,7 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	sub := s.hub.add(run)
 	defer s.hub.remove(sub)
-	hello, _ := json.Marshal(map[string]bool{"live": s.hub.live(), "runs_live": s.index.live()})
+	hello, _ := json.Marshal(map[string]any{"live": s.hub.live(), "runs_live": s.index.live(), "refused": s.refusals()})
 	fmt.Fprintf(w, "retry: 2000\n\nevent: hello\ndata: %s\n\n", hello)
 	fl.Flush()
 	tick := time.NewTicker(keepAlive)

@@ -53,6 +53,10 @@ type Config struct {
 	// FetchWait is the seqworker's pull wait, which bounds how long Stop
 	// waits for it; default 500 ms.
 	FetchWait time.Duration
+	// Concurrency is the number of runs the seqworker executes at once
+	// (seqworker.Config.Concurrency); 0 (default) is the seqworker's
+	// default. With 1, a run started while another runs stays queued.
+	Concurrency int
 	// Logger receives the services' logs; nil discards them.
 	Logger *slog.Logger
 	// Auth, when set, locks the bus down with a `skillbus auth` setup
@@ -152,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.worker, err = seqworker.New(workerNC, seqworker.Config{FetchWait: cfg.FetchWait, ShutdownTimeout: 5 * time.Second, Logger: log.With("service", "seqworker"), Provision: s.owner(events.OwnerSeqworker)}); err != nil {
+	if s.worker, err = seqworker.New(workerNC, seqworker.Config{FetchWait: cfg.FetchWait, Concurrency: cfg.Concurrency, ShutdownTimeout: 5 * time.Second, Logger: log.With("service", "seqworker"), Provision: s.owner(events.OwnerSeqworker)}); err != nil {
 		return nil, err
 	}
 	if err = s.worker.Start(ctx); err != nil {
@@ -235,6 +239,14 @@ func (s *Stack) Stop(ctx context.Context) error {
 	var errs []error
 	if s.worker != nil {
 		errs = append(errs, s.worker.Stop(ctx))
+	}
+	if ctx.Err() != nil {
+		// The worker used the whole budget (runs in flight, handed back at
+		// its end); the rest stop in moments, given their own short one,
+		// rather than each reporting the same spent deadline.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		defer cancel()
 	}
 	if s.tools != nil {
 		errs = append(errs, s.tools.Stop(ctx))

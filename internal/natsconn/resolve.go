@@ -1,6 +1,7 @@
 package natsconn
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -212,7 +213,23 @@ func Connect(s Settings, name string, opts ...nats.Option) (*nats.Conn, *Config,
 	all := append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second)}, auth...)
 	nc, err := nats.Connect(c.URL, append(all, opts...)...)
 	if err != nil {
-		return nil, c, fmt.Errorf("cannot connect to NATS at %s (%s): %w", Redact(c.URL), c.URLSource, err)
+		reason := err.Error()
+		if errors.Is(err, nats.ErrNoServers) {
+			// nats.go's words ("nats: no servers available for
+			// connection") hide the dial error; say what it means.
+			reason = "no NATS server answers there (nothing listens on that address, or a firewall drops the connection)"
+		}
+		return nil, c, &connectError{fmt.Sprintf("cannot connect to NATS at %s (%s): %s", Redact(c.URL), c.URLSource, reason), err}
 	}
 	return nc, c, nil
 }
+
+// connectError is Connect's error: its text for a person, nats.go's error
+// in the chain for errors.Is.
+type connectError struct {
+	text string
+	err  error
+}
+
+func (e *connectError) Error() string { return e.text }
+func (e *connectError) Unwrap() error { return e.err }

@@ -778,7 +778,13 @@ func decodeArgs(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	}
 	var args map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, &terminalError{fmt.Errorf("run arguments must be a JSON object of name → value: %v", err)}
+		// In JSON's words, not encoding/json's ("cannot unmarshal array
+		// into Go value of type map[string]json.RawMessage").
+		got := "not valid JSON"
+		if json.Valid(raw) {
+			got = "got " + seq.JSONKind(raw)
+		}
+		return nil, &terminalError{fmt.Errorf("run arguments must be a JSON object of name → value, such as {\"root\": \".\"}; %s", got)}
 	}
 	return args, nil
 }

@@ -39,8 +39,10 @@ const (
 // stream at the same moment on a fresh 3-node cluster all wait until their
 // deadline, while three plain creates succeed in milliseconds.
 //
-// Errors: events.ErrOptions at once (retrying cannot fix it); ctx's error
-// when ctx ends first, joined with the last failure.
+// Errors: events.ErrOptions and events.ErrIncompatible (an existing
+// stream the server will not change, replicas on a lone server, subjects
+// another stream holds) at once, since retrying cannot fix them; ctx's
+// error when ctx ends first, joined with the last failure.
 func ProvisionRetry(ctx context.Context, log *slog.Logger, js jetstream.JetStream, o events.Options) error {
 	return provisionRetry(ctx, log, js, o, nil)
 }
@@ -63,7 +65,7 @@ func provisionRetry(ctx context.Context, log *slog.Logger, js jetstream.JetStrea
 			}
 			return nil
 		}
-		if errors.Is(err, events.ErrOptions) {
+		if errors.Is(err, events.ErrOptions) || errors.Is(err, events.ErrIncompatible) {
 			return err
 		}
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait)+1))
@@ -165,4 +167,22 @@ func answering(ctx context.Context, js jetstream.JetStream, o events.Options) er
 		}
 	}
 	return nil
+}
+
+// ProvisionFix says how to get past an incompatible stream or bucket
+// (events.IncompatibleError), in the services' flags and the nats CLI's
+// commands (docs/operations.md, "Provisioning errors").
+func ProvisionFix(ie *events.IncompatibleError) string {
+	switch ie.Setting {
+	case events.IncompatibleReplicas:
+		return fmt.Sprintf("on a single NATS server start every service with --replicas 1 (SKILLBUS_REPLICAS=1), or connect them to a JetStream cluster of at least %d servers", ie.Replicas)
+	case events.IncompatibleStorage:
+		return fmt.Sprintf("start every service with the storage %s was created with (--memory for memory storage, no --memory for file), or, if its data may go, delete it (nats stream rm %s) and start again", ie.Stream, ie.Stream)
+	case events.IncompatibleSubjects:
+		if ie.Holder != "" {
+			return fmt.Sprintf("skillbus needs those subjects for %s: take them out of the stream %s (nats stream edit %s) or delete that stream (nats stream rm %s), or run skillbus in another NATS account", ie.Stream, ie.Holder, ie.Holder, ie.Holder)
+		}
+		return fmt.Sprintf("skillbus needs those subjects for %s: find the stream that holds them (nats stream ls --subject SUBJECT) and take them out of it, or run skillbus in another NATS account", ie.Stream)
+	}
+	return fmt.Sprintf("if its data may go, delete it (nats stream rm %s) and start again, so it is created with skillbus's settings", ie.Stream)
 }

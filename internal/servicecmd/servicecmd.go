@@ -8,7 +8,7 @@
 //
 // A main stays linear:
 //
-//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	ctx, stop := servicecmd.SignalContext("registry", os.Stderr) // a second signal exits at once
 //	var common servicecmd.Flags
 //	fs := common.FlagSet(servicecmd.Command{Name: "registry", …}, os.Stdout, os.Stderr)
 //	… service flags …
@@ -112,8 +112,10 @@ const (
 //  3. the NATS connection: when no server answers yet the service waits,
 //     retrying with back-off and saying so in the log;
 //  4. provisioning of spec.Provision, retried with back-off until it
-//     succeeds (exit 2 for invalid options), so services started together
-//     on a fresh cluster all come up;
+//     succeeds (exit 2 for invalid options; exit 1 at once, with the fix,
+//     for a stream or bucket the server will not change to these
+//     settings), so services started together on a fresh cluster all come
+//     up;
 //  5. spec.New and the service's Start (exit 1 when either fails);
 //  6. ready: the log says "ready" with the time since the process started.
 //
@@ -358,6 +360,14 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 		if err := provisionRetry(ctx, log, js, *spec.Provision, waiting); err != nil {
 			if ctx.Err() != nil {
 				return 0, nil
+			}
+			var ie *events.IncompatibleError
+			if errors.As(err, &ie) {
+				// Not the command line's fault, and no retry gets past it:
+				// say what is wrong and how to fix it, and exit 1 (could
+				// not start; docs/operations.md, "Provisioning errors").
+				log.Error("cannot provision "+ie.Resource+": "+ie.Reason, "fix", ProvisionFix(ie), "server_error", ie.Err)
+				return 1, nil
 			}
 			log.Error("cannot provision the streams and buckets", "err", err)
 			return 2, nil

@@ -72,6 +72,12 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client) error
 
+// noReply says that who did not answer on subject within waited (a
+// timeout), in words rather than as "context deadline exceeded".
+func noReply(who, subject string, waited time.Duration) string {
+	return fmt.Sprintf("%s did not answer on %s within %v: it is busy or stuck (check its logs), or the request was lost in a reconnect; try again", who, subject, waited.Round(100*time.Millisecond))
+}
+
 // WithTimeout sets how long one request may take when the context has no
 // deadline (default DefaultTimeout). Errors (from New): ErrBadRequest for
 // a timeout below 100 ms.
@@ -113,6 +119,8 @@ func (c *Client) request(ctx context.Context, subject string, m events.Message, 
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	dl, _ := ctx.Deadline()
+	wait := time.Until(dl) // for the message: the time allowed
 	reply, err := events.Request(ctx, c.nc, &nats.Msg{Subject: subject, Data: data})
 	if err != nil {
 		switch {
@@ -122,7 +130,7 @@ func (c *Client) request(ctx context.Context, subject string, m events.Message, 
 			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return ctx.Err()
 			}
-			return fmt.Errorf("%w: no reply on %s in time: %v", ErrUnavailable, subject, err)
+			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the seqworker", subject, wait))
 		}
 		return err
 	}

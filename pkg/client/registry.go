@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -138,6 +139,8 @@ func (c *Client) registryRequest(ctx context.Context, subject string, req, out a
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	dl, _ := ctx.Deadline()
+	wait := time.Until(dl) // for the message: the time allowed
 	reply, err := events.Request(ctx, c.nc, &nats.Msg{Subject: subject, Data: data})
 	if err != nil {
 		switch {
@@ -147,7 +150,7 @@ func (c *Client) registryRequest(ctx context.Context, subject string, req, out a
 			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return ctx.Err()
 			}
-			return fmt.Errorf("%w: no reply from the registry on %s in time: %v", ErrUnavailable, subject, err)
+			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the registry", subject, wait))
 		}
 		return err
 	}

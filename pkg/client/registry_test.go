@@ -207,3 +207,26 @@ func TestRegistryUnavailable(t *testing.T) {
 		t.Errorf("SkillList with no registry = %v; want ErrUnavailable saying no registry answers", err)
 	}
 }
+
+// TestRegistryNoReply: a registry that takes the request but never answers
+// is said in words — who, on which subject, how long was waited — not as
+// "context deadline exceeded".
+func TestRegistryNoReply(t *testing.T) {
+	s := natsserver.StartTB(t, natsserver.Options{})
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync(registry.SubjectSkillList) // takes it, answers nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	c, _ := client.New(nc, client.WithTimeout(300*time.Millisecond))
+	_, err = c.SkillList(context.Background())
+	want := "the registry did not answer on " + registry.SubjectSkillList + " within 300ms: it is busy or stuck (check its logs), or the request was lost in a reconnect; try again"
+	if !errors.Is(err, client.ErrUnavailable) || !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "deadline") {
+		t.Errorf("SkillList with a silent registry = %v; want ErrUnavailable ending %q", err, want)
+	}
+}

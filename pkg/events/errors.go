@@ -21,4 +21,11 @@ var (
 	// ErrProvision: creating or updating a stream, consumer or bucket
 	// failed (for example a storage type change the server refuses).
 	ErrProvision = errors.New("events: provisioning failed")
+	// ErrIncompatible: a stream or bucket exists in a way the server will
+	// not change to what Provision asks for (its storage, its retention,
+	// more replicas than a lone server can hold, subjects another stream
+	// holds). Retrying cannot help: a person must change the settings or
+	// the existing resource. Always with ErrProvision, in an
+	// *IncompatibleError.
+	ErrIncompatible = errors.New("events: an existing stream or bucket cannot take these settings")
 )

@@ -227,7 +227,9 @@ type ResourceReader interface {
 // seqworker: the service needs no right to change what it does not own
 // (docs/security.md). With no deadline on ctx it uses 30 s. Errors:
 // ErrOptions, ErrProvision (wrapping the server's error and naming the
-// resource).
+// resource); for a refusal no retry can get past (an existing stream's
+// storage or retention, replicas on a lone server, subjects another stream
+// holds) an *IncompatibleError, which is also ErrIncompatible.
 func Provision(ctx context.Context, js StreamManager, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -254,7 +256,7 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 			_, err = js.CreateOrUpdateKeyValue(ctx, kv)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: bucket %s: %v", ErrProvision, kv.Bucket, err)
+			return provisionErr(ctx, js, "bucket "+kv.Bucket, "KV_"+kv.Bucket, []string{"$KV." + kv.Bucket + ".>"}, o, err)
 		}
 	}
 	for _, sc := range StreamConfigs(o) {
@@ -266,16 +268,16 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 			_, err = js.CreateOrUpdateStream(ctx, sc)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: stream %s: %v", ErrProvision, sc.Name, err)
+			return provisionErr(ctx, js, "stream "+sc.Name, sc.Name, sc.Subjects, o, err)
 		}
 	}
 	if o.Owner == "" || o.Owner == OwnerSeqworker {
 		// Only the seqworker reads its consumer; the others leave it alone.
 		if _, err := js.CreateOrUpdateConsumer(ctx, StreamSeqRuns, SeqworkerConsumerConfig(o)); err != nil {
-			return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworker, StreamSeqRuns, err)
+			return provisionErr(ctx, js, "consumer "+ConsumerSeqworker+" on "+StreamSeqRuns, StreamSeqRuns, nil, o, err)
 		}
 		if _, err := js.CreateOrUpdateConsumer(ctx, StreamEvents, BootConsumerConfig(o)); err != nil {
-			return fmt.Errorf("%w: consumer %s on %s: %v", ErrProvision, ConsumerSeqworkerBoot, StreamEvents, err)
+			return provisionErr(ctx, js, "consumer "+ConsumerSeqworkerBoot+" on "+StreamEvents, StreamEvents, nil, o, err)
 		}
 	}
 	if om, ok := js.(ObjectStoreManager); ok {
@@ -287,7 +289,7 @@ func Provision(ctx context.Context, js StreamManager, o Options) error {
 			_, err = om.CreateOrUpdateObjectStore(ctx, RunSlotsConfig(o))
 		}
 		if err != nil {
-			return fmt.Errorf("%w: object store %s: %v", ErrProvision, BucketRunSlots, err)
+			return provisionErr(ctx, js, "object store "+BucketRunSlots, "OBJ_"+BucketRunSlots, []string{"$O." + BucketRunSlots + ".>"}, o, err)
 		}
 	}
 	return nil

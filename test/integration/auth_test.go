@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +23,7 @@ import (
 	"github.com/skillbus/skillbus/internal/auth"
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/console"
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/mcpserver/mcpservertest"
 	"github.com/skillbus/skillbus/internal/natsconn"
@@ -411,7 +415,7 @@ func TestAuthDenies(t *testing.T) {
 	if runRev == 0 || seqRev == 0 || skillRev == 0 {
 		t.Fatalf("revisions of the run, the sequence and the skill: %d %d %d; want all stored", runRev, seqRev, skillRev)
 	}
-	roles := []string{auth.RoleRegistry, auth.RoleSeqworker, auth.RoleSkillface, auth.RoleTools, auth.ToolRole("web"), auth.RoleAgent, auth.RoleRunner, auth.RoleReader}
+	roles := []string{auth.RoleRegistry, auth.RoleSeqworker, auth.RoleSkillface, auth.RoleTools, auth.ToolRole("web"), auth.RoleAgent, auth.RoleRunner, auth.RoleReader, auth.RoleConsole}
 	conns := map[string]*nats.Conn{}
 	errs := map[string]*asyncErrs{}
 	for _, r := range roles {
@@ -450,7 +454,7 @@ func TestAuthDenies(t *testing.T) {
 		}
 	})
 	t.Run("nobody else drains the seqworker's consumers or changes the streams", func(t *testing.T) {
-		for _, r := range []string{auth.RoleAgent, auth.RoleRunner, auth.RoleReader, auth.RoleTools} {
+		for _, r := range []string{auth.RoleAgent, auth.RoleRunner, auth.RoleReader, auth.RoleTools, auth.RoleConsole} {
 			nc, ae := conns[r], errs[r]
 			refusePub(t, r, nc, ae, "$JS.API.CONSUMER.MSG.NEXT.SEQ_RUNS.seqworker", nil)
 			refusePub(t, r, nc, ae, "$JS.API.CONSUMER.CREATE.SEQ_RUNS.thief.seq.run.>", nil)
@@ -517,8 +521,8 @@ func TestAuthDenies(t *testing.T) {
 		allowSub(t, web, conns[web], errs[web], "tool.web.fs.read", "skillbus-tools")
 		refuseSub(t, auth.RoleTools, conns[auth.RoleTools], errs[auth.RoleTools], "tool.web.fs.read", "skillbus-tools")
 		allowSub(t, auth.RoleTools, conns[auth.RoleTools], errs[auth.RoleTools], "tool.fs.read", "skillbus-tools")
-		for _, r := range []string{auth.RoleTools, web, auth.RoleRunner, auth.RoleReader, auth.RoleAgent} {
-			refusePub(t, r, conns[r], errs[r], "tool.fs.read", nil) // only the seqworker calls tools
+		for _, r := range []string{auth.RoleTools, web, auth.RoleRunner, auth.RoleReader, auth.RoleAgent, auth.RoleConsole} {
+			refusePub(t, r, conns[r], errs[r], "tool.fs.read", nil) // only the seqworker calls tools (and the console with --console-calls-tools)
 		}
 	})
 	t.Run("a reader starts nothing", func(t *testing.T) {
@@ -534,6 +538,14 @@ func TestAuthDenies(t *testing.T) {
 			t.Errorf("reader: skillbus run = %d after %v, %q; want it refused at once, saying what", code, time.Since(start), errOut)
 		}
 		t.Logf("reader: skillbus run = %d after %v: %s", code, time.Since(start).Round(time.Millisecond), strings.TrimSpace(errOut))
+	})
+	t.Run("the console does what its pages do, nothing more", func(t *testing.T) {
+		nc, ae := conns[auth.RoleConsole], errs[auth.RoleConsole]
+		for _, subj := range []string{"skillbus.seq.call", "events.agent_ready.robot", "skillbus.registry.seq.create", "skillbus.registry.seq.delete",
+			"skillbus.skillface.assemble", "skillbus.skillface.info", "$JS.API.DIRECT.GET.KV_RUNS", "$JS.API.CONSUMER.CREATE.KV_RUNS.x.$KV.SKILLS.>",
+			"$JS.API.CONSUMER.CREATE.KV_SKILLS.x", "$JS.API.STREAM.INFO.KV_SKILLFACE_SESSIONS"} {
+			refusePub(t, auth.RoleConsole, nc, ae, subj, nil)
+		}
 	})
 	t.Run("a runner stores no sequence", func(t *testing.T) {
 		nc, ae := conns[auth.RoleRunner], errs[auth.RoleRunner]
@@ -567,8 +579,10 @@ func TestAuthDenies(t *testing.T) {
 // TestAuthDev runs `skillbus dev --auth` on a non-loopback address: it
 // starts (the refusal without --auth is lifted), prints the creds for the
 // user's commands, which work, while a command without credentials is
-// refused; `skillbus dev --host 0.0.0.0` without --auth still refuses to
-// start.
+// refused; its web console connects as the console role (its runs list is
+// live), and so does `skillbus ui` given the console role's creds, whose
+// tool form is refused at once (no --console-calls-tools); `skillbus dev
+// --host 0.0.0.0` without --auth still refuses to start.
 func TestAuthDev(t *testing.T) {
 	data := t.TempDir()
 	code, _, errOut := cliRun(t, "dev", "--host", "0.0.0.0", "--port", "0", "--data", data, "--dir", t.TempDir())
@@ -577,8 +591,8 @@ func TestAuthDev(t *testing.T) {
 	}
 	defs := t.TempDir()
 	cliCopy(t, "examples/sequences/project-survey.seq.yaml", defs)
-	out, errb, stop := cliBackground(t, "dev", "--auth", "--host", "0.0.0.0", "--port", "0", "--data", data, "--dir", defs, "--tools-root", cliProject(t))
-	var url, creds string
+	out, errb, stop := cliBackground(t, "dev", "--auth", "--host", "0.0.0.0", "--port", "0", "--ui-port", "0", "--data", data, "--dir", defs, "--tools-root", cliProject(t))
+	var url, creds, ui string
 	cliEventually(t, "skillbus dev --auth to print its URL and creds", func() bool {
 		for _, l := range strings.Split(out.String(), "\n") {
 			l = strings.TrimSpace(l)
@@ -588,9 +602,13 @@ func TestAuthDev(t *testing.T) {
 			if v, ok := strings.CutPrefix(l, "export NATS_CREDS="); ok {
 				creds = strings.Fields(v)[0]
 			}
+			if v, ok := strings.CutPrefix(l, "console:"); ok {
+				ui = strings.TrimSpace(v)
+			}
 		}
-		return url != "" && creds != "" && strings.Contains(out.String(), "Press Ctrl-C")
+		return url != "" && creds != "" && ui != "" && strings.Contains(out.String(), "Press Ctrl-C")
 	})
+	consoleIsRole(t, "the dev console", ui)
 	if !strings.HasPrefix(url, "nats://127.0.0.1:") || !strings.HasPrefix(creds, filepath.Join(data, "auth")) {
 		t.Errorf("dev --auth printed NATS_URL=%s NATS_CREDS=%s; want a dialable URL and creds under %s/auth", url, creds, data)
 	}
@@ -598,6 +616,28 @@ func TestAuthDev(t *testing.T) {
 	t.Setenv(natsconn.EnvCreds, creds)
 	if code, out, errOut := cliRun(t, "run", "project-survey", "--arg", "root=."); code != 0 {
 		t.Errorf("with the printed creds: skillbus run = %d\nstdout: %.300s\nstderr: %s", code, out, errOut)
+	}
+	// skillbus ui with the console role's creds.
+	consoleCreds := filepath.Join(filepath.Dir(creds), auth.RoleConsole+".creds")
+	t.Setenv(natsconn.EnvCreds, consoleCreds)
+	uiOut, uiErr, uiStop := cliBackground(t, "ui", "--listen", "127.0.0.1:0")
+	uiRe := regexp.MustCompile(`skillbus console: (http://127\.0\.0\.1:[0-9]+/)\n`)
+	cliEventually(t, "ui to print its URL", func() bool { return uiRe.MatchString(uiOut.String()) })
+	u := uiRe.FindStringSubmatch(uiOut.String())[1]
+	consoleIsRole(t, "skillbus ui --creds console.creds", u)
+	if code, body := consoleGet(t, u+"api/tools", ""); code != 200 || !strings.Contains(body, `"call_note":"calling tools from the console needs the permission to publish to tool.fs.`) || !strings.Contains(body, consoleCreds) {
+		t.Errorf("ui api/tools = %d %.600s; want the tools and the note that calling them needs %s, naming %s", code, body, auth.ConsoleCallsToolsFlag, consoleCreds)
+	}
+	start := time.Now()
+	code, body := consolePost(t, u+"api/tools/fs.list/call", `{"args": {"path": "."}, "timeout_ms": 25000}`)
+	if code != http.StatusForbidden || !strings.Contains(body, "tool.fs.list") || !strings.Contains(body, "role console") {
+		t.Errorf("ui tool call with the console role = %d %s; want 403 naming tool.fs.list and the role", code, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the refused tool call took %v; want an answer at once, not the call's 25 s timeout", d)
+	}
+	if code := uiStop(); code != cli.ExitOK {
+		t.Errorf("ui stopped with %d; want 0\nstderr: %s", code, uiErr)
 	}
 	t.Setenv(natsconn.EnvCreds, "")
 	if code, _, errOut := cliRun(t, "seqs"); code == 0 || !strings.Contains(errOut, "NATS_CREDS") {
@@ -609,6 +649,40 @@ func TestAuthDev(t *testing.T) {
 	if strings.Contains(errb.String(), "Violation") {
 		t.Errorf("dev --auth logged a permission violation:\n%s", errb)
 	}
+}
+
+// consoleIsRole waits until the console at ui reports the console role and
+// a live runs list (its watch of RUNS runs), with nothing refused.
+func consoleIsRole(t *testing.T, what, ui string) {
+	t.Helper()
+	var info struct {
+		Role     string            `json:"role"`
+		RunsLive bool              `json:"runs_live"`
+		Refused  []json.RawMessage `json:"refused"`
+	}
+	cliEventually(t, what+": the role console and a live runs list", func() bool {
+		code, body := consoleGet(t, ui+"api/info", "")
+		return code == 200 && json.Unmarshal([]byte(body), &info) == nil && info.RunsLive
+	})
+	if info.Role != auth.RoleConsole || len(info.Refused) > 0 {
+		t.Errorf("%s: info = %+v; want the role console and nothing refused", what, info)
+	}
+}
+
+// consolePost sends an action to the console (JSON body, its CSRF header)
+// and returns the status and body.
+func consolePost(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(console.ActionHeader, "1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
 
 // TestAuthMCPServe runs `skillbus mcp serve` with the agent's creds on the

@@ -225,8 +225,9 @@ func TestCLINeedsNATS(t *testing.T) {
 		}
 	}
 	t.Setenv(cli.EnvNATSURL, "nats://127.0.0.1:1")
-	if code, _, errOut := cliRun(t, "seqs"); code != cli.ExitFailure || !strings.Contains(errOut, "cannot connect to NATS at nats://127.0.0.1:1") {
-		t.Errorf("seqs with a dead NATS_URL = %d, %q; want 1 and the URL", code, errOut)
+	want := "skillbus seqs ls: cannot connect to NATS at nats://127.0.0.1:1 (NATS_URL): no NATS server answers there (nothing listens on that address, or a firewall drops the connection); check the URL, or start a local stack with `skillbus dev`\n"
+	if code, _, errOut := cliRun(t, "seqs"); code != cli.ExitFailure || errOut != want {
+		t.Errorf("seqs with a dead NATS_URL = %d, %q; want 1 and %q", code, errOut, want)
 	}
 }
 
@@ -277,7 +278,7 @@ func TestCLIAgainstStack(t *testing.T) {
 		// The registry's 404 says what is stored; the command adds how to list it.
 		out = check(t, []string{"skills", "info", "no-skill"}, 1, "skillbus skills info: no skill named \"no-skill\" (1 skill is stored); list the skills with `skillbus skills`")
 		cliNoInternals(t, out)
-		check(t, []string{"skills", "frob"}, 2, "bad arguments")
+		check(t, []string{"skills", "frob"}, 2, `skillbus skills: unknown subcommand "frob"`)
 	})
 
 	t.Run("seqs", func(t *testing.T) {
@@ -581,5 +582,24 @@ func TestCLIToolsServe(t *testing.T) {
 	}
 	if code, _, errOut := cliRun(t, "tools", "serve", "--allow-cmd", "git log"); code != cli.ExitUsage || !strings.Contains(errOut, "without arguments") {
 		t.Errorf("tools serve --allow-cmd 'git log' = %d, %q; want 2", code, errOut)
+	}
+}
+
+// TestCLIDevStoppedWhileStarting: Ctrl-C while `skillbus dev` is still
+// starting is a stop (exit 0, "stopped while starting"), at whatever
+// moment it comes — before, within the first half second it exited 1 with
+// "registry: registry: list SKILLS: context canceled".
+func TestCLIDevStoppedWhileStarting(t *testing.T) {
+	defs := t.TempDir()
+	os.WriteFile(filepath.Join(defs, "a.seq.yaml"), []byte("name: a\ngroups:\n  - name: a-g\n    tools:\n      - tool: fs.list\n"), 0o644)
+	for _, after := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond} {
+		_, stderr, stop := cliBackground(t, "dev", "--port", "0", "--ui-port", "-1", "--data", t.TempDir(), "--dir", defs, "--agent", "")
+		time.Sleep(after)
+		if code := stop(); code != cli.ExitOK {
+			t.Errorf("Ctrl-C %s after dev started = exit %d; want 0\n%s", after, code, stderr.String())
+		}
+		if e := stderr.String(); strings.Contains(e, "context canceled") || !strings.Contains(e, "skillbus dev: stopped") {
+			t.Errorf("Ctrl-C %s after dev started: stderr %q; want only that it stopped", after, e)
+		}
 	}
 }

@@ -167,6 +167,31 @@
     connText.textContent = text;
   }
 
+  // ----------------------------------------------------------- refusals
+
+  // The NATS server's refusals that no request asked for (the RUNS watch,
+  // the events subscription), each with its subject, the credentials'
+  // role and what the pages lose: shown above every page, at once (the
+  // stream's hello and refused events). A request the server refuses
+  // answers 403 with the same words, shown where it was made.
+  const refusalBox = document.getElementById("refusals");
+  const refusals = new Map();
+  function showRefusals(list, all) {
+    if (all) refusals.clear();
+    for (const r of list || []) refusals.set(`${r.op} ${r.subject} ${r.queue || ""}`, r);
+    if (!refusals.size) { refusalBox.hidden = true; clear(refusalBox); return; }
+    const role = [...refusals.values()].map((r) => r.role).find((x) => x) || "";
+    replace(refusalBox, h("div", { class: "error", role: "alert" },
+      h("strong", {}, "The NATS server refuses the console" + (role ? ` (role ${role})` : "") + ":"),
+      h("ul", {}, [...refusals.values()].map((r) => h("li", {},
+        h("span", {}, `${r.op} to `), h("code", {}, r.subject), r.queue ? ` (queue ${r.queue})` : "",
+        r.effect ? ` — ${r.effect}.` : ".",
+        r.credentials ? h("div", { class: "muted small mono wrap" }, "credentials: " + r.credentials) : null))),
+      h("p", {}, role === "console" ? "The console role allows this; regenerate its credentials with the skillbus auth of this version (docs/security.md)."
+        : "Give the console the credentials of the console role (skillbus auth writes creds/console.creds; docs/security.md lists what it may do).")));
+    refusalBox.hidden = false;
+  }
+
   // openStream opens /api/stream[?query] with handlers by event name; it
   // is closed when the page changes.
   function openStream(query, handlers) {
@@ -175,8 +200,14 @@
       const hello = JSON.parse(ev.data);
       if (hello.live) setConn("live", hello.runs_live === false ? "live (runs list not live)" : "live");
       else setConn("down", "not live: reload to update");
+      showRefusals(hello.refused, true);
       if (handlers.hello) handlers.hello(hello);
     });
+    es.addEventListener("refused", (ev) => {
+      showRefusals([JSON.parse(ev.data)]);
+      if (handlers.refused) handlers.refused();
+    });
+    es.addEventListener("refusals", (ev) => showRefusals(JSON.parse(ev.data), true));
     for (const name of ["summaries", "run", "registry", "schedule", "ready"]) {
       if (handlers[name]) es.addEventListener(name, (ev) => handlers[name](JSON.parse(ev.data)));
     }
@@ -370,7 +401,7 @@
       }
       if (!live()) return;
       replace(note, pg.note ? h("p", { class: "notice" }, pg.note) : null,
-        !pg.live ? h("p", { class: "notice" }, "The console cannot watch the RUNS bucket (its NATS user may not create a consumer on KV_RUNS), so this list is read through seq.list and read again when a run starts, moves or ends; a queued run shows once it starts. ",
+        !pg.live ? h("p", { class: "notice" }, "The console does not watch the RUNS bucket" + (pg.not_live ? ` (${pg.not_live})` : "") + ", so this list is read through seq.list and read again when a run starts, moves or ends; a queued run shows once it starts. ",
           h("button", { type: "button", class: "link", onclick: load }, "Refresh")) : null);
       renderCounts(pg);
       const rows = pg.runs.map((r) => {
@@ -449,23 +480,31 @@
 
     const model = { view: null, liveGroups: {}, events: [], selected: null };
     let lastKey = "", missed = false;
+    // The run events that arrive while a full load is in flight: its
+    // timeline was read from EVENTS before some of them, and they are
+    // added to it (renderTimeline drops the ones it holds twice).
+    const inflight = new Set();
 
     async function load(part) {
       let v;
+      const during = [];
+      if (!part) inflight.add(during);
       try {
         v = await api("/api/runs/" + encodeURIComponent(id) + (part ? "?part=" + part : ""));
       } catch (err) {
+        inflight.delete(during);
         if (!live()) return;
         if (!model.view) replace(head, errorBox(err));
         else replace(actionMsg, errorBox(err, "Refreshing the run"));
         return;
       }
+      inflight.delete(during);
       if (!live()) return;
       if (part && model.view) {
         v.sequence = model.view.sequence; v.sequence_note = model.view.sequence_note;
         v.timeline = model.view.timeline; v.timeline_note = model.view.timeline_note;
       } else {
-        model.events = (v.timeline || []).slice();
+        model.events = (v.timeline || []).concat(during);
       }
       model.view = v;
       model.liveGroups = {};
@@ -611,10 +650,22 @@
     function renderGraph() {
       const m = shape();
       model.shape = m;
+      // A live update redraws the graph: the keyboard focus stays on the
+      // same call, group or box.
+      const fa = document.activeElement;
+      let refocus = null;
+      if (fa && graphBox.contains(fa)) {
+        refocus = fa.matches("g.g-call") ? `g.g-call[data-group="${fa.dataset.group}"][data-call="${fa.dataset.call}"]`
+          : fa.matches("g.g-group-hit") ? `g.g-group-hit[data-group="${fa.dataset.group}"]` : ".graph-wrap";
+      }
       const wrap = h("div", { class: "graph-wrap", tabindex: "0", role: "region", "aria-labelledby": "shape-title" });
       wrap.appendChild(G.draw(m, { onSelect: select, selected: model.selected, label: "Run " + id + ": the sequence's groups and calls, with their status" }));
       replace(graphBox, wrap);
       fitGraph(wrap);
+      if (refocus) {
+        const n = graphBox.querySelector(refocus);
+        if (n) n.focus({ preventScroll: true });
+      }
       // The same as a list: for narrow windows and screen readers.
       replace(groupsBox, h("details", { open: window.innerWidth < 720 }, h("summary", {}, "Groups and calls as a list"),
         h("ol", { class: "groups" }, m.groups.map((g, gi) => h("li", {},
@@ -628,6 +679,9 @@
     }
 
     function renderDetail() {
+      // A live update redraws the details: a focus on their title stays.
+      const fa = document.activeElement;
+      if (fa && fa.id === "detail-title" && detail.contains(fa)) queueMicrotask(() => { const t = document.getElementById("detail-title"); if (t && t !== document.activeElement) t.focus({ preventScroll: true }); });
       const sel = model.selected, m = model.shape, v = model.view;
       detail.hidden = !sel || !m || !m.groups[sel.group];
       if (detail.hidden) { clear(detail); return; }
@@ -722,6 +776,7 @@
       // Every (re)connect reads everything again: nothing is missed.
       hello: () => load().then(loaded),
       run: (ev) => {
+        for (const during of inflight) during.push(ev);
         if (!model.view) { missed = true; return; }
         model.events.push(ev);
         if (ev.kind === "group" && ev.result && ev.group > 0) {
@@ -1090,6 +1145,7 @@
     }
     replace(box,
       (r.warnings || []).map((w) => h("p", { class: "notice" }, w)),
+      r.call_note ? h("p", { class: "notice", id: "tools-call-note" }, r.call_note) : null,
       !r.tools.length ? h("p", { class: "muted" }, "No tools are served: start skillbus tools serve, skillbus mcp, or skillbus dev.") : [
         h("h2", {}, "Providers"),
         h("table", { class: "tbl cards", "aria-label": "Providers" },
@@ -1139,7 +1195,8 @@
     const timeout = h("input", { id: "t-timeout", type: "number", min: "1", max: "600", placeholder: "30", inputmode: "numeric" });
     const argErr = h("p", { id: "t-args-error", class: "field-error", "aria-live": "polite" });
     const out = h("div", { "aria-live": "polite" });
-    const submit = h("button", { type: "submit", class: "primary", id: "call-tool" }, "Call " + name);
+    const refused = t.call_refused ? h("p", { class: "notice", id: "t-call-refused" }, t.call_refused) : null;
+    const submit = h("button", { type: "submit", class: "primary", id: "call-tool", disabled: !!refused, "aria-describedby": refused ? "t-call-refused" : null }, "Call " + name);
     const form = h("form", { class: "panel", "aria-label": "Call " + name, onsubmit: async (ev) => {
       ev.preventDefault();
       argErr.textContent = ""; args.removeAttribute("aria-invalid");
@@ -1155,10 +1212,11 @@
       } catch (err) {
         if (live()) replace(out, errorBox(err, "The call failed"));
       } finally {
-        submit.disabled = false;
+        submit.disabled = !!refused;
       }
     } },
     h("h2", {}, "Call it"),
+    refused,
     h("div", { class: "field" }, h("label", { for: "t-args" }, "Arguments (a JSON object)"), h("p", { class: "hint", id: "t-args-hint" }, "Checked against the tool's schema by its provider; a call that does not fit is answered with code 400."), args, argErr),
     h("div", { class: "field" }, h("label", { for: "t-timeout" }, "Timeout (seconds)"), timeout),
     h("div", { class: "actions" }, submit));

@@ -40,7 +40,7 @@ const Timeout = 20 * time.Second
 
 // StartStop runs run in a goroutine with a fresh context and a Buffer as
 // its output, waits until the output contains ready, cancels the context
-// (as SIGTERM does through signal.NotifyContext), and returns run's exit
+// (as SIGTERM does through servicecmd.SignalContext), and returns run's exit
 // code and everything it wrote. It fails tb, showing the output, when
 // ready does not appear or run does not return within Timeout.
 func StartStop(tb testing.TB, run func(ctx context.Context, stderr io.Writer) int, ready string) (code int, output string) {
