@@ -479,7 +479,10 @@ func TestLeaseSeqCreateOnStandby(t *testing.T) {
 	if v := value(seqs, "via-standby"); !strings.Contains(v, "made over NATS") {
 		t.Fatalf("SEQUENCES/via-standby = %s after the reply", v)
 	}
-	if _, ok := a.created["via-standby"]; !ok {
+	a.mu.Lock()
+	_, ok := a.created["via-standby"]
+	a.mu.Unlock()
+	if !ok {
 		t.Errorf("the leader does not record the sequence created through the standby")
 	}
 	eventually(t, "the standby serves it", func() (bool, string) {
