@@ -202,7 +202,9 @@ func runMCPServe(ctx context.Context, env Env, args []string) int {
 
 	if addr == "" {
 		// stdio: the session ends when the client closes our stdin.
-		t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+		// A line that is not a JSON-RPC message is answered with an error
+		// and skipped; it does not end the session.
+		t := mcpserver.StdioTransport(env.Stdin, env.Stdout)
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			fmt.Fprintf(env.Stderr, "skillbus mcp serve: %v\n", err)
 			return ExitFailure
@@ -270,11 +272,6 @@ func startLocalStack(ctx context.Context, env Env, dir, toolsRoot, data string, 
 	return stack, stopProblems, ExitOK
 }
 
-// nopWriteCloser is a writer whose Close does nothing: stdout stays open
-// for the process.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // prefixWriter rewrites a prefix in what it writes (the registry problem
 // lines of `skillbus dev`, shown under this command's name).

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,4 +186,62 @@ func TestSkillPrompt(t *testing.T) {
 	if p == nil || len(p.Arguments) != 1 || p.Arguments[0].Name != "task" {
 		t.Errorf("user-only skill without sections: prompt %+v; want one task argument", p)
 	}
+}
+
+// FuzzFilterLines: whatever arrives on stdin, the stdio filter neither
+// panics nor stops early; every line it passes on is valid JSON, every
+// line it answers is a JSON-RPC error response, and together they account
+// for every non-blank input line.
+func FuzzFilterLines(f *testing.F) {
+	for _, s := range []string{
+		"garbage\n",
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n",
+		`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		"[1,2]\n\n\r\n{}\n",
+		`{"id":{"x":1}}` + "\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		pr, pw := io.Pipe()
+		var out bytes.Buffer
+		go filterLines(bytes.NewReader(in), pw, &lockedWriter{w: &out})
+		passed, err := io.ReadAll(pr)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		n := 0
+		for _, l := range bytes.Split(passed, []byte("\n")) {
+			if len(l) == 0 {
+				continue
+			}
+			n++
+			if !json.Valid(l) {
+				t.Errorf("passed on %q, which is not JSON", l)
+			}
+		}
+		for _, l := range bytes.Split(out.Bytes(), []byte("\n")) {
+			if len(l) == 0 {
+				continue
+			}
+			n++
+			var m struct {
+				JSONRPC string              `json:"jsonrpc"`
+				ID      json.RawMessage     `json:"id"`
+				Error   *struct{ Code int } `json:"error"`
+			}
+			if err := json.Unmarshal(l, &m); err != nil || m.JSONRPC != "2.0" || m.Error == nil || len(m.ID) == 0 {
+				t.Errorf("answered %q, which is not a JSON-RPC error response", l)
+			}
+		}
+		want := 0
+		for _, l := range bytes.Split(in, []byte("\n")) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				want++
+			}
+		}
+		if n != want {
+			t.Errorf("%d lines passed on or answered; the input has %d non-blank lines", n, want)
+		}
+	})
 }

@@ -303,6 +303,18 @@ func Exchange(t *testing.T, cs *mcp.ClientSession, r *Recorder, defs string) {
 	if res.IsError || !strings.Contains(Text(res), "failed") || !strings.Contains(Text(res), "fs.read") {
 		t.Errorf("seq_run(inline failing): error=%v %q; want a failed run naming the call", res.IsError, Text(res))
 	}
+	// Run arguments that do not fit the signature: refused before any run
+	// starts, each named with the fix, as `skillbus run` and the console do.
+	res = Call(t, cs, "seq_run", `{"sequence": "readme-brief", "args": {"path": 5, "colour": "red"}}`)
+	for _, want := range []string{"the run was not started", `args.path: declared string; give a JSON string such as "text", not an integer 5`, "args.colour: unknown argument"} {
+		if !res.IsError || !strings.Contains(Text(res), want) {
+			t.Errorf("seq_run(wrong args) = error %v %q; want it to say %q", res.IsError, Text(res), want)
+		}
+	}
+	res = Call(t, cs, "seq_run", `{"sequence": "readme-brief", "args": {}}`)
+	if !res.IsError || !strings.Contains(Text(res), "args.path: missing: a run argument of type string") {
+		t.Errorf("seq_run(missing args) = error %v %q; want the missing argument named", res.IsError, Text(res))
+	}
 	// Arguments a model gets wrong: every problem, with the fix.
 	res = Call(t, cs, "seq_status", `{"runid": "x", "wait_seconds": "soon"}`)
 	for _, want := range []string{`unknown argument "runid" (did you mean "run_id"?)`, `argument "run_id" is missing`, `"wait_seconds" must be an integer`, "seq_status takes:"} {
