@@ -93,7 +93,7 @@ func (p *Provider) run(ctx context.Context, args json.RawMessage) (any, error) {
 	c.WaitDelay = time.Second // a child holding the pipes open does not hang the call
 	ownGroup(c)               // a cancelled call kills the command's children too
 	start := time.Now()
-	runErr := c.Run()
+	runErr := runTied(c) // and dies with the provider, where the OS allows
 	res := RunResult{
 		Command:   in.Command,
 		ExitCode:  c.ProcessState.ExitCode(),

@@ -88,6 +88,12 @@ func schemaOf[T any](nonNegative ...string) (json.RawMessage, error) {
 	return json.Marshal(&s)
 }
 
+// Schemas returns the argument schemas of the built-in tools (JSON
+// Schema draft 2020-12, derived from their Go argument types), by tool
+// name without a prefix: what a provider of them publishes, known without
+// one (`skillbus validate` checks calls against them with no cluster).
+func Schemas() (map[string]json.RawMessage, error) { return schemas() }
+
 // schemas are the argument schemas of the built-in tools, by tool name.
 func schemas() (map[string]json.RawMessage, error) {
 	out := map[string]json.RawMessage{}

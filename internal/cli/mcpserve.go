@@ -272,7 +272,6 @@ func startLocalStack(ctx context.Context, env Env, dir, toolsRoot, data string, 
 	return stack, stopProblems, ExitOK
 }
 
-
 // prefixWriter rewrites a prefix in what it writes (the registry problem
 // lines of `skillbus dev`, shown under this command's name).
 type prefixWriter struct {

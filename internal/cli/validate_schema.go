@@ -11,22 +11,26 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
-// checkToolArgs checks, when a cluster is named (NATS_URL or a context)
-// and answers, the literal arguments of every call in the valid sequences
-// of reports against the argument schema its tool publishes there
-// (tool.Discover, ArgsSchema.CheckKnown: a value holding "$args." is only
-// known at run time and is left out). Each call that does not fit gets a
-// warning — the provider would answer it with code 400 — so --strict fails
-// on it. Without a cluster, or when it does not answer, reports are
-// returned as they are (a note on stderr says the check was skipped).
+// checkToolArgs checks the literal arguments of every call in the valid
+// sequences of reports against its tool's argument schema: the one the
+// tool publishes on the cluster when one is named (NATS_URL or a context)
+// and answers (tool.Discover), else the built-in tools' own schemas
+// (builtin.Schemas), which are known without a cluster. A value holding
+// "$args." is only known at run time and is left out (ArgsSchema.CheckKnown).
+// Each call that does not fit gets a warning — the provider would answer
+// it with code 400 — so --strict fails on it. When the named cluster does
+// not answer, reports are returned as they are (a note on stderr says the
+// check was skipped).
 func checkToolArgs(ctx context.Context, env Env, reports []registry.FileReport) []registry.FileReport {
 	if !remote(env) {
-		return reports
+		// No cluster named: the built-in tools' schemas are known here.
+		return checkArgsAgainst(reports, builtinSchemas())
 	}
 	nc, err := connect(env, "validate", nats.Timeout(2*time.Second), nats.MaxReconnects(0))
 	if err != nil {
@@ -48,7 +52,32 @@ func checkToolArgs(ctx context.Context, env Env, reports []registry.FileReport) 
 		if err != nil {
 			continue // published unchecked by its provider: nothing to check against
 		}
-		schemas[e.Tool] = &publishedSchema{schema: s, provider: e.Provider}
+		schemas[e.Tool] = &publishedSchema{schema: s, source: "the schema " + e.Provider + " publishes on the cluster"}
+	}
+	return checkArgsAgainst(reports, schemas)
+}
+
+// builtinSchemas are the built-in tools' schemas (builtin.Schemas),
+// compiled, by tool name.
+func builtinSchemas() map[string]*publishedSchema {
+	raw, err := builtin.Schemas()
+	if err != nil {
+		return nil
+	}
+	out := map[string]*publishedSchema{}
+	for name, r := range raw {
+		if s, err := tool.CompileSchema(r); err == nil {
+			out[name] = &publishedSchema{schema: s, source: "the built-in tool's schema"}
+		}
+	}
+	return out
+}
+
+// checkArgsAgainst adds to each valid sequence's report the calls that do
+// not fit schemas (argProblems).
+func checkArgsAgainst(reports []registry.FileReport, schemas map[string]*publishedSchema) []registry.FileReport {
+	if len(schemas) == 0 {
+		return reports
 	}
 	for i, r := range reports {
 		if r.Kind != "sequence" || !r.Valid {
@@ -70,8 +99,8 @@ func checkToolArgs(ctx context.Context, env Env, reports []registry.FileReport) 
 // publishedSchema is a tool's schema as a provider on the cluster
 // publishes it.
 type publishedSchema struct {
-	schema   *tool.ArgsSchema
-	provider string
+	schema *tool.ArgsSchema
+	source string // "the schema P publishes on the cluster", or the built-in tool's
 }
 
 // argProblems checks the calls of s against schemas.
@@ -99,7 +128,7 @@ func argProblems(file string, s *seq.Sequence, schemas map[string]*publishedSche
 			out = append(out, registry.Problem{
 				File:    file,
 				Where:   fmt.Sprintf("group %d %q: tool %d %q", gi+1, g.Name, ci+1, c.Tool),
-				Message: fmt.Sprintf("args: %s (by the schema %s publishes on the cluster; the call would be refused with code 400)", strings.TrimPrefix(te.Description, "bad arguments: "), ps.provider),
+				Message: fmt.Sprintf("args: %s (by %s; the call would be refused with code 400)", strings.TrimPrefix(te.Description, "bad arguments: "), ps.source),
 				Warning: true,
 			})
 		}

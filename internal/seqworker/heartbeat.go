@@ -76,6 +76,12 @@ func (w *Worker) beatLoop(done chan<- struct{}) {
 			t.Reset(max(beat/4, 10*time.Millisecond))
 			all = true
 		}
+		// beatEvery is read again at every tick, so the loop follows a
+		// changed interval.
+		if b := w.beatEvery(); b != beat {
+			beat = b
+			t.Reset(max(beat/4, 10*time.Millisecond))
+		}
 		now := time.Now().UnixNano()
 		due, write = due[:0], write[:0]
 		w.beatMu.Lock()

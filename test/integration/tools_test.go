@@ -129,8 +129,17 @@ func TestValidateChecksArgsAgainstTheCluster(t *testing.T) {
 	if code, _, _ := cliRun(t, "validate", "--strict", file); code != cli.ExitFailure {
 		t.Errorf("validate --strict = %d; want 1 on the argument warnings", code)
 	}
+	if !strings.Contains(out, "(by the schema skillbus-builtin publishes on the cluster;") {
+		t.Errorf("validate output does not name the provider whose schema it used:\n%s", out)
+	}
+	// Without a cluster the built-in tools' own schemas are used.
 	t.Setenv(cli.EnvNATSURL, "")
-	if code, out, _ := cliRun(t, "validate", file); code != cli.ExitOK || strings.Contains(out, "args:") {
-		t.Errorf("validate without a cluster = %d:\n%s\nwant 0 and no argument check", code, out)
+	code, out, _ = cliRun(t, "validate", file)
+	if code != cli.ExitOK || !strings.Contains(out, `tool 1 "fs.read": args: "path": got an integer (7), want a string (by the built-in tool's schema;`) ||
+		!strings.Contains(out, `tool 2 "fs.grep": args: "max_matches"`) || strings.Contains(out, `"fs.list"`) {
+		t.Errorf("validate without a cluster = %d:\n%s\nwant 0 and the same two warnings by the built-in tools' schemas", code, out)
+	}
+	if code, _, _ := cliRun(t, "validate", "--strict", file); code != cli.ExitFailure {
+		t.Errorf("validate --strict without a cluster = %d; want 1 on the argument warnings", code)
 	}
 }

@@ -480,23 +480,31 @@
 
     const model = { view: null, liveGroups: {}, events: [], selected: null };
     let lastKey = "", missed = false;
+    // The run events that arrive while a full load is in flight: its
+    // timeline was read from EVENTS before some of them, and they are
+    // added to it (renderTimeline drops the ones it holds twice).
+    const inflight = new Set();
 
     async function load(part) {
       let v;
+      const during = [];
+      if (!part) inflight.add(during);
       try {
         v = await api("/api/runs/" + encodeURIComponent(id) + (part ? "?part=" + part : ""));
       } catch (err) {
+        inflight.delete(during);
         if (!live()) return;
         if (!model.view) replace(head, errorBox(err));
         else replace(actionMsg, errorBox(err, "Refreshing the run"));
         return;
       }
+      inflight.delete(during);
       if (!live()) return;
       if (part && model.view) {
         v.sequence = model.view.sequence; v.sequence_note = model.view.sequence_note;
         v.timeline = model.view.timeline; v.timeline_note = model.view.timeline_note;
       } else {
-        model.events = (v.timeline || []).slice();
+        model.events = (v.timeline || []).concat(during);
       }
       model.view = v;
       model.liveGroups = {};
@@ -768,6 +776,7 @@
       // Every (re)connect reads everything again: nothing is missed.
       hello: () => load().then(loaded),
       run: (ev) => {
+        for (const during of inflight) during.push(ev);
         if (!model.view) { missed = true; return; }
         model.events.push(ev);
         if (ev.kind === "group" && ev.result && ev.group > 0) {
