@@ -203,12 +203,23 @@ func runDev(ctx context.Context, env Env, args []string) int {
 		FetchWait: 2 * time.Second,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C or SIGTERM while starting: a stop, not a failure.
+			fmt.Fprintln(env.Stderr, "skillbus dev: stopped while starting")
+			return ExitOK
+		}
 		fmt.Fprintf(env.Stderr, "skillbus dev: %v\n", err)
 		return ExitFailure
 	}
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		stopCtx, cancel := context.WithTimeout(context.Background(), devStopBudget)
 		defer cancel()
+		// Say what a slow stop waits for (runs in flight finishing their
+		// group), once it is slow.
+		slow := time.AfterFunc(time.Second, func() {
+			fmt.Fprintf(env.Stderr, "skillbus dev: stopping: runs in flight get up to %s to finish their group, then are handed back (they resume when dev starts again on this --data); Ctrl-C again to stop at once\n", devStopBudget)
+		})
+		defer slow.Stop()
 		if err := stack.Stop(stopCtx); err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus dev: stop: %v\n", err)
 		}
@@ -271,6 +282,10 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	<-ctx.Done()
 	return ExitOK
 }
+
+// devStopBudget bounds `skillbus dev`'s stop: the seqworker lets running
+// groups finish within it, then hands their runs back.
+const devStopBudget = 15 * time.Second
 
 // startConsole serves the web console (internal/console) on listen, a
 // loopback address, with a connection of its own to the dev stack (creds

@@ -236,6 +236,14 @@ func (s *Stack) Stop(ctx context.Context) error {
 	if s.worker != nil {
 		errs = append(errs, s.worker.Stop(ctx))
 	}
+	if ctx.Err() != nil {
+		// The worker used the whole budget (runs in flight, handed back at
+		// its end); the rest stop in moments, given their own short one,
+		// rather than each reporting the same spent deadline.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		defer cancel()
+	}
 	if s.tools != nil {
 		errs = append(errs, s.tools.Stop(ctx))
 	}

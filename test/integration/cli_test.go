@@ -584,3 +584,22 @@ func TestCLIToolsServe(t *testing.T) {
 		t.Errorf("tools serve --allow-cmd 'git log' = %d, %q; want 2", code, errOut)
 	}
 }
+
+// TestCLIDevStoppedWhileStarting: Ctrl-C while `skillbus dev` is still
+// starting is a stop (exit 0, "stopped while starting"), at whatever
+// moment it comes — before, within the first half second it exited 1 with
+// "registry: registry: list SKILLS: context canceled".
+func TestCLIDevStoppedWhileStarting(t *testing.T) {
+	defs := t.TempDir()
+	os.WriteFile(filepath.Join(defs, "a.seq.yaml"), []byte("name: a\ngroups:\n  - name: a-g\n    tools:\n      - tool: fs.list\n"), 0o644)
+	for _, after := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond} {
+		_, stderr, stop := cliBackground(t, "dev", "--port", "0", "--ui-port", "-1", "--data", t.TempDir(), "--dir", defs, "--agent", "")
+		time.Sleep(after)
+		if code := stop(); code != cli.ExitOK {
+			t.Errorf("Ctrl-C %s after dev started = exit %d; want 0\n%s", after, code, stderr.String())
+		}
+		if e := stderr.String(); strings.Contains(e, "context canceled") || !strings.Contains(e, "skillbus dev: stopped") {
+			t.Errorf("Ctrl-C %s after dev started: stderr %q; want only that it stopped", after, e)
+		}
+	}
+}
