@@ -101,7 +101,7 @@ type seqDetail struct {
 
 // apiSeq is GET /api/seqs/{name}: one sequence (seq.get) with its summary.
 func (s *Server) apiSeq(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := seq.NormalizeName(r.PathValue("name")) // as the CLI: a decomposed é is the composed one (docs/sequences.md, Names)
 	ctx := r.Context()
 	raw, err := s.seqGet(ctx, name)
 	if err != nil {
@@ -175,7 +175,7 @@ func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &form) {
 		return
 	}
-	name := r.PathValue("name")
+	name := seq.NormalizeName(r.PathValue("name")) // as the CLI: a decomposed é is the composed one (docs/sequences.md, Names)
 	ctx := r.Context()
 	raw, err := s.seqGet(ctx, name)
 	if err != nil {

@@ -753,3 +753,22 @@ func TestToken(t *testing.T) {
 		t.Errorf("login with a wrong token: %d", bad.StatusCode)
 	}
 }
+
+// TestAPINamesNormalised: a sequence name typed in decomposed form (e +
+// U+0301, as macOS keyboards produce it) finds the sequence stored under
+// its composed form, as the CLI does (docs/sequences.md, Names); before,
+// the console answered 404 naming what looked like the same name.
+func TestAPINamesNormalised(t *testing.T) {
+	e := start(t, console.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := e.runs.SeqCreate(ctx, []byte(`{"name":"caf\u00e9-nfc","groups":[{"name":"caf\u00e9-nfc-g","tools":"{\"tool\":\"fs.list\",\"args\":{\"path\":\".\"}};"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	var one struct {
+		Name string `json:"name"`
+	}
+	if err := getJSON(e.url+"api/seqs/cafe%CC%81-nfc", &one); err != nil || one.Name != "caf\u00e9-nfc" {
+		t.Errorf("GET api/seqs/ with a decomposed é = %+v, %v; want the sequence café-nfc", one, err)
+	}
+}
