@@ -23,7 +23,9 @@ starts nothing new. Prints the boot id. Needs NATS_URL.
 
 AGENT is a name as sequences have them: 1 to 64 letters and digits of any
 script, '-' and '_', starting with a letter (docs/sequences.md, "Names");
-a name that is not ASCII travels encoded in the subject.
+a name that is not ASCII travels encoded in the subject and in the boot
+runs' ids (boot-_5py65Zmo5Lq6-… for 机器人); watch and runs show print it
+as it was given (docs/sequences.md, "Boot sequences").
 
 Flags:
   --boot-id ID   the boot's id: ASCII letters, digits, '-' and '_'

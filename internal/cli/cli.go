@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/internal/suggest"
 )
 
 // Exit codes shared by every subcommand.
@@ -114,7 +115,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	name, c, rest, ok := resolve(cmds, args)
 	if !ok {
-		fmt.Fprintf(stderr, "skillbus: unknown command %q; run `skillbus help` for the list of commands\n", args[0])
+		fmt.Fprintf(stderr, "skillbus: unknown command %q%s; run `skillbus help` for the list of commands\n", args[0], didYouMean(args[0], sortedNames(cmds)))
 		return ExitUsage
 	}
 	if wantsHelp(rest) {
@@ -122,6 +123,25 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ExitOK
 	}
 	return c.run(ctx, env, rest)
+}
+
+// didYouMean is ` (did you mean "X"?)` for the candidate word most
+// likely misspells (suggest.Closest), or "".
+func didYouMean(word string, candidates []string) string {
+	if c := suggest.Closest(word, candidates); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
+}
+
+// sortedNames are the names of cmds in byte order.
+func sortedNames(cmds map[string]command) []string {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // globalFlags are the flags that may come before the command's name
@@ -163,6 +183,9 @@ func globalFlagsFirst(args []string) ([]string, error) {
 		name := flagName(a)
 		takes, ok := globalFlags[name]
 		if !ok {
+			if c := suggest.Closest(name, []string{"version", "help"}); c != "" {
+				return nil, fmt.Errorf("unknown flag %s: did you mean --%s?", a, c)
+			}
 			return nil, fmt.Errorf("%s before the command: only the output flags (-o, --output, --json) and the connection flags (--context, --creds, --nkey, --tls-cert, --tls-key, --tls-ca) may come before it; write %s after the command's name (`skillbus COMMAND %s ...`)", a, a, a)
 		}
 		lead = append(lead, a)

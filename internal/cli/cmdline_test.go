@@ -195,3 +195,22 @@ func TestBuiltinSettingsAreUsageErrors(t *testing.T) {
 		t.Errorf("tools serve --root /nonexistent = %d %q; want 2", code, errb)
 	}
 }
+
+// TestTypoSuggestions: a misspelt command or leading flag gets a "did you
+// mean" (exit 2); a word far from every command gets none.
+func TestTypoSuggestions(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rnu", "hello"}, `skillbus: unknown command "rnu" (did you mean "run"?)`},
+		{[]string{"seq"}, `skillbus: unknown command "seq" (did you mean "seqs"?)`},
+		{[]string{"--versoin"}, "skillbus: unknown flag --versoin: did you mean --version?"},
+		{[]string{"frobnicate"}, `skillbus: unknown command "frobnicate"; run`},
+	} {
+		code, out, errb := runMain(t, tc.args...)
+		if code != ExitUsage || out != "" || !strings.HasPrefix(errb, tc.want) {
+			t.Errorf("skillbus %q = %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errb, tc.want)
+		}
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/skillbus/skillbus/internal/console"
+	"github.com/skillbus/skillbus/internal/mcpserver"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 )
@@ -91,9 +93,20 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus ui: unexpected argument %q\n%s\n", pos[0], helpHint("ui"))
 		return ExitUsage
 	}
-	host, _, err := net.SplitHostPort(*listen)
+	host, port, err := net.SplitHostPort(*listen)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 {
+			err = fmt.Errorf("the port %q is not a number from 0 to 65535", port)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus ui: --listen %q: write HOST:PORT, e.g. 127.0.0.1:4280 (%v)\n", *listen, err)
+		return ExitUsage
+	}
+	if *token != "" && !console.IsLoopback(host) && len(*token) < mcpserver.MinTokenLength {
+		// The same floor as `skillbus mcp serve`: the console can start
+		// runs and call tools (cmd.run among them) for whoever has it.
+		fmt.Fprintf(env.Stderr, "skillbus ui: the token is %d characters; on %s, which is not loopback, use at least %d random characters (for example `openssl rand -hex 24`), or give none and one is made\n", len(*token), *listen, mcpserver.MinTokenLength)
 		return ExitUsage
 	}
 	made := false

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,7 +102,7 @@ type seqDetail struct {
 
 // apiSeq is GET /api/seqs/{name}: one sequence (seq.get) with its summary.
 func (s *Server) apiSeq(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := seq.NormalizeName(r.PathValue("name")) // as the CLI: a decomposed é is the composed one (docs/sequences.md, Names)
 	ctx := r.Context()
 	raw, err := s.seqGet(ctx, name)
 	if err != nil {
@@ -162,7 +163,10 @@ func (s *Server) scheduleState(ctx context.Context, name string) *events.Schedul
 // runForm is the body of POST /api/seqs/{name}/run: each run argument as
 // the text typed in its field, read as `--arg KEY=TEXT` reads it.
 type runForm struct {
-	Args map[string]string `json:"args"`
+	// Args are the run arguments: as text, read as --arg reads it (what
+	// the page's form sends), or as a JSON value of the argument's type
+	// (what a program sends: 5, true, ["a"]).
+	Args map[string]json.RawMessage `json:"args"`
 }
 
 // apiSeqRun is POST /api/seqs/{name}/run: the form's values are checked
@@ -175,7 +179,7 @@ func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &form) {
 		return
 	}
-	name := r.PathValue("name")
+	name := seq.NormalizeName(r.PathValue("name")) // as the CLI: a decomposed é is the composed one (docs/sequences.md, Names)
 	ctx := r.Context()
 	raw, err := s.seqGet(ctx, name)
 	if err != nil {
@@ -213,16 +217,27 @@ func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
 // and returns the arguments or the problems by field: a value that does
 // not fit its type (runargs.Value's message, after "KEY is declared
 // TYPE;" as the CLI writes it), a missing key, an unknown key.
-func formArgs(sig seq.Signature, values map[string]string) (map[string]json.RawMessage, map[string]string) {
+func formArgs(sig seq.Signature, values map[string]json.RawMessage) (map[string]json.RawMessage, map[string]string) {
 	args := map[string]json.RawMessage{}
 	fields := map[string]string{}
-	for k, v := range values {
+	for k, raw := range values {
 		t, ok := sig[k]
 		if !ok {
 			fields[k] = fmt.Sprintf("unknown argument %q; the sequence takes %s", k, runargs.SignatureText(sig))
 			continue
 		}
-		val, err := runargs.Value(t, v)
+		var text string
+		if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &text) != nil {
+			// A JSON value other than a string: checked as --args-file
+			// checks its values.
+			if err := runargs.CheckJSON(t, raw); err != nil {
+				fields[k] = fmt.Sprintf("%s is declared %s; %v", k, t, err)
+				continue
+			}
+			args[k] = raw
+			continue
+		}
+		val, err := runargs.Value(t, text)
 		if err != nil {
 			fields[k] = fmt.Sprintf("%s is declared %s; %v", k, t, err)
 			continue

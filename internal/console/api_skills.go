@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/sections"
+	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -55,7 +56,7 @@ type skillRecord struct {
 // and what skill_info returns (skill.info: the whole skill, its head and
 // table of contents, or one section), as `skillbus skills info`.
 func (s *Server) apiSkill(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := seq.NormalizeName(r.PathValue("name")) // as the CLI: a decomposed é is the composed one (docs/sequences.md, Names)
 	ctx := r.Context()
 	info, err := s.skillInfo(ctx, name, r.URL.Query().Get("section"))
 	if err != nil {

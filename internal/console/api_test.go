@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/console"
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/runargs"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -130,10 +131,16 @@ func TestAPIRunForm(t *testing.T) {
 		t.Errorf("error = %q", he.Body.Error)
 	}
 
+	// A program may send JSON values of the arguments' types instead of
+	// the form's text; a value of another type is named per field.
+	err = postJSON(u, map[string]any{"args": map[string]any{"root": 5, "wait_ms": 10}}, nil)
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest || he.Body.Fields["root"] != `root is declared string; give a JSON string such as "text", not an integer 5` || he.Body.Fields["wait_ms"] != "" {
+		t.Errorf("run with a number for a string: %v, fields %v; want 400 naming root alone", err, fieldsOf(he))
+	}
 	var started struct {
 		RunID string `json:"run_id"`
 	}
-	if err := postJSON(u, map[string]any{"args": map[string]string{"root": ".", "wait_ms": "10"}}, &started); err != nil {
+	if err := postJSON(u, map[string]any{"args": map[string]any{"root": ".", "wait_ms": 10}}, &started); err != nil {
 		t.Fatal(err)
 	}
 	v := waitRun(t, e, started.RunID, "succeeded", func(v *runView) bool { return v.State.Status == events.StatusSucceeded })
@@ -194,7 +201,7 @@ func TestAPICancelRerunAndErrors(t *testing.T) {
 	_, cerr := e.runs.Cancel(ctx, started.RunID, "x", "")
 	var he *httpError
 	err = postJSON(e.url+"api/runs/"+started.RunID+"/cancel", map[string]string{}, nil)
-	if !errors.As(err, &he) || he.Status != http.StatusConflict || he.Body.Code != "409" || cerr == nil || he.Body.Error != cerr.Error() {
+	if !errors.As(err, &he) || he.Status != http.StatusConflict || he.Body.Code != "409" || cerr == nil || he.Body.Error != errtext.Error(cerr) {
 		t.Errorf("cancel of a finished run: %v (code %q); want 409 with the client's %v", err, codeOf(he), cerr)
 	}
 
@@ -208,10 +215,15 @@ func TestAPICancelRerunAndErrors(t *testing.T) {
 
 	_, serr := e.runs.Status(ctx, "no-such-run")
 	err = getJSON(e.url+"api/runs/no-such-run", nil)
-	if !errors.As(err, &he) || he.Status != http.StatusNotFound || serr == nil || he.Body.Error != serr.Error() {
+	if !errors.As(err, &he) || he.Status != http.StatusNotFound || serr == nil || he.Body.Error != errtext.Error(serr) || he.Body.Code != "404" {
 		t.Errorf("unknown run: %v; want 404 with the client's %v", err, serr)
 	}
-	if err := postJSON(e.url+"api/runs/x/cancel", map[string]int{"nope": 1}, nil); !errors.As(err, &he) || he.Status != http.StatusBadRequest {
+	// Errors in words, each with a code: no Go package or type names.
+	err = postJSON(e.url+"api/runs/"+started.RunID+"/cancel", map[string]any{"reason": 5}, nil)
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest || he.Body.Code != "400" || he.Body.Error != "the request body is not what this endpoint takes: reason: got a JSON number, want a string" {
+		t.Errorf("cancel with a number for its reason: %v (code %q); want 400 saying reason wants a string", err, codeOf(he))
+	}
+	if err := postJSON(e.url+"api/runs/x/cancel", map[string]int{"nope": 1}, nil); !errors.As(err, &he) || he.Status != http.StatusBadRequest || he.Body.Code != "400" {
 		t.Errorf("cancel with an unknown field: %v; want 400", err)
 	}
 }
@@ -752,4 +764,30 @@ func TestToken(t *testing.T) {
 	if bad.StatusCode != http.StatusUnauthorized {
 		t.Errorf("login with a wrong token: %d", bad.StatusCode)
 	}
+}
+
+// TestAPINamesNormalised: a sequence name typed in decomposed form (e +
+// U+0301, as macOS keyboards produce it) finds the sequence stored under
+// its composed form, as the CLI does (docs/sequences.md, Names); before,
+// the console answered 404 naming what looked like the same name.
+func TestAPINamesNormalised(t *testing.T) {
+	e := start(t, console.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := e.runs.SeqCreate(ctx, []byte(`{"name":"caf\u00e9-nfc","groups":[{"name":"caf\u00e9-nfc-g","tools":"{\"tool\":\"fs.list\",\"args\":{\"path\":\".\"}};"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	var one struct {
+		Name string `json:"name"`
+	}
+	if err := getJSON(e.url+"api/seqs/cafe%CC%81-nfc", &one); err != nil || one.Name != "caf\u00e9-nfc" {
+		t.Errorf("GET api/seqs/ with a decomposed é = %+v, %v; want the sequence café-nfc", one, err)
+	}
+}
+
+func fieldsOf(he *httpError) map[string]string {
+	if he == nil {
+		return nil
+	}
+	return he.Body.Fields
 }

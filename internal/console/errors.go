@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/toolcall"
@@ -42,6 +46,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeErr answers an error message with status and a service code.
 func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	if code == "" {
+		code = strconv.Itoa(status) // every error has a code (docs/console.md)
+	}
 	writeJSON(w, status, apiError{Error: msg, Code: code})
 }
 
@@ -55,7 +62,7 @@ func writeErr(w http.ResponseWriter, status int, code, msg string) {
 func writeFail(w http.ResponseWriter, r *http.Request, err error) {
 	err = natsconn.RefusedCause(r.Context(), err)
 	status, code := failStatus(err)
-	writeErr(w, status, code, err.Error())
+	writeErr(w, status, code, errtext.Error(err))
 }
 
 func failStatus(err error) (int, string) {
@@ -107,7 +114,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeErr(w, http.StatusBadRequest, "", "the request body is not what this endpoint takes: "+err.Error())
+		writeErr(w, http.StatusBadRequest, "", "the request body is not what this endpoint takes: "+bodyProblem(err))
 		return false
 	}
 	if dec.More() {
@@ -115,4 +122,39 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// bodyProblem says what is wrong with a request body in the terms of its
+// JSON, not of the Go types it is decoded into.
+func bodyProblem(err error) string {
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			field = "the body"
+		}
+		return fmt.Sprintf("%s: got a JSON %s, want %s", field, ute.Value, jsonKindOf(ute.Type.Kind().String()))
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKindOf names a Go kind as the JSON value it is decoded from.
+func jsonKindOf(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	}
+	return "another type"
 }

@@ -145,3 +145,37 @@ func FuzzDecodeObject(f *testing.F) {
 		_ = Shadowed(&File{Name: "f", Data: b}, []string{kv})
 	})
 }
+
+// FuzzBuild: any --args-file content and --arg pair against a signature
+// never panics; what Build accepts fits the signature (every key declared,
+// every value of its type), and the --arg wins over the file.
+func FuzzBuild(f *testing.F) {
+	f.Add([]byte(`{"root": ".", "n": 2}`), "n=3")
+	f.Add([]byte(`{"tags": ["a"], "o": {"k": 1}}`), `tags=["b"]`)
+	f.Add([]byte("{\n\"n\": 1,\n\"n\": 2}"), "root=x")
+	f.Add([]byte(`{"n": null}`), "n=null")
+	sig := map[string]seq.Type{"root": "string", "n": "integer", "tags": "array<string>", "o": "object"}
+	f.Fuzz(func(t *testing.T, b []byte, kv string) {
+		args, err := Build(sig, &File{Name: "f.json", Data: b}, []string{kv}, false)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--args-file f.json: ") && !strings.HasPrefix(err.Error(), "--arg ") {
+				t.Fatalf("Build error %q names neither --args-file nor --arg", err)
+			}
+			return
+		}
+		for k, v := range args {
+			typ, ok := sig[k]
+			if !ok {
+				t.Fatalf("Build accepted undeclared %q", k)
+			}
+			if err := CheckJSON(typ, v); err != nil {
+				t.Fatalf("Build accepted %s = %s of the wrong type: %v", k, v, err)
+			}
+		}
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if want, err := Value(sig[k], v); err == nil && string(args[k]) != string(want) {
+				t.Fatalf("--arg %s lost to the file: %s = %s", kv, k, args[k])
+			}
+		}
+	})
+}

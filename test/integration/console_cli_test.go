@@ -77,6 +77,12 @@ func TestCLIConsole(t *testing.T) {
 	if code, _, errOut := cliRun(t, "ui", "--listen", "nonsense"); code != cli.ExitUsage || !strings.Contains(errOut, "HOST:PORT") {
 		t.Errorf("ui --listen nonsense = %d, %q; want 2", code, errOut)
 	}
+	if code, _, errOut := cliRun(t, "ui", "--listen", "127.0.0.1:abc"); code != cli.ExitUsage || !strings.Contains(errOut, `the port "abc" is not a number`) {
+		t.Errorf("ui --listen 127.0.0.1:abc = %d, %q; want 2 naming the port", code, errOut)
+	}
+	if code, _, errOut := cliRun(t, "ui", "--listen", "0.0.0.0:0", "--token", "short"); code != cli.ExitUsage || !strings.Contains(errOut, "use at least 16 random characters") {
+		t.Errorf("ui --listen 0.0.0.0:0 --token short = %d, %q; want 2: a guessable token on a public address", code, errOut)
+	}
 	if code := stop(); code != cli.ExitOK {
 		t.Errorf("dev stopped with %d; want 0", code)
 	}
