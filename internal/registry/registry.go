@@ -562,6 +562,15 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 	defer r.scanMu.Unlock()
 	limit := r.limit()
 	res := scan(r.cfg.Dir, limit, false)
+	if res.rootErr == nil && settle && r.filesGone(res) {
+		// Files are gone: perhaps the whole directory is being removed
+		// (rm -rf, a branch switch), which removes the files first and the
+		// directory last. Look again a moment later, so that a directory
+		// on its way out is kept whole (rootGoneLocked) rather than losing
+		// the files seen gone first. Only deletions wait.
+		time.Sleep(goneSettle)
+		res = scan(r.cfg.Dir, limit, false)
+	}
 	if res.rootErr != nil {
 		return r.rootGoneLocked(ctx, res.rootErr)
 	}
@@ -665,6 +674,22 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 		}
 	}
 	return res.dirs, recheck, r.applyLocked(ctx)
+}
+
+// goneSettle is how long a rescan that finds files gone waits before it
+// looks again and removes them (rescan).
+const goneSettle = 100 * time.Millisecond
+
+// filesGone reports whether a file read before is missing from res.
+func (r *Registry) filesGone(res scanResult) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for rel := range r.files {
+		if _, ok := res.files[rel]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // rootPoll is how often a registry whose definitions directory is gone

@@ -63,6 +63,27 @@ func TestRegistryRootGoneKeepsDefinitions(t *testing.T) {
 		return regValue(e.seqs, "two") != "", "two absent"
 	})
 
+	// A slow removal (a large tree, a loaded machine): one file is seen
+	// gone before the directory goes. The registry looks again before it
+	// removes anything, and then keeps everything.
+	if err := os.Remove(filepath.Join(dir, "two.seq.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(80 * time.Millisecond) // past the 50 ms debounce, within the look-again wait
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	regWaitEvent(t, e, "tree warning for the directory gone again", func(ev *events.RegistryEvent) bool {
+		return ev.Kind == events.KindTree && ev.Op == events.OpWarning
+	})
+	time.Sleep(300 * time.Millisecond)
+	if regValue(e.seqs, "two") == "" || regValue(e.seqs, "one") == "" || regValue(e.skills, "alpha") == "" {
+		t.Errorf("after a slow removal of the directory: one=%q two=%q alpha=%q; want all kept", regValue(e.seqs, "one"), regValue(e.seqs, "two"), regValue(e.skills, "alpha"))
+	}
+	regWrite(t, filepath.Join(dir, "skills/alpha/SKILL.md"), regSkillMD("alpha", "v2", "# Alpha\n\nbody"))
+	regWrite(t, filepath.Join(dir, "one.seq.yaml"), regSeqYAML("one", "one-step", "echo"))
+	regWrite(t, filepath.Join(dir, "two.seq.yaml"), regSeqYAML("two", "two-step", "echo"))
+
 	// An emptied directory is a request to remove everything.
 	for _, p := range []string{"skills", "one.seq.yaml", "two.seq.yaml"} {
 		if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
