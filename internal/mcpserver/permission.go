@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/internal/natsconn"
 )
 
 // errPermission is the cause of a tool call's context when the NATS server
@@ -106,33 +108,10 @@ func (p *permissions) close() {
 }
 
 // subjectMatches reports whether the refused subject (possibly with
-// wildcards, as a subscription) covers the watched subject.
+// wildcards, as a subscription) covers the watched subject: the server's
+// matching rule, natsconn.MatchSubject.
 func subjectMatches(watched, refused string) bool {
-	if watched == refused {
-		return true
-	}
-	w, r := splitTokens(watched), splitTokens(refused)
-	for i, t := range r {
-		if t == ">" {
-			return len(w) > i
-		}
-		if i >= len(w) || (t != "*" && t != w[i]) {
-			return false
-		}
-	}
-	return len(w) == len(r)
-}
-
-func splitTokens(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
+	return natsconn.MatchSubject(refused, watched)
 }
 
 func isInbox(subject string) bool {
