@@ -28,8 +28,9 @@ const MaxStdioLine = mcp.DefaultMaxLineLength
 // longer than MaxStdioLine, is answered with a JSON-RPC error -32700
 // "Parse error", and a JSON line that is not a JSON-RPC message with
 // -32600 "Invalid Request" (with the line's id when it has one, else
-// null, as JSON-RPC 2.0 section 5 asks), and skipped; blank lines are
-// skipped. in's end ends the session as before. out receives whole
+// null, as JSON-RPC 2.0 section 5 asks), and skipped; so is a JSON array
+// (a batch: MCP 2025-06-18 has none, and the SDK ends the session on one);
+// blank lines are skipped. in's end ends the session as before. out receives whole
 // messages, one Write each, never interleaved.
 func StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 	w := &lockedWriter{w: out}
@@ -99,7 +100,7 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 }
 
 // checkLine returns the error reply for a line that is not one JSON-RPC
-// message (or a batch of them), or nil for one to pass on.
+// message, or nil for one to pass on.
 func checkLine(t []byte, tooLong bool) []byte {
 	if tooLong {
 		return errorReply(nil, jsonrpc.CodeParseError, fmt.Sprintf("Parse error: the line is longer than %d bytes, the most one message may have; it was skipped", MaxStdioLine))
@@ -108,7 +109,10 @@ func checkLine(t []byte, tooLong bool) []byte {
 		return errorReply(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON; each line must hold one JSON-RPC 2.0 message; it was skipped")
 	}
 	if t[0] == '[' {
-		return nil // a batch (protocol 2025-03-26): the SDK answers each part
+		// A batch. MCP 2025-06-18 has none, and the SDK ends the session
+		// on one under that version (and on any array that is not a batch
+		// of messages), so arrays are refused here whatever the version.
+		return errorReply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a JSON array (a batch) is not accepted; send each JSON-RPC message on its own line; it was skipped")
 	}
 	if _, err := jsonrpc.DecodeMessage(t); err != nil {
 		var probe struct {
