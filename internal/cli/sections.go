@@ -97,7 +97,7 @@ func runSections(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	for _, s := range secs {
-		title, indent := strings.ReplaceAll(s.Title, "\n", " "), ""
+		title, indent := termSafe(strings.ReplaceAll(s.Title, "\n", " ")), ""
 		if s.Level == 0 {
 			title = "(before the first heading)"
 			if fm := sections.FrontMatterEnd(text); fm > 0 && fm <= s.End {

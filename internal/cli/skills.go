@@ -133,7 +133,7 @@ func runSkillsInfo(ctx context.Context, env Env, args []string) int {
 		for _, w := range info.Warnings {
 			fmt.Fprintf(env.Stderr, "skillbus skills info: warning: %s\n", oneLine(w, 300))
 		}
-		fmt.Fprint(env.Stdout, info.Text)
+		fmt.Fprint(env.Stdout, termSafe(info.Text)) // a skill from anyone's repository: no raw escapes
 		if info.Text != "" && info.Text[len(info.Text)-1] != '\n' {
 			fmt.Fprintln(env.Stdout)
 		}
