@@ -166,7 +166,26 @@ type runForm struct {
 	// Args are the run arguments: as text, read as --arg reads it (what
 	// the page's form sends), or as a JSON value of the argument's type
 	// (what a program sends: 5, true, ["a"]).
-	Args map[string]json.RawMessage `json:"args"`
+	Args formValues `json:"args"`
+}
+
+// formValues are a run form's arguments, each key once: a key given twice
+// is refused, as --args-file refuses it (runargs.DecodeObject), instead of
+// JSON's silent "the last one wins".
+type formValues map[string]json.RawMessage
+
+// UnmarshalJSON reads the object with runargs.DecodeObject.
+func (f *formValues) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		*f = nil
+		return nil
+	}
+	m, err := runargs.DecodeObject(b)
+	if err != nil {
+		return fmt.Errorf("args: %w", err)
+	}
+	*f = m
+	return nil
 }
 
 // apiSeqRun is POST /api/seqs/{name}/run: the form's values are checked

@@ -137,6 +137,11 @@ func TestAPIRunForm(t *testing.T) {
 	if !errors.As(err, &he) || he.Status != http.StatusBadRequest || he.Body.Fields["root"] != `root is declared string; give a JSON string such as "text", not an integer 5` || he.Body.Fields["wait_ms"] != "" {
 		t.Errorf("run with a number for a string: %v, fields %v; want 400 naming root alone", err, fieldsOf(he))
 	}
+	// A key given twice is refused, as --args-file refuses it.
+	err = postJSON(u, json.RawMessage(`{"args": {"root": ".", "wait_ms": 10, "root": "/"}}`), nil)
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest || !strings.Contains(he.Body.Error, `the argument "root" is given twice`) {
+		t.Errorf("run with a key given twice: %v; want 400 naming the key", err)
+	}
 	var started struct {
 		RunID string `json:"run_id"`
 	}

@@ -141,6 +141,9 @@ type fileArg struct {
 }
 
 func decodeObject(b []byte) (map[string]fileArg, error) {
+	// A UTF-8 byte-order mark (Windows editors, PowerShell's Out-File)
+	// is not part of the JSON: skipped, as validate skips it.
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	tok, err := dec.Token()
