@@ -225,7 +225,13 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 				r.setState(cur, rev)
 				r.finishCancelled(ctx, nil, nil)
 				return nil, true, nil
-			case cur.Status == events.StatusRunning && (cur.Worker != w.cfg.WorkerID || w.holds(req.RunID, r)) && !live.silent(cur.Heartbeat, w.beatEvery()):
+			case cur.Status == events.StatusRunning && ((cur.Worker != w.cfg.WorkerID && !live.silent(cur.Heartbeat, w.beatEvery())) || w.holds(req.RunID, r)):
+				// Another worker that still beats holds the run, or this
+				// worker does, on an earlier delivery it is still running:
+				// alive by definition, whatever the stored heartbeat's age
+				// (it may have been written at an ack wait since lowered).
+				// Before, such a redelivery could take the run over from its
+				// own worker and run the group again.
 				if waited.IsZero() {
 					waited = time.Now()
 					r.log.Info("the run is held by a live worker; waiting for it instead of taking the run over", "holder", cur.Worker, "holder_attempt", cur.Attempt,

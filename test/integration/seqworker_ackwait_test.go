@@ -99,7 +99,23 @@ groups:
 	if err := events.Provision(context.Background(), env.js, lowered); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond) // the holder's next read of the consumer
+	// The holder follows at its next read of the consumer (within 2 s):
+	// wait until its recorded heartbeats come at the new rate (a third of
+	// 1 s) rather than for a fixed time, which a loaded machine overran.
+	var last time.Time
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the holder's heartbeats never came at the lowered ack wait's rate")
+		}
+		st, ok := swState(t, env, "r-follow")
+		if !ok || st.Heartbeat.IsZero() || st.Heartbeat.Equal(last) {
+			continue
+		}
+		if !last.IsZero() && st.Heartbeat.Sub(last) < 700*time.Millisecond {
+			break
+		}
+		last = st.Heartbeat
+	}
 	joinerOpts := env.opts
 	env.opts = lowered
 	swWorker(t, env, seqworker.Config{WorkerID: "joiner"})
