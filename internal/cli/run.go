@@ -182,7 +182,11 @@ func runRun(ctx context.Context, env Env, args []string) int {
 			Tools:   tools,
 		})
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus run: start the in-process stack: %v\n", err)
+			if ctx.Err() != nil {
+				fmt.Fprintln(env.Stderr, "skillbus run: interrupted while starting the in-process stack; nothing ran")
+				return ExitFailure
+			}
+			fmt.Fprintf(env.Stderr, "skillbus run: start the in-process stack: %s\n", errtext.Error(err))
 			return ExitFailure
 		}
 		defer func() {
