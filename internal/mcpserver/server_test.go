@@ -189,3 +189,21 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestTooLargeArguments: arguments larger than a NATS message are
+// answered with the limit and what to do, not nats.go's "maximum payload
+// exceeded", which a model cannot act on.
+func TestTooLargeArguments(t *testing.T) {
+	srv, _ := withServer(t, mcpserver.Config{})
+	cs := connect(t, srv, "memory", &mcpservertest.Recorder{})
+	big := strings.Repeat("a", 2<<20)
+	for _, call := range []struct{ tool, args string }{
+		{"skill_info", `{"name": "` + big + `"}`},
+		{"seq_create", `{"name": "big", "description": "` + big + `", "groups": [{"name": "big-g", "tools": "{\"tool\":\"fs.list\"};"}]}`},
+	} {
+		res := mcpservertest.Call(t, cs, call.tool, call.args)
+		if text := mcpservertest.Text(res); !res.IsError || !strings.Contains(text, "too large: a request is one NATS message, at most") || strings.Contains(text, "maximum payload exceeded") {
+			t.Errorf("%s with 2 MiB arguments = error %v %.200q; want the limit in words", call.tool, res.IsError, text)
+		}
+	}
+}

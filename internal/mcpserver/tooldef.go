@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/suggest"
 	"github.com/skillbus/skillbus/pkg/client"
@@ -277,6 +278,9 @@ func (s *Server) describeError(tool string, err error) string {
 		return text
 	}
 	switch {
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Sprintf("the arguments of %s are too large: a request is one NATS message, at most %d bytes on this server (its max_payload). "+
+			"Names are at most 64 characters; give a shorter name or section, or split a large sequence into smaller ones.", tool, s.nc.MaxPayload())
 	case errors.Is(err, client.ErrUnavailable), errors.Is(err, client.ErrWaitedTooLong):
 		return err.Error() + ". skillbus is not running or not reachable from this MCP server: tell the user " +
 			"(`skillbus dev` starts one on this machine; `skillbus mcp serve --local DIR` serves one of its own). Do not retry at once."
