@@ -365,7 +365,10 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 		fmt.Fprintf(w, "%s agent_ready %s (boot %s)\n", at, ev.Agent, ev.BootID)
 	case strings.HasPrefix(subject, "events.registry."):
 		kind := strings.TrimPrefix(subject, "events.registry.")
-		fmt.Fprintf(w, "%s registry %s %s", at, strings.ReplaceAll(kind, ".", " "), ev.Name)
+		fmt.Fprintf(w, "%s registry %s", at, strings.ReplaceAll(kind, ".", " "))
+		if ev.Name != "" {
+			fmt.Fprintf(w, " %s", ev.Name)
+		}
 		if ev.File != "" {
 			fmt.Fprintf(w, " (%s", ev.File)
 			if ev.Line > 0 {
@@ -374,7 +377,7 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 			fmt.Fprint(w, ")")
 		}
 		if ev.Error != "" {
-			fmt.Fprintf(w, ": %s", oneLine(ev.Error, 200))
+			fmt.Fprintf(w, ": %s", oneLine(ev.Error, 1000)) // a tree that differs lists its files
 		}
 		fmt.Fprintln(w)
 		fmt.Fprint(w, registryEventDetail(subject, data)) // warnings: devproblems.go
