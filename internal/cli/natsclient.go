@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,6 +63,7 @@ func connect(env Env, command string, opts ...nats.Option) (*nats.Conn, error) {
 		return nil, errNoURL
 	}
 	opts = append([]nats.Option{refusalHandler(env, command)}, opts...)
+	credsInUse.Store(s.Creds.V != "" || s.NKey.V != "")
 	nc, _, err := natsconn.Connect(s, "skillbus "+command, opts...)
 	if err != nil {
 		if errors.Is(err, natsconn.ErrConfig) {
@@ -195,15 +197,26 @@ func request(ctx context.Context, nc *nats.Conn, subject string, req, resp any) 
 	return json.Unmarshal(msg.Data, resp)
 }
 
+// credsInUse records that the command's connection authenticates with
+// credentials (a creds file or an nkey), for whoServes.
+var credsInUse atomic.Bool
+
 // whoServes says which process serves a subject, for "no responders".
 func whoServes(subject string) string {
+	// A service that runs is still not reached with credentials of another
+	// NATS account (the system account's, say): each account is a bus of
+	// its own.
+	account := ""
+	if credsInUse.Load() {
+		account = " (if it runs, the credentials in use may be of another NATS account than skillbus's, such as the system account's: use the creds of a skillbus role)"
+	}
 	switch {
 	case strings.HasPrefix(subject, events.RegistryPrefix):
-		return "the registry is not running; start `skillbus dev` or `registry` against this NATS"
+		return "the registry is not running; start `skillbus dev` or `registry` against this NATS" + account
 	case strings.HasPrefix(subject, events.SeqPrefix):
-		return "no seqworker is running; start `skillbus dev` or `seqworker` against this NATS"
+		return "no seqworker is running; start `skillbus dev` or `seqworker` against this NATS" + account
 	case strings.HasPrefix(subject, events.SkillfacePrefix):
-		return "skillface is not running; start `skillbus dev` or `skillface` against this NATS"
+		return "skillface is not running; start `skillbus dev` or `skillface` against this NATS" + account
 	case strings.HasPrefix(subject, events.ToolPrefix):
 		return "no provider serves this tool; list the tools with `skillbus tools`"
 	}
