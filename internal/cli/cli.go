@@ -83,7 +83,7 @@ func commands() map[string]command {
 // Main runs the command line args (without the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, conn: new(natsconn.Settings)}
+	env := Env{Stdin: stdin, Stdout: stdout, Stderr: &refusalFilter{w: stderr}, conn: new(natsconn.Settings)}
 	*env.conn = natsconn.FromEnv()
 	cmds := commands()
 	if len(args) > 0 && args[0] == "--version" {

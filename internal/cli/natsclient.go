@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,6 +98,9 @@ func refusalHandler(env Env, command string) nats.Option {
 		what := strings.TrimPrefix(err.Error(), nats.ErrPermissionViolation.Error()+": ")
 		fmt.Fprintf(env.Stderr, "skillbus %s: NATS refused it: %s; the credentials in use do not allow it (docs/security.md lists what each role may do)\n", command, what)
 		if strings.Contains(err.Error(), "Publish to") {
+			if f, ok := env.Stderr.(*refusalFilter); ok {
+				f.closed.Store(true)
+			}
 			nc.Close()
 		}
 	})
@@ -195,6 +199,23 @@ func request(ctx context.Context, nc *nats.Conn, subject string, req, resp any) 
 		return events.Decode(msg.Data, m)
 	}
 	return json.Unmarshal(msg.Data, resp)
+}
+
+// refusalFilter is the command line's stderr. Once refusalHandler has
+// said what the server refused and closed the connection, the command's
+// own report of that closed connection ("nats: connection closed", with
+// whatever guess it adds) says nothing more and would mislead: such lines
+// are dropped, so the refusal is the one line the user reads.
+type refusalFilter struct {
+	w      io.Writer
+	closed atomic.Bool
+}
+
+func (f *refusalFilter) Write(p []byte) (int, error) {
+	if f.closed.Load() && bytes.Contains(p, []byte(nats.ErrConnectionClosed.Error())) {
+		return len(p), nil
+	}
+	return f.w.Write(p)
 }
 
 // credsInUse records that the command's connection authenticates with

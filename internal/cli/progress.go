@@ -16,6 +16,9 @@ import (
 // isTerminal reports whether w is a character device (a terminal), so that
 // progress can redraw a live line; pipes, files and buffers get plain lines.
 func isTerminal(w io.Writer) bool {
+	if rf, ok := w.(*refusalFilter); ok {
+		w = rf.w // the command line's stderr, filtered (natsclient.go)
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -177,6 +177,9 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		if code := checkBuiltin(env, "run", "tools-root", tools); code >= 0 {
 			return code
 		}
+		if s != nil && len(allow.values) == 0 && callsTool(s, "cmd.run") {
+			fmt.Fprintln(env.Stderr, "skillbus run: note: this sequence calls cmd.run, which runs in this process only for the commands given with --allow-cmd (for example --allow-cmd git,go); without it, its calls find no provider")
+		}
 		stack, err := devstack.Start(ctx, devstack.Config{
 			DataDir: *dataDir,
 			Tools:   tools,
@@ -464,4 +467,16 @@ func validToken(id string) bool {
 		}
 	}
 	return true
+}
+
+// callsTool reports whether a group of s calls the tool named name.
+func callsTool(s *seq.Sequence, name string) bool {
+	for _, g := range s.Groups {
+		for _, c := range g.Tools {
+			if c.Tool == name {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -537,7 +537,14 @@ func TestAuthDenies(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, `refused it: Permissions Violation for Publish to "skillbus.seq.run"`) || time.Since(start) > 10*time.Second {
 			t.Errorf("reader: skillbus run = %d after %v, %q; want it refused at once, saying what", code, time.Since(start), errOut)
 		}
+		if strings.Contains(errOut, "connection closed") {
+			t.Errorf("reader: skillbus run's stderr %q; want the refusal alone, not the closed connection it leads to", errOut)
+		}
 		t.Logf("reader: skillbus run = %d after %v: %s", code, time.Since(start).Round(time.Millisecond), strings.TrimSpace(errOut))
+		code, _, errOut = cliRun(t, "agent-ready", "robot")
+		if code == 0 || !strings.Contains(errOut, `refused it: Permissions Violation for Publish to "events.agent_ready.robot"`) || strings.Contains(errOut, "connection closed") || strings.Contains(errOut, "provisioned") {
+			t.Errorf("reader: skillbus agent-ready = %d, %q; want the refusal alone", code, errOut)
+		}
 	})
 	t.Run("the console does what its pages do, nothing more", func(t *testing.T) {
 		nc, ae := conns[auth.RoleConsole], errs[auth.RoleConsole]
