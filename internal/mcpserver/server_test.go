@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
@@ -204,6 +206,34 @@ func TestTooLargeArguments(t *testing.T) {
 		res := mcpservertest.Call(t, cs, call.tool, call.args)
 		if text := mcpservertest.Text(res); !res.IsError || !strings.Contains(text, "too large: a request is one NATS message, at most") || strings.Contains(text, "maximum payload exceeded") {
 			t.Errorf("%s with 2 MiB arguments = error %v %.200q; want the limit in words", call.tool, res.IsError, text)
+		}
+	}
+}
+
+// TestUnknownPromptAndSectionCodes: an unknown prompt argument, section or
+// resource is a JSON-RPC "invalid params" error (-32602), as MCP gives an
+// unknown prompt or resource, not code 0.
+func TestUnknownPromptAndSectionCodes(t *testing.T) {
+	srv, _ := withServer(t, mcpserver.Config{})
+	cs := connect(t, srv, "memory", &mcpservertest.Recorder{})
+	ctx := context.Background()
+	for what, err := range map[string]error{
+		"prompt with an unknown section": func() error {
+			_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "handbook", Arguments: map[string]string{"section": "zzz"}})
+			return err
+		}(),
+		"prompt with an unknown argument": func() error {
+			_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "handbook", Arguments: map[string]string{"colour": "red"}})
+			return err
+		}(),
+		"resource of an unknown section": func() error {
+			_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://handbook/zzz"})
+			return err
+		}(),
+	} {
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: %v; want a JSON-RPC error -32602", what, err)
 		}
 	}
 }

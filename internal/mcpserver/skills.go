@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
@@ -302,7 +303,7 @@ func (c *catalog) readSection(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	info, err := c.s.c.SkillInfo(ctx, name, section)
 	if errors.Is(err, client.ErrNotFound) {
-		return nil, fmt.Errorf("%s: %v", req.Params.URI, c.s.describeError("skill_info", err))
+		return nil, invalidParams(fmt.Sprintf("%s: %v", req.Params.URI, c.s.describeError("skill_info", err)))
 	}
 	if err != nil {
 		return nil, err
@@ -357,7 +358,7 @@ func sectionTitles(rec *skill.Skill) []string {
 func (c *catalog) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	rec := c.get(req.Params.Name)
 	if rec == nil {
-		return nil, fmt.Errorf("no skill %q: the skill was removed; list the prompts again", req.Params.Name)
+		return nil, invalidParams(fmt.Sprintf("no skill %q: the skill was removed; list the prompts again", req.Params.Name))
 	}
 	var unknown []string
 	for k := range req.Params.Arguments {
@@ -367,12 +368,15 @@ func (c *catalog) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("prompt %q: unknown argument(s) %s; it takes task and section", rec.Name, strings.Join(unknown, ", "))
+		return nil, invalidParams(fmt.Sprintf("prompt %q: unknown argument(s) %s; it takes task and section", rec.Name, strings.Join(unknown, ", ")))
 	}
 	body := rec.Body
 	section := req.Params.Arguments["section"]
 	if section != "" || len(body) > events.MaxSkillInfoBytes {
 		info, err := c.s.c.SkillInfo(ctx, rec.Name, section)
+		if errors.Is(err, client.ErrNotFound) {
+			return nil, invalidParams(c.s.describeError("skill_info", err))
+		}
 		if err != nil {
 			return nil, errors.New(c.s.describeError("skill_info", err))
 		}
@@ -396,4 +400,11 @@ func (c *catalog) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 		fmt.Fprintf(&b, "\nTask: %s\n", task)
 	}
 	return &mcp.GetPromptResult{Description: rec.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: b.String()}}}}, nil
+}
+
+// invalidParams is a JSON-RPC "invalid params" error (-32602) with msg: the
+// code MCP gives an unknown prompt or resource, so that a client tells a
+// wrong name or section (fix the request) from a failure of the server.
+func invalidParams(msg string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 }
