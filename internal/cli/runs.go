@@ -451,7 +451,11 @@ func runsCancel(ctx context.Context, env Env, c *client.Client, id, by, reason s
 		fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s finished %s before the cancel reached its worker; nothing was cancelled\n", id, st.Status)
 		return ExitFailure
 	}
-	fmt.Fprintf(env.Stdout, "run %s cancelled after group %d: %s\n", id, st.FinishedGroups, st.Error)
+	if st.FinishedGroups == 0 {
+		fmt.Fprintf(env.Stdout, "run %s cancelled before any group finished: %s\n", id, st.Error)
+	} else {
+		fmt.Fprintf(env.Stdout, "run %s cancelled after group %d: %s\n", id, st.FinishedGroups, st.Error)
+	}
 	return ExitOK
 }
 

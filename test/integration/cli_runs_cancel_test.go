@@ -67,8 +67,8 @@ func TestCLIRunsCancelAndRerun(t *testing.T) {
 		t.Fatal("the run never reached its blocking call")
 	}
 	code, out, errOut := cliRun(t, "runs", "cancel", "cr-run", "--reason", "not wanted")
-	if code != cli.ExitOK || !strings.Contains(out, "run cr-run cancelled after group 0") {
-		t.Fatalf("runs cancel of a running run: exit %d\n%s\n%s\nwant 0, cancelled after group 0", code, out, errOut)
+	if code != cli.ExitOK || !strings.Contains(out, "run cr-run cancelled before any group finished") {
+		t.Fatalf("runs cancel of a running run: exit %d\n%s\n%s\nwant 0, cancelled before any group finished", code, out, errOut)
 	}
 	code, out, errOut = cliRun(t, "runs", "cancel", "cr-run")
 	if code != cli.ExitOK || !strings.Contains(out, "run cr-run was already cancelled at ") || !strings.Contains(out, "not wanted") {
