@@ -225,3 +225,20 @@ func TestValidateJSONAndFlagsAnywhere(t *testing.T) {
 		t.Errorf("validate DIR -- --json = %d (%q); want 2 naming the missing path --json", code, errs)
 	}
 }
+
+// TestValidateDanglingLink: a symlink named like a definition that leads to
+// nothing is a warning (it loads nothing), not silently absent.
+func TestValidateDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "ok.seq.yaml", "name: ok\ngroups:\n  - name: ok-g\n    tools: [{tool: fs.list}]\n")
+	if err := os.Symlink("gone.seq.yaml", filepath.Join(dir, "alias.seq.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := validateWithin(t, 20*time.Second, dir)
+	if code != ExitOK || !strings.Contains(out, filepath.Join(dir, "alias.seq.yaml")+": warning: not loaded: a symlink to gone.seq.yaml, which does not exist") || !strings.Contains(out, "2 file(s) checked, 0 invalid, 1 warning(s)") {
+		t.Errorf("validate = %d\n%s%s\nwant 0 and the dangling link as a warning", code, out, errs)
+	}
+	if code, _, _ := validateWithin(t, 20*time.Second, dir, "--strict"); code != ExitFailure {
+		t.Errorf("validate --strict = %d; want 1 on the warning", code)
+	}
+}

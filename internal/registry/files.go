@@ -66,6 +66,10 @@ var (
 	ErrOutsideTree = errors.New("registry: symlink leads outside the tree")
 	// ErrUnreadableDir: a directory of the tree cannot be listed.
 	ErrUnreadableDir = errors.New("registry: directory cannot be read")
+	// ErrDanglingLink: a symlink named like a definition leads to nothing;
+	// a warning (it loads nothing), so that a definition that went missing
+	// behind a link is not silent.
+	ErrDanglingLink = errors.New("registry: symlink leads to nothing")
 )
 
 // readRegular reads the regular file at path, at most limit bytes. It
@@ -134,6 +138,8 @@ func refusalMessage(err error) string {
 		return "not followed: " + strings.TrimPrefix(err.Error(), ErrOutsideTree.Error()+": ")
 	case errors.Is(err, ErrUnreadableDir):
 		return "not read: " + strings.TrimPrefix(err.Error(), ErrUnreadableDir.Error()+": ")
+	case errors.Is(err, ErrDanglingLink):
+		return "not loaded: " + strings.TrimPrefix(err.Error(), ErrDanglingLink.Error()+": ")
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -261,7 +267,13 @@ func scan(root string, limit int64, others bool) scanResult {
 			if typ&fs.ModeSymlink != 0 {
 				target, err := filepath.EvalSymlinks(abs)
 				if err != nil {
-					continue // dangling: not there
+					if kind != kindNone {
+						// Named like a definition, leading to nothing: said
+						// (a warning) rather than silently not there.
+						dest, _ := os.Readlink(abs)
+						refuse(r, abs, kindTree, fmt.Errorf("%w: a symlink to %s, which does not exist", ErrDanglingLink, dest))
+					}
+					continue
 				}
 				st, err := os.Stat(target)
 				if err != nil {

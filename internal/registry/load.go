@@ -78,9 +78,10 @@ func loadFile(f *scanned, limit int64) (*definition, []Problem) {
 		// warning: such links (shared configuration, vendored SDKs) are
 		// common in repositories that hold no definition behind them, and
 		// must not fail `skillbus validate .` (docs/skills.md, Loading).
+		// So is a symlink named like a definition that leads to nothing.
 		// Every other refusal, a definition file's included, is an error.
-		outside := f.kind == kindTree && errors.Is(f.err, ErrOutsideTree)
-		return nil, []Problem{{File: f.rel, Message: refusalMessage(f.err), Warning: outside}}
+		warn := f.kind == kindTree && (errors.Is(f.err, ErrOutsideTree) || errors.Is(f.err, ErrDanglingLink))
+		return nil, []Problem{{File: f.rel, Message: refusalMessage(f.err), Warning: warn}}
 	}
 	var d *definition
 	var probs []Problem

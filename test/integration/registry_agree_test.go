@@ -44,6 +44,9 @@ func TestRegistryAgreesWithValidate(t *testing.T) {
 	if err := os.Symlink("one.seq.yaml", filepath.Join(dir, "flows/alias.seq.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("nowhere.seq.yaml", filepath.Join(dir, "flows/dangling.seq.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	reports, err := registry.Check([]string{dir}, registry.CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
