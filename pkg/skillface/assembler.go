@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/skillbus/skillbus/pkg/jsonenc"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -675,6 +676,6 @@ func renderBody(s *skill.Skill, max int) renderedBody {
 		b.WriteString(` bytes; read the rest section by section with skill_info "` + s.Name + `".`)
 	}
 	rb.text = b.String()
-	rb.json = appendJSONString(make([]byte, 0, len(rb.text)+len(rb.text)/8+2), rb.text)
+	rb.json = jsonenc.AppendString(make([]byte, 0, len(rb.text)+len(rb.text)/8+2), rb.text)
 	return rb
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/skillbus/skillbus/pkg/jsonenc"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -201,7 +202,7 @@ func buildSnapshot(skills map[string]*entry, listingEntries, entryChars int) *sn
 		b.WriteByte('\n')
 	}
 	sn.listing = strings.TrimSuffix(b.String(), "\n")
-	sn.listingJSON = appendJSONString(nil, sn.listing)
+	sn.listingJSON = jsonenc.AppendString(nil, sn.listing)
 	return sn
 }
 

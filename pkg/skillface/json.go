@@ -2,7 +2,8 @@ package skillface
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/skillbus/skillbus/pkg/jsonenc"
 )
 
 // AppendResponseJSON appends the JSON encoding of resp to dst and returns
@@ -41,7 +42,7 @@ func (a *Assembler) AppendResponseJSON(dst []byte, resp *Response) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"role":`...)
-			dst = appendJSONString(dst, m.Role)
+			dst = jsonenc.AppendString(dst, m.Role)
 			dst = append(dst, `,"content":`...)
 			dst = appendKnownString(dst, m.Content, known)
 			dst = append(dst, '}')
@@ -57,7 +58,7 @@ func (a *Assembler) AppendResponseJSON(dst []byte, resp *Response) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"tool":`...)
-			dst = appendJSONString(dst, l.Tool)
+			dst = jsonenc.AppendString(dst, l.Tool)
 			if len(l.Allow) > 0 {
 				dst = append(dst, `,"allow":`...)
 				dst = appendJSONStrings(dst, l.Allow)
@@ -110,7 +111,7 @@ func appendKnownString(dst []byte, s string, known []escaped) []byte {
 			return append(dst, k.json...)
 		}
 	}
-	return appendJSONString(dst, s)
+	return jsonenc.AppendString(dst, s)
 }
 
 // appendJSONStrings appends a JSON array of strings, or null for nil.
@@ -123,77 +124,7 @@ func appendJSONStrings(dst []byte, ss []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, s)
+		dst = jsonenc.AppendString(dst, s)
 	}
 	return append(dst, ']')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// jsonSafe marks the ASCII bytes that encoding/json writes as they are
-// (with HTML escaping on: not <, > and &).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		switch c {
-		case '"', '\\', '<', '>', '&':
-		default:
-			t[c] = true
-		}
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// encodes a Go string: ", \ and control characters escaped (\b \f \n \r \t
-// short), <, > and & as \u003c \u003e \u0026, invalid UTF-8 bytes as
-// \ufffd, U+2028 and U+2029 as \u2028 and \u2029.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if jsonSafe[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
