@@ -232,40 +232,30 @@ func (s *Server) apiSeqRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})
 }
 
-// formArgs reads a run form's values by sig's types, as --arg reads them,
-// and returns the arguments or the problems by field: a value that does
-// not fit its type (runargs.Value's message, after "KEY is declared
-// TYPE;" as the CLI writes it), a missing key, an unknown key.
+// formArgs reads a run form's values by sig's types and returns the
+// arguments or the problems by field: text as --arg reads it
+// (runargs.Value's message, after "KEY is declared TYPE;" as the CLI writes
+// it), JSON values, unknown and missing keys as runargs.Problems says.
 func formArgs(sig seq.Signature, values map[string]json.RawMessage) (map[string]json.RawMessage, map[string]string) {
-	args := map[string]json.RawMessage{}
+	args := make(map[string]json.RawMessage, len(values))
 	fields := map[string]string{}
 	for k, raw := range values {
-		t, ok := sig[k]
-		if !ok {
-			fields[k] = fmt.Sprintf("unknown argument %q; the sequence takes %s", k, runargs.SignatureText(sig))
-			continue
-		}
 		var text string
-		if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &text) != nil {
-			// A JSON value other than a string: checked as --args-file
-			// checks its values.
-			if err := runargs.CheckJSON(t, raw); err != nil {
-				fields[k] = fmt.Sprintf("%s is declared %s; %v", k, t, err)
-				continue
-			}
-			args[k] = raw
+		t, declared := sig[k]
+		if b := bytes.TrimSpace(raw); !declared || len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &text) != nil {
+			args[k] = raw // a JSON value: runargs.Problems checks it
 			continue
 		}
-		val, err := runargs.Value(t, text)
+		val, err := runargs.Value(t, text) // the form's text, read as --arg reads it
 		if err != nil {
 			fields[k] = fmt.Sprintf("%s is declared %s; %v", k, t, err)
 			continue
 		}
 		args[k] = val
 	}
-	for k, t := range sig {
-		if _, ok := values[k]; !ok {
-			fields[k] = fmt.Sprintf("missing: %s is a run argument of type %s; give a value such as %s", k, t, runargs.Example(t))
+	for k, msg := range runargs.Problems(sig, args) {
+		if _, ok := fields[k]; !ok {
+			fields[k] = msg
 		}
 	}
 	return args, fields

@@ -253,9 +253,13 @@ func (s *Server) seqRun(ctx context.Context, req *mcp.CallToolRequest, in seqRun
 		if r.Inline, err = seq.Encode(q); err != nil {
 			return runView{}, "", err
 		}
-	}
-	if err := s.checkRunArgs(ctx, in); err != nil {
-		return runView{}, "", err
+		if err := checkRunArgs(q.Signature, in.Args); err != nil {
+			return runView{}, "", err
+		}
+	default:
+		if err := s.checkStoredRunArgs(ctx, in.Sequence, in.Args); err != nil {
+			return runView{}, "", err
+		}
 	}
 	if len(in.Args) > 0 {
 		r.Args, _ = json.Marshal(in.Args)
@@ -281,54 +285,38 @@ func (s *Server) seqRun(ctx context.Context, req *mcp.CallToolRequest, in seqRun
 	return s.view(ctx, st, "")
 }
 
-// checkRunArgs checks seq_run's args against the sequence's signature
-// before anything starts, with the rules `skillbus run --args-file` and
-// the console apply (runargs.CheckJSON; docs/sequences.md, "Types"): an
-// unknown key, a value of the wrong type and a missing key are each named
-// with what to give, and no failed run is left behind for a typo. For a
-// stored sequence the signature is read from the registry; when it cannot
-// be read (other than "no such sequence") the worker's own check decides.
-func (s *Server) checkRunArgs(ctx context.Context, in seqRunIn) error {
-	var sig seq.Signature
-	if len(in.Inline) > 0 {
-		q, err := seq.ParseJSON(in.Inline)
-		if err != nil {
-			return problemsError("inline", err)
-		}
-		sig = q.Signature
-	} else {
-		raw, err := s.c.SeqGet(ctx, in.Sequence)
-		if errors.Is(err, client.ErrNotFound) {
-			return err
-		}
-		if err != nil {
-			s.log.Debug("seq_run: signature not read; the worker checks the arguments", "sequence", in.Sequence, "err", err)
-			return nil
-		}
-		q, err := seq.Decode(raw)
-		if err != nil {
-			return nil
-		}
-		sig = q.Signature
+// checkStoredRunArgs checks seq_run's args against the stored sequence's
+// signature, read from the registry (checkRunArgs). When it cannot be read
+// (other than "no such sequence") the worker's own check decides.
+func (s *Server) checkStoredRunArgs(ctx context.Context, name string, args map[string]json.RawMessage) error {
+	raw, err := s.c.SeqGet(ctx, name)
+	if errors.Is(err, client.ErrNotFound) {
+		return err
 	}
-	var probs []string
-	for _, k := range sortedKeys(in.Args) {
-		t, ok := sig[k]
-		if !ok {
-			probs = append(probs, fmt.Sprintf("args.%s: unknown argument; the sequence takes %s", k, runargs.SignatureText(sig)))
-			continue
-		}
-		if err := runargs.CheckJSON(t, in.Args[k]); err != nil {
-			probs = append(probs, fmt.Sprintf("args.%s: declared %s; %v", k, t, err))
-		}
-	}
-	for _, k := range sortedKeys(sig) {
-		if _, ok := in.Args[k]; !ok {
-			probs = append(probs, fmt.Sprintf("args.%s: missing: a run argument of type %s; give a value such as %s", k, sig[k], runargs.Example(sig[k])))
-		}
-	}
-	if len(probs) == 0 {
+	if err != nil {
+		s.log.Debug("seq_run: signature not read; the worker checks the arguments", "sequence", name, "err", err)
 		return nil
+	}
+	q, err := seq.Decode(raw)
+	if err != nil {
+		return nil
+	}
+	return checkRunArgs(q.Signature, args)
+}
+
+// checkRunArgs checks seq_run's args against sig before anything starts,
+// with the rules `skillbus run --args-file` and the console apply
+// (runargs.Problems; docs/sequences.md, "Types"): every unknown key, value
+// of the wrong type and missing key is named with what to give, and no
+// failed run is left behind for a typo.
+func checkRunArgs(sig seq.Signature, args map[string]json.RawMessage) error {
+	byKey := runargs.Problems(sig, args)
+	if len(byKey) == 0 {
+		return nil
+	}
+	probs := make([]string, 0, len(byKey))
+	for _, k := range sortedKeys(byKey) {
+		probs = append(probs, "args."+k+": "+byKey[k])
 	}
 	return fmt.Errorf("the run was not started: %s", strings.Join(probs, "; "))
 }

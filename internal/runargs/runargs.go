@@ -115,6 +115,37 @@ func Build(want map[string]seq.Type, file *File, kvs []string, requireAll bool) 
 	return args, nil
 }
 
+// Problems checks run arguments given as JSON values (a program's, a
+// model's: the console's API, MCP's seq_run) against the signature sig by
+// the rules of --args-file (CheckJSON), and returns the problem of each
+// key that is wrong: an unknown key ("unknown argument "k"; the sequence
+// takes …"), a value of another type ("k is declared T; give …"), a
+// missing key ("missing: k is a run argument of type T; give a value such
+// as …"). nil when every argument fits.
+func Problems(sig map[string]seq.Type, args map[string]json.RawMessage) map[string]string {
+	var probs map[string]string
+	add := func(k, msg string) {
+		if probs == nil {
+			probs = map[string]string{}
+		}
+		probs[k] = msg
+	}
+	for k, raw := range args {
+		t, ok := sig[k]
+		if !ok {
+			add(k, fmt.Sprintf("unknown argument %q; the sequence takes %s", k, SignatureText(sig)))
+		} else if err := CheckJSON(t, raw); err != nil {
+			add(k, fmt.Sprintf("%s is declared %s; %v", k, t, err))
+		}
+	}
+	for k, t := range sig {
+		if _, ok := args[k]; !ok {
+			add(k, fmt.Sprintf("missing: %s is a run argument of type %s; give a value such as %s", k, t, Example(t)))
+		}
+	}
+	return probs
+}
+
 // DecodeObject reads a JSON object of arguments, keeping each value's
 // JSON. Errors say what is wrong in words, never in Go types: not valid
 // JSON (with the line and column), not an object ("want a JSON object of

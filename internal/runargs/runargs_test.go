@@ -180,3 +180,24 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+func TestProblems(t *testing.T) {
+	sig := map[string]seq.Type{"root": "string", "n": "integer"}
+	if p := Problems(sig, map[string]json.RawMessage{"root": json.RawMessage(`"."`), "n": json.RawMessage(`2`)}); p != nil {
+		t.Errorf("Problems(fitting args) = %v; want nil", p)
+	}
+	p := Problems(sig, map[string]json.RawMessage{"root": json.RawMessage(`5`), "colour": json.RawMessage(`"red"`)})
+	want := map[string]string{
+		"root":   `root is declared string; give a JSON string such as "text", not an integer 5`,
+		"colour": `unknown argument "colour"; the sequence takes `,
+		"n":      "missing: n is a run argument of type integer; give a value such as ",
+	}
+	for k, w := range want {
+		if !strings.HasPrefix(p[k], w) {
+			t.Errorf("Problems()[%q] = %q; want it to start with %q", k, p[k], w)
+		}
+	}
+	if len(p) != 3 {
+		t.Errorf("Problems() = %v; want 3 problems", p)
+	}
+}

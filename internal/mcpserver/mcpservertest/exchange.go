@@ -306,13 +306,13 @@ func Exchange(t *testing.T, cs *mcp.ClientSession, r *Recorder, defs string) {
 	// Run arguments that do not fit the signature: refused before any run
 	// starts, each named with the fix, as `skillbus run` and the console do.
 	res = Call(t, cs, "seq_run", `{"sequence": "readme-brief", "args": {"path": 5, "colour": "red"}}`)
-	for _, want := range []string{"the run was not started", `args.path: declared string; give a JSON string such as "text", not an integer 5`, "args.colour: unknown argument"} {
+	for _, want := range []string{"the run was not started", `args.path: path is declared string; give a JSON string such as "text", not an integer 5`, `args.colour: unknown argument "colour"`} {
 		if !res.IsError || !strings.Contains(Text(res), want) {
 			t.Errorf("seq_run(wrong args) = error %v %q; want it to say %q", res.IsError, Text(res), want)
 		}
 	}
 	res = Call(t, cs, "seq_run", `{"sequence": "readme-brief", "args": {}}`)
-	if !res.IsError || !strings.Contains(Text(res), "args.path: missing: a run argument of type string") {
+	if !res.IsError || !strings.Contains(Text(res), "args.path: missing: path is a run argument of type string") {
 		t.Errorf("seq_run(missing args) = error %v %q; want the missing argument named", res.IsError, Text(res))
 	}
 	// Arguments a model gets wrong: every problem, with the fix.
