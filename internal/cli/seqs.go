@@ -120,7 +120,7 @@ func runSeqsList(ctx context.Context, env Env, args []string) int {
 				trig = append(trig, "boot")
 			}
 			if s.Schedule != "" {
-				trig = append(trig, s.Schedule)
+				trig = append(trig, scheduleWithZone(s.Schedule, s.TimeZone))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", s.Name, strings.Join(s.Groups, ", "), seq.Signature(sig), strings.Join(trig, ", "), s.Source)
 			if out.Wide() {
@@ -258,6 +258,20 @@ func describeRegistry(err error, hint404 string) string {
 	return errtext.Error(err)
 }
 
+// scheduleWithZone is a schedule as a reader needs it: a cron expression
+// with the zone it is read in ("0 0 3 * * * (Europe/Berlin)", "(UTC)" when
+// the sequence names none), an interval (@every 10m) as it is, since an
+// interval is the same in every zone (docs/sequences.md, Schedules).
+func scheduleWithZone(schedule, tz string) string {
+	if strings.HasPrefix(schedule, "@every") {
+		return schedule
+	}
+	if tz == "" {
+		tz = "UTC"
+	}
+	return schedule + " (" + tz + ")"
+}
+
 // describeSequence prints a sequence for a person.
 func describeSequence(w io.Writer, s *seq.Sequence) {
 	fmt.Fprintf(w, "%s %s\n", s.Name, s.Signature)
@@ -268,7 +282,7 @@ func describeSequence(w io.Writer, s *seq.Sequence) {
 		fmt.Fprintln(w, "  runs at every agent boot")
 	}
 	if s.Schedule != "" {
-		fmt.Fprintf(w, "  schedule: %s\n", s.Schedule)
+		fmt.Fprintf(w, "  schedule: %s\n", scheduleWithZone(s.Schedule, s.TimeZone))
 	}
 	for i, g := range s.Groups {
 		mode := "parallel"

@@ -343,6 +343,7 @@ func (r *Registry) seqList(ctx context.Context, data []byte) (any, error) {
 		var head struct {
 			Boot      bool              `json:"boot"`
 			Schedule  string            `json:"schedule"`
+			TimeZone  string            `json:"timezone"`
 			Signature map[string]string `json:"signature"`
 		}
 		_ = json.Unmarshal(d.value, &head)
@@ -350,7 +351,7 @@ func (r *Registry) seqList(ctx context.Context, data []byte) (any, error) {
 			head.Signature = map[string]string{}
 		}
 		out.Sequences = append(out.Sequences, SeqSummary{Name: name, Description: d.description, Source: label(d),
-			Groups: d.groups, Boot: head.Boot, Schedule: head.Schedule, Signature: head.Signature})
+			Groups: d.groups, Boot: head.Boot, Schedule: head.Schedule, TimeZone: head.TimeZone, Signature: head.Signature})
 	}
 	return out, nil
 }
