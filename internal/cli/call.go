@@ -124,5 +124,5 @@ func groupInputs(ctx context.Context, nc *nats.Conn, group string) (map[string]s
 			}
 		}
 	}
-	return nil, fmt.Errorf("no stored sequence has a group named %q; list the sequences and their groups with `skillbus seqs`", group)
+	return nil, fmt.Errorf("no stored sequence has a group named %q; %s", group, withDidYouMean(group, seqNames(&list, true), listGroupsHint))
 }

@@ -213,7 +213,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if s == nil {
 		var raw json.RawMessage
 		if err := request(ctx, nc, registry.SubjectSeqGet, registry.NameRequest{Name: target}, &raw); err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus run: sequence %q: %v\n", target, describe(err, "list the stored sequences with `skillbus seqs`"))
+			fmt.Fprintf(env.Stderr, "skillbus run: sequence %q: %v\n", target, describe(err, storedSeqHint(ctx, nc, target)))
 			return ExitFailure
 		}
 		if s, err = seq.Decode(raw); err != nil {

@@ -232,7 +232,7 @@ func withSequence(ctx context.Context, env Env, cmd, name string, fn func(*seq.S
 	return withClient(env, cmd, func(c *client.Client) int {
 		raw, err := c.SeqGet(ctx, name)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", cmd, describeRegistry(err, "list the stored sequences with `skillbus seqs`"))
+			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", cmd, describeRegistry(err, clientSeqHint(ctx, c, name)))
 			return ExitFailure
 		}
 		s, err := seq.Decode(raw)
