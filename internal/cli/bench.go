@@ -21,7 +21,7 @@ import (
 func benchCommand() command {
 	return command{
 		summary: "measure runs on this cluster beside the raw NATS request/reply floor",
-		usage: `Usage: skillbus bench [--groups G] [--calls C] [--runs N] [--concurrency K] [--tool NAME] [-o json|yaml]
+		usage: `Usage: skillbus bench [--groups G] [--calls C] [--runs N] [--concurrency K] [--tool NAME] [-o json|yaml] [flags]
 
 Measures what a skillbus cluster does, like ` + "`nats bench`" + ` does for NATS: it stores a
 generated sequence of G groups of C parallel calls, serves an echo tool (or

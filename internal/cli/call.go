@@ -15,7 +15,7 @@ import (
 func callCommand() command {
 	return command{
 		summary: "run one group of a stored sequence by its name (seq_call) and print its slots",
-		usage: `Usage: skillbus call GROUP [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml]
+		usage: `Usage: skillbus call GROUP [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml] [flags]
 
 Runs the single group GROUP (group names are unique among the stored
 sequences: they are signatures callable by a model with seq_call) with its

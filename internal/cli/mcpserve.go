@@ -30,7 +30,7 @@ const envMCPToken = "SKILLBUS_MCP_TOKEN"
 func mcpServeCommand() command {
 	return command{
 		summary: "serve skillbus to agent runtimes as an MCP server (stdio or HTTP)",
-		usage: `Usage: skillbus mcp serve [--local DIR] [--listen ADDR] [--read-only] [--tools PREFIXES]
+		usage: `Usage: skillbus mcp serve [--local DIR] [--listen ADDR] [--read-only] [--tools PREFIXES] [flags]
 
 Serves skillbus as a Model Context Protocol server, so that an agent runtime
 (Claude Code, Codex, Gemini CLI, an IDE agent...) reaches it with one line of

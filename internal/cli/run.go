@@ -28,7 +28,7 @@ import (
 func runCommand() command {
 	return command{
 		summary: "run a sequence (a file or a stored name) and show its progress and result",
-		usage: `Usage: skillbus run SEQUENCE [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml] [--local]
+		usage: `Usage: skillbus run SEQUENCE [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml] [--local] [flags]
 
 Runs a sequence and waits for it, showing each group and call as it
 finishes (a live line on a terminal, plain lines otherwise, on stderr), then

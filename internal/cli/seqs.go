@@ -22,7 +22,7 @@ import (
 func seqsCommand() command {
 	return command{
 		summary: "list, show, draw or delete stored sequences",
-		usage: `Usage: skillbus seqs [ls] [-o json|yaml|wide]
+		usage: `Usage: skillbus seqs [ls] [-o json|yaml|wide] [flags]
        skillbus seqs show NAME [-o json|yaml]
        skillbus seqs graph NAME [--format mermaid|dot]
        skillbus seqs rm NAME
@@ -36,6 +36,9 @@ an edge from the call that writes a slot to every later group that reads
 it — as Mermaid (default; paste into Markdown) or Graphviz DOT
 (` + "`| dot -Tsvg`" + `). rm deletes a sequence created over NATS (seq_create); a
 sequence from a file goes when its file is deleted.
+
+Flags of graph:
+  --format F   mermaid (default) or dot
 
 NAME may also be a sequence file for show and graph, which then need no NATS;
 otherwise NATS_URL must be set. A NAME is taken in Unicode NFC, as the

@@ -11,7 +11,7 @@ import (
 func skillsCommand() command {
 	return command{
 		summary: "list the stored skills, or show one (its table of contents or a section)",
-		usage: `Usage: skillbus skills [ls] [-o json|yaml|wide]
+		usage: `Usage: skillbus skills [ls] [-o json|yaml|wide] [flags]
        skillbus skills info NAME [SECTION] [-o json|yaml]
 
 ls (the default) lists the skills in the SKILLS bucket: name, source file and

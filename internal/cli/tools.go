@@ -42,6 +42,9 @@ serve runs the built-in tool provider until Ctrl-C:
         an allow-listed command (no shell) with a timeout and an output cap
 Replicas share calls (one queue group), so run as many as you like.
 
+Flags of ls:
+  --wait D             how long to wait for providers to answer discovery
+
 Flags of serve:
   --root DIR           the directory the tools are confined to (default .)
   --allow-cmd NAMES    commands cmd.run may run, comma-separated (default none)
@@ -53,7 +56,8 @@ Flags of serve:
                        with different roots can share one bus
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
-  --log-json           log JSON lines; --log-level LEVEL (default info)
+  --log-json           log JSON lines
+  --log-level LEVEL    debug, info, warn or error (default info)
 serve runs like the skillbus services (docs/operations.md): it waits for NATS
 at start, reconnects for ever, exits 1 if its connection is closed for good,
 and takes every flag from SKILLBUS_<FLAG> too (SKILLBUS_HEALTH_ADDR=:8080).

@@ -58,7 +58,8 @@ Flags:
                        "skillbus console ($USER)")
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
-  --log-json           log JSON lines; --log-level LEVEL (default info)
+  --log-json           log JSON lines
+  --log-level LEVEL    debug, info, warn or error (default info)
 Every flag also comes from SKILLBUS_<FLAG> (SKILLBUS_LISTEN, SKILLBUS_TOKEN).
 Like the services it waits for NATS at start and reconnects for ever.
 

@@ -20,7 +20,7 @@ import (
 func watchCommand() command {
 	return command{
 		summary: "print skillbus events live: runs, agent boots, registry changes",
-		usage: `Usage: skillbus watch [RUN_ID] [-o json]
+		usage: `Usage: skillbus watch [RUN_ID] [-o json] [flags]
 
 Without RUN_ID, prints every new event of the EVENTS stream as it happens
 (run started / group finished / run finished, agent_ready, registry put,
