@@ -252,7 +252,7 @@ func (p *Provider) list(ctx context.Context, args json.RawMessage) (any, error) 
 	}
 	des, err := p.readDir(p.budget(ctx, "fs.list"), dir)
 	var te *tool.Error
-	if errors.As(err, &te) || ctx.Err() != nil {
+	if err != nil && (errors.As(err, &te) || ctx.Err() != nil) {
 		return nil, walkStopped("fs.list", err)
 	}
 	if err != nil {

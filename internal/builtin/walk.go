@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -222,7 +223,8 @@ func (p *Provider) globWalk(b *budget, pat string, withHidden bool, fn func(name
 // (the budget's errors name it already); errors.Is still sees the
 // context's error, so a deadline is code "504" on the wire.
 func walkStopped(toolName string, err error) error {
-	if _, ok := err.(*tool.Error); ok {
+	var te *tool.Error
+	if errors.As(err, &te) {
 		return err
 	}
 	return fmt.Errorf("%s stopped: %w", toolName, err)
