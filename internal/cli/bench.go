@@ -292,7 +292,7 @@ func (b *benchBar) start() {
 		for {
 			select {
 			case <-b.stopc:
-				fmt.Fprint(b.w, "\r\033[K")
+				fmt.Fprint(rawWriter(b.w), "\r\033[K")
 				return
 			case <-t.C:
 			}
@@ -305,7 +305,8 @@ func (b *benchBar) start() {
 			}
 			const width = 30
 			fill := int(int64(width) * n / int64(b.total))
-			fmt.Fprintf(b.w, "\r\033[K%s [%s%s] %d/%d  %s", phase, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), n, b.total, time.Since(t0).Round(100*time.Millisecond))
+			fmt.Fprint(rawWriter(b.w), "\r\033[K")
+			fmt.Fprintf(b.w, "%s [%s%s] %d/%d  %s", phase, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), n, b.total, time.Since(t0).Round(100*time.Millisecond))
 		}
 	}()
 }

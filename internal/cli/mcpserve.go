@@ -204,7 +204,7 @@ func runMCPServe(ctx context.Context, env Env, args []string) int {
 		// stdio: the session ends when the client closes our stdin.
 		// A line that is not a JSON-RPC message is answered with an error
 		// and skipped; it does not end the session.
-		t := mcpserver.StdioTransport(env.Stdin, env.Stdout)
+		t := mcpserver.StdioTransport(env.Stdin, rawWriter(env.Stdout))
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			fmt.Fprintf(env.Stderr, "skillbus mcp serve: %v\n", err)
 			return ExitFailure

@@ -52,9 +52,9 @@ func (o *output) Wide() bool { return o.format == "wide" }
 func (o *output) Structured(w io.Writer, v any) bool {
 	switch o.format {
 	case "json":
-		writeJSON(w, v)
+		writeJSON(rawWriter(w), v) // exact: the encoders escape what needs it
 	case "yaml":
-		writeYAML(w, v)
+		writeYAML(rawWriter(w), v)
 	default:
 		return false
 	}

@@ -347,7 +347,7 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 		}
 		v["subject"] = subject
 		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "%s\n", b)
+		fmt.Fprintf(rawWriter(w), "%s\n", b) // JSON lines, exact
 		return finished
 	}
 	at := ev.At.Local().Format("15:04:05.000")
