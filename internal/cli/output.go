@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -169,7 +170,7 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 		fmt.Fprintf(w, "Error: %s\n", st.Error)
 	}
 	fmt.Fprintln(w)
-	printResultTable(w, r.Groups)
+	printResultTable(w, r.Groups, st.Error)
 	slots := st.Slots
 	if len(slots) == 0 {
 		slots = r.Slots
@@ -177,8 +178,11 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 	printSlots(w, slots, s)
 }
 
-// printResultTable prints one row per group and one per call under it.
-func printResultTable(w io.Writer, groups []seq.GroupResult) {
+// printResultTable prints one row per group and one per call under it. An
+// error is said once: a group's error that the run's error (runErr, "" for
+// none) already holds reads "(the run's error)", and a call's error that
+// its group's error holds reads "(the group's error)".
+func printResultTable(w io.Writer, groups []seq.GroupResult, runErr string) {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "GROUP / CALL\tSTATUS\tATTEMPTS\tTIME\tERROR")
 	for i, g := range groups {
@@ -190,13 +194,21 @@ func printResultTable(w io.Writer, groups []seq.GroupResult) {
 		if e == "" {
 			e = g.Reason
 		}
-		fmt.Fprintf(tw, "%d %s\t%s\t\t%s\t%s\n", i+1, g.Name, g.Status, d, oneLine(e, 100))
+		shown := errorLine(e, 100)
+		if g.Error != "" && runErr != "" && strings.Contains(runErr, g.Error) {
+			shown = "(the run's error)"
+		}
+		fmt.Fprintf(tw, "%d %s\t%s\t\t%s\t%s\n", i+1, g.Name, g.Status, d, shown)
 		for _, c := range g.Calls {
 			d := ""
 			if c.Attempts > 0 {
 				d = roundDur(time.Duration(c.Duration)).String()
 			}
-			fmt.Fprintf(tw, "    %s\t%s\t%d\t%s\t%s\n", callLabel(c), c.Status, c.Attempts, d, oneLine(c.Error, 100))
+			ce := errorLine(c.Error, 100)
+			if c.Error != "" && g.Error != "" && strings.Contains(g.Error, c.Error) {
+				ce = "(the group's error)"
+			}
+			fmt.Fprintf(tw, "    %s\t%s\t%d\t%s\t%s\n", callLabel(c), c.Status, c.Attempts, d, ce)
 		}
 	}
 	tw.Flush()
@@ -272,4 +284,23 @@ func oneLine(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// errorCode finds a tool error's code in an error text: "(code 503)", as
+// toolcall.Error writes it.
+var errorCode = regexp.MustCompile(`\(code [^()\s]{1,16}\)`)
+
+// errorLine is oneLine for an error in a table: when the cut would drop
+// the tool error's code, the code is kept at the end ("tool "x" failed…
+// (code 503)"), so a 503 is never hidden by the width of a column.
+func errorLine(s string, n int) string {
+	line := oneLine(s, n)
+	if line == strings.Join(strings.Fields(s), " ") {
+		return line
+	}
+	code := errorCode.FindString(s)
+	if code == "" || strings.Contains(line, code) || n <= len(code)+10 {
+		return line
+	}
+	return oneLine(s, n-len(code)-1) + " " + code
 }
