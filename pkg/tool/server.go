@@ -159,6 +159,10 @@ type Server struct {
 	// cancel message; tombs holds cancels that came before their call.
 	byReply map[string]*inflight
 	tombs   tombstones
+	// nprogress counts the calls in the ring that ask for progress
+	// messages; ticking says the keep-alive loop runs (progress.go).
+	nprogress int
+	ticking   bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -177,6 +181,14 @@ type inflight struct {
 	reply     string
 	ctx       *callCtx
 	cancelled bool
+	// The keep-alive protocol (progress.go): every is the interval its
+	// caller asked for (0: none), progressTo the reply subject, nextBeat
+	// when the next progress message is due, acked that the first was
+	// sent. Guarded by Server.mu.
+	every      time.Duration
+	progressTo string
+	nextBeat   time.Time
+	acked      bool
 }
 
 // tombstones remembers the reply subjects of the last maxTombstones
