@@ -3,6 +3,7 @@ package tool
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -130,11 +131,21 @@ func (s *Server) keepAlives() {
 		}
 		now := time.Now()
 		send = send[:0]
+		refused := s.replyRefused()
 		s.mu.Lock()
 		if s.nprogress == 0 {
 			s.ticking = false
 			s.mu.Unlock()
 			return
+		}
+		if refused {
+			// The user may send one message per request: no more progress
+			// messages, or the reply would be the one refused.
+			s.noProgress = true
+			for c := s.calls.next; c != &s.calls; c = c.next {
+				c.every = 0
+			}
+			s.nprogress = 0
 		}
 		for c := s.calls.next; c != &s.calls; c = c.next {
 			if c.every > 0 && !now.Before(c.nextBeat) {
@@ -150,10 +161,32 @@ func (s *Server) keepAlives() {
 	}
 }
 
+// refusedPublish finds the subject of a refused publish in a
+// permissions violation.
+var refusedPublish = regexp.MustCompile(`(?i)publish to "([^"]+)"`)
+
+// replyRefused reports whether the connection's last error, new since
+// the last look, is the server refusing a message to a reply subject
+// (_INBOX.…): the provider's user has a response permission of one
+// message per request (creds generated before tool roles could send
+// progress messages; docs/security.md).
+func (s *Server) replyRefused() bool {
+	err := s.nc.LastError()
+	if err == nil || err == s.lastErr {
+		return false
+	}
+	s.lastErr = err
+	m := refusedPublish.FindStringSubmatch(err.Error())
+	return errors.Is(err, nats.ErrPermissionViolation) && m != nil && strings.HasPrefix(m[1], "_INBOX.")
+}
+
 // progressedLocked registers a call asking for progress every interval
 // on reply, and starts the keep-alive loop if it is not running. s.mu is
 // held.
 func (s *Server) progressedLocked(in *inflight, reply string, every time.Duration) {
+	if s.noProgress {
+		return
+	}
 	in.every, in.progressTo, in.nextBeat = every, reply, in.start.Add(min(progressAckAfter, every))
 	s.nprogress++
 	if !s.ticking && !s.stopped {

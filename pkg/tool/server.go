@@ -163,6 +163,10 @@ type Server struct {
 	// messages; ticking says the keep-alive loop runs (progress.go).
 	nprogress int
 	ticking   bool
+	// noProgress: the server refused a progress message or a reply after
+	// one (one response per request allowed): none are sent any more.
+	noProgress bool
+	lastErr    error // the connection's last error seen by the keep-alive loop (only it reads it)
 
 	stopOnce sync.Once
 	stopErr  error
