@@ -205,7 +205,17 @@ var _ toolcall.Caller = (*Client)(nil)
 //   - an error wrapping ErrTimeout and context.DeadlineExceeded, or
 //     context.Canceled: no reply in time. When the connection dropped while
 //     the call was in flight, the timeout also wraps ErrInterrupted.
+//   - an error wrapping ErrProviderLost and a code "503" *Error: the
+//     provider acknowledged the call, its keep-alives stopped, and the
+//     call sent again was taken up by no provider within the lost grace
+//     (WithLostGrace; docs/tools.md, "Keep-alives").
 //   - nats.ErrConnectionClosed: the connection closed for good.
+//
+// A call asks its provider for keep-alives (WithKeepAlive): one whose
+// provider acknowledged it and then fell silent for 3 intervals is sent
+// again, on the same reply subject, without an error (a reply lost on the
+// provider's side, a provider that reconnected). A provider that sends
+// none is waited for until the deadline.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	te, err := c.entry(name)
 	if err != nil {
@@ -367,6 +377,7 @@ func (c *Client) roundTrip(ctx context.Context, plain bool, deadline time.Time, 
 			silentSince, quiet := p.silentSince, p.quietResends
 			c.mu.Unlock()
 			if m == lostMsg {
+				c.sendCancel(te, msg.Reply) // in case a provider still holds it, unheard
 				return nil, interrupted, &lostCall{quiet: time.Since(silentSince), resends: quiet}
 			}
 			if len(m.Data) == 0 && m.Header.Get(statusHeader) == noRespondersStatus {
@@ -513,7 +524,9 @@ func (c *Client) watch(status chan nats.Status) {
 func (c *Client) onReply(m *nats.Msg) {
 	token := m.Subject[len(c.prefix):]
 	if isProgress(m) {
-		c.onProgress(token)
+		if c.keepAlive > 0 { // else asked for none: ignored
+			c.onProgress(token)
+		}
 		return
 	}
 	c.mu.Lock()

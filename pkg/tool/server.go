@@ -239,7 +239,9 @@ func (t *tombstones) take(reply string) bool {
 // does not compile, wrapping ErrBadSchema),
 // ErrBadName, or the micro service's or connection's error. When Serve
 // returns, the server knows the endpoints: calls from any connection reach
-// them.
+// them. A call whose request asks for progress (ProgressHeader) and is not
+// answered within 100 ms gets an acknowledgement and then keep-alives on
+// its reply subject until its reply (docs/tools.md, "Keep-alives").
 func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
