@@ -331,3 +331,36 @@ func TestKeepAliveOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestNoKeepAliveAsked: a Client made WithKeepAlive(0) sends no
+// ProgressHeader, and a progress message it gets anyway is not taken for
+// the reply.
+func TestNoKeepAliveAsked(t *testing.T) {
+	t.Parallel()
+	s := natsserver.StartTB(t, natsserver.Options{})
+	provider := natsserver.ConnectTB(t, s)
+	header := make(chan string, 1)
+	if _, err := provider.Subscribe("tool.test.chatty", func(m *nats.Msg) {
+		header <- m.Header.Get(tool.ProgressHeader)
+		_ = provider.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{tool.ProgressHeader: []string{tool.ProgressAccepted}}})
+		_ = m.Respond([]byte(`{"ok":true}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tool.NewClient(natsserver.ConnectTB(t, s), tool.WithKeepAlive(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := c.Call(ctx, "test.chatty", nil)
+	if err != nil || string(out) != `{"ok":true}` {
+		t.Fatalf("Call = %s, %v; want the reply after the progress message", out, err)
+	}
+	if h := <-header; h != "" {
+		t.Errorf("request %s = %q; want none", tool.ProgressHeader, h)
+	}
+}
