@@ -400,6 +400,9 @@ func userClaims(r Role, kp nkeys.KeyPair, account string) *jwt.UserClaims {
 	}
 	if r.Responds {
 		uc.Permissions.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: ResponseWindow}
+		if r.Progresses {
+			uc.Permissions.Resp.MaxMsgs = -1 // any number: progress messages, then the reply
+		}
 	}
 	uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeStandard)
 	return uc

@@ -63,6 +63,11 @@ type Role struct {
 	// one reply per request, within ResponseWindow), which is how services
 	// and tool providers reply without a publish grant on _INBOX.>.
 	Responds bool
+	// Progresses lets a user that Responds send any number of messages
+	// to the reply subject of a request it received (within
+	// ResponseWindow): a tool provider's acknowledgement and keep-alives
+	// before its reply (docs/tools.md, "Keep-alives").
+	Progresses bool
 }
 
 // InboxPrefix returns the role's private inbox prefix, _INBOX.<name>: its
@@ -364,6 +369,7 @@ func toolsRole(name, who string, families []string) Role {
 		Sub: cat(inbox(name),
 			grants("answer its tools (queue group)", answer...),
 			microService()),
+		Progresses: true,
 	}
 }
 
