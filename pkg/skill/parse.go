@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillbus/skillbus/internal/suggest"
+	"github.com/skillbus/skillbus/internal/yamlplain"
 	"github.com/skillbus/skillbus/pkg/sections"
 )
 
@@ -261,6 +262,12 @@ func (p *parser) decode(text string, format Format) *yaml.Node {
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil
 	}
+	// Aliases and merge keys are refused as sequences refuse them
+	// (internal/yamlplain): a skill's text is what its file shows.
+	// The other fields are still read, for their own problems.
+	yamlplain.Walk(doc.Content[0], func(line int, msg string) {
+		p.errf(line, "", ErrSyntax, "%s", msg)
+	})
 	root := deref(doc.Content[0])
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 		return nil
