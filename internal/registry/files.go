@@ -152,6 +152,7 @@ func refusalMessage(err error) string {
 // or a refused directory (kind kindTree).
 type scanned struct {
 	abs   string // path opened (the resolved path; through symlinks)
+	dir   string // the directory the entry is in (symlinks resolved): a skill's file refs are read from it
 	rel   string // slash path relative to the root: the entry's identity
 	kind  string
 	data  []byte
@@ -301,7 +302,7 @@ func scan(root string, limit int64, others bool) scanResult {
 				if err != nil && errors.Is(err, fs.ErrNotExist) {
 					continue // vanished mid-walk: not there
 				}
-				res.files[r] = &scanned{abs: abs, rel: r, kind: kind, data: data, mtime: mtime, err: err}
+				res.files[r] = &scanned{abs: abs, dir: real, rel: r, kind: kind, data: data, mtime: mtime, err: err}
 			case others && typ.IsRegular() && misnameCandidate(name):
 				res.others = append(res.others, &scanned{abs: abs, rel: r})
 			}

@@ -87,7 +87,7 @@ func loadFile(f *scanned, limit int64) (*definition, []Problem) {
 	var probs []Problem
 	switch f.kind {
 	case kindSkill:
-		d, probs = loadSkill(f.rel, f.abs, f.data)
+		d, probs = loadSkill(f.rel, f.abs, f.dir, f.data)
 	default:
 		d, probs = loadSequence(f.rel, f.data)
 	}
@@ -118,12 +118,23 @@ func skillDir(rel, abs string) string {
 	return filepath.Base(filepath.Dir(abs))
 }
 
-func loadSkill(rel, abs string, data []byte) (*definition, []Problem) {
+// loadSkill parses a skill file at rel (read from abs, in the directory
+// dir) and checks its file refs against dir (skill.CheckRefs: a ref
+// leading out through a symlink is an error, a missing file a warning).
+func loadSkill(rel, abs, dir string, data []byte) (*definition, []Problem) {
 	format := skill.FormatMarkdown
 	if path.Base(rel) == string(skill.FormatYAML) {
 		format = skill.FormatYAML
 	}
 	s, warns, err := skill.Parse(data, format, skillDir(rel, abs))
+	if err == nil && s != nil && dir != "" {
+		var refWarns []skill.Warning
+		refWarns, err = skill.CheckRefs(s, dir)
+		warns = append(warns, refWarns...)
+		if err != nil {
+			s = nil
+		}
+	}
 	var probs []Problem
 	for _, fe := range skill.Problems(err) {
 		probs = append(probs, Problem{File: rel, Line: fe.Line, Message: fe.Message}) // messages name their field
