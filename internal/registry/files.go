@@ -158,6 +158,25 @@ type scanned struct {
 	data  []byte
 	mtime time.Time // modification time of the file read
 	err   error     // reading failed, or the entry was refused
+	// refs is set by loadFile for a skill.yaml that parses: the paths of
+	// its file refs, whose state (refsState) the registry adds to the
+	// file's hash, so a ref file created, removed or relinked reloads it.
+	refs []string
+}
+
+// refsState describes what each of paths is on disk (where it leads, or
+// why it leads nowhere): a change of any is a change of the skill that
+// names them (docs/skills.md, "File refs").
+func refsState(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		target, err := filepath.EvalSymlinks(p)
+		fmt.Fprintf(&b, "\x00%s=%s|%v", p, target, err != nil)
+	}
+	return b.String()
 }
 
 // scanResult is a walk of the tree: the definition files by rel path, the
