@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
 
 	"gopkg.in/yaml.v3"
 
@@ -247,18 +249,20 @@ func printSlots(w io.Writer, slots map[string]json.RawMessage, s *seq.Sequence) 
 	var texts []string
 	for _, k := range names {
 		v := slots[k]
-		var str string
-		if json.Unmarshal(v, &str) == nil && strings.Contains(str, "\n") {
-			texts = append(texts, k)
-			fmt.Fprintf(w, "  %s: text, %d line(s), below\n", k, strings.Count(strings.TrimRight(str, "\n"), "\n")+1)
-			continue
-		}
 		var buf bytes.Buffer
 		if json.Compact(&buf, v) != nil {
 			buf.Reset()
 			buf.Write(v)
 		}
-		line := buf.String()
+		line := readableJSON(buf.String())
+		var str string
+		if json.Unmarshal(v, &str) == nil && (strings.Contains(str, "\n") || len(line) > maxInlineValue) {
+			// Text is shown in full (README): below, when it has several
+			// lines or is too long for the line.
+			texts = append(texts, k)
+			fmt.Fprintf(w, "  %s: text, %d line(s), below\n", k, strings.Count(strings.TrimRight(str, "\n"), "\n")+1)
+			continue
+		}
 		if len(line) > maxInlineValue {
 			line = oneLine(line, maxInlineValue) + fmt.Sprintf(" (%d bytes; --json shows all)", buf.Len())
 		}
@@ -303,4 +307,64 @@ func errorLine(s string, n int) string {
 		return line
 	}
 	return oneLine(s, n-len(code)-1) + " " + code
+}
+
+// readableJSON returns compact JSON text as a person reads it: the escapes
+// of its strings that stand for a printable character — \u003c, \u003e and
+// \u0026, which Go's encoder writes for <, > and &, and \u00e9 or a
+// surrogate pair from other encoders — are written as the character. The
+// escapes of quotes, backslashes, control characters, line separators and
+// invisible format characters (bidi controls) stay, so the text is still
+// JSON, means the same value, and prints nothing a terminal acts on.
+func readableJSON(s string) string {
+	if !strings.Contains(s, `\u`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		if s[i+1] != 'u' {
+			b.WriteString(s[i : i+2]) // \" \\ \n …: kept, and not read as the start of another escape
+			i += 2
+			continue
+		}
+		r, n := jsonEscape(s[i:])
+		if n > 0 && r != '"' && r != '\\' && unicode.IsPrint(r) {
+			b.WriteRune(r)
+			i += n
+			continue
+		}
+		b.WriteString(s[i : i+2])
+		i += 2
+	}
+	return b.String()
+}
+
+// jsonEscape reads the \uXXXX escape (or surrogate pair of two) at the
+// start of s and returns its rune and length, or 0, 0.
+func jsonEscape(s string) (rune, int) {
+	hex4 := func(s string) (rune, bool) {
+		if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(s[2:6], 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex4(s)
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	r2, ok := hex4(s[6:])
+	if d := utf16.DecodeRune(r, r2); ok && d != unicode.ReplacementChar {
+		return d, 12
+	}
+	return 0, 0
 }

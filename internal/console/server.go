@@ -142,7 +142,7 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 	}
 	loop := IsLoopback(host)
 	if !loop && cfg.Token == "" {
-		return nil, fmt.Errorf("%w: listen address %q is not a loopback address, so the console would be open to the network: set a token (--token or SKILLBUS_UI_TOKEN), or listen on 127.0.0.1", ErrConfig, cfg.Listen)
+		return nil, fmt.Errorf("%w: listen address %q is not a loopback address, so the console would be open to the network: set a token (SKILLBUS_TOKEN or --token-file), or listen on 127.0.0.1", ErrConfig, cfg.Listen)
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, fmt.Errorf("%w: give both a TLS certificate and its key, or neither", ErrConfig)
