@@ -7,8 +7,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skillbus/skillbus/internal/console"
+	"github.com/skillbus/skillbus/internal/httplimit"
 	"github.com/skillbus/skillbus/internal/mcpserver"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/servicecmd"
@@ -58,6 +60,10 @@ Flags:
   --https-key FILE     ... and its private key (PEM)
   --user NAME          recorded as who cancels runs from the page (default
                        "skillbus console ($USER)")
+  --max-streams N      most live event streams (open pages) at once
+                       (default 64); one more is answered 503
+  --body-timeout D     how long a request body may take to arrive (default
+                       10s); a slower one is answered 408
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
   --log-json           log JSON lines
@@ -87,6 +93,8 @@ func runUI(ctx context.Context, env Env, args []string) int {
 	cert := fs.String("https-cert", "", "HTTPS certificate (PEM)")
 	key := fs.String("https-key", "", "HTTPS private key (PEM)")
 	user := fs.String("user", "", "recorded as who cancels runs")
+	maxStreams := fs.Int("max-streams", httplimit.DefaultMaxStreams, "most live event streams (open pages) at once")
+	bodyTimeout := fs.Duration("body-timeout", httplimit.DefaultBodyTimeout, "how long a request body may take to arrive")
 	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
 	sf.register(fs)
 	pos, err := sf.parse(env, fs, args)
@@ -132,13 +140,18 @@ func runUI(ctx context.Context, env Env, args []string) int {
 			return ExitUsage
 		}
 	}
+	if *maxStreams < 1 || *bodyTimeout < 100*time.Millisecond {
+		fmt.Fprintf(env.Stderr, "skillbus ui: --max-streams %d, --body-timeout %s: want at least 1 and 100ms\n", *maxStreams, *bodyTimeout)
+		return ExitUsage
+	}
 	if *user == "" {
 		*user = "skillbus console"
 		if u := os.Getenv("USER"); u != "" {
 			*user += " (" + u + ")"
 		}
 	}
-	cfg := console.Config{Listen: *listen, Token: *token, TLSCert: *cert, TLSKey: *key, User: *user, NATSURL: natsconn.Redact(connSettings(env).URL.V)}
+	cfg := console.Config{Listen: *listen, Token: *token, TLSCert: *cert, TLSKey: *key, User: *user, NATSURL: natsconn.Redact(connSettings(env).URL.V),
+		MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout}
 	// The console names its credentials (and their role) when the server
 	// refuses something, and reads what a creds file allows (the Tools
 	// page's form). Unusable settings are reported by serveService.

@@ -252,6 +252,14 @@ func (w *Worker) startRun(ctx context.Context, mreq micro.Request, r *events.Run
 		_ = req.Error("400", msg, nil)
 		return
 	}
+	if err := w.roomForRun(ctx); err != nil {
+		// A run already queued under this id (the same request again) is
+		// still answered; a new one is refused.
+		if cur, _, rerr := w.readState(ctx, r.RunID); rerr != nil || cur == nil {
+			_ = req.Error("503", err.Error(), nil)
+			return
+		}
+	}
 	existed, err := w.enqueueOnce(ctx, r)
 	if err != nil {
 		code := "503"
