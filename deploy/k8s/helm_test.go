@@ -536,3 +536,32 @@ func TestHelmNATSValues(t *testing.T) {
 		t.Errorf("chart values nats: vs helm/nats-values.yaml (as kustomize, chart): %s", d)
 	}
 }
+
+// TestHelmConsoleOnNetwork: a console on the pod network needs its token
+// (the chart refuses it without one) and gets a NetworkPolicy admitting
+// its port.
+func TestHelmConsoleOnNetwork(t *testing.T) {
+	_, err := helmRenderFiles(helmValues(t, nil, map[string]any{"console": map[string]any{"enabled": true, "listen": "0.0.0.0:4280"}}))
+	if err == nil || !strings.Contains(err.Error(), "console.token.enabled") {
+		t.Errorf("console on 0.0.0.0 without a token = %v; want an error naming console.token.enabled", err)
+	}
+	b := helmBuild(t, "helm console on the network", nil, map[string]any{"console": map[string]any{
+		"enabled": true, "listen": "0.0.0.0:4280", "token": map[string]any{"enabled": true, "existingSecret": "console-token"},
+	}})
+	checkWorkloads(t, b)
+	con := b.get("Deployment", "skillbus-console").Typed.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+	if envValue(con, "SKILLBUS_LISTEN") != "0.0.0.0:4280" {
+		t.Errorf("SKILLBUS_LISTEN %q", envValue(con, "SKILLBUS_LISTEN"))
+	}
+	if b.get("Secret", "console-token") != nil || b.get("Secret", "skillbus-console-token") != nil {
+		t.Errorf("a token Secret was made although console.token.existingSecret names one")
+	}
+	np := b.get("NetworkPolicy", "skillbus-console")
+	if np == nil {
+		t.Fatal("no NetworkPolicy skillbus-console admitting the console's port")
+	}
+	p := np.Typed.(*networkingv1.NetworkPolicy).Spec.Ingress[0].Ports[0].Port
+	if port, ok := containerPort(con, *p); !ok || port != 4280 {
+		t.Errorf("NetworkPolicy skillbus-console admits %s; want the console's port 4280", p.String())
+	}
+}
