@@ -67,11 +67,10 @@ const (
 )
 
 type runConfig struct {
-	observer   Observer
-	resume     *Result
-	retryInit  time.Duration
-	retryMax   time.Duration
-	noRunCheck bool
+	observer  Observer
+	resume    *Result
+	retryInit time.Duration
+	retryMax  time.Duration
 }
 
 // RunOption configures Run and RunGroup.
