@@ -240,7 +240,7 @@ func streamRead(why, stream string) []Grant {
 // CONSUMER.CREATE body, which permissions cannot filter, so whoever may
 // create one may have the server deliver the stream's messages onto any
 // subject. Every other role reads by direct gets, STREAM.MSG.GET and core
-// subscriptions (internal/streamread; TestNoConsumersOnOthersStreams).
+// subscriptions (pkg/streamread; TestNoConsumersOnOthersStreams).
 func ephemeral(why, stream string) []Grant {
 	return grants(why,
 		jsAPI+"CONSUMER.CREATE."+stream+".*", jsAPI+"CONSUMER.CREATE."+stream+".*.>", jsAPI+"CONSUMER.MSG.NEXT."+stream+".*",

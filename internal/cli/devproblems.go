@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillbus/skillbus/internal/streamread"
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 // registryProblemSubjects are the registry events `skillbus dev` reports on
@@ -48,7 +48,7 @@ func reportRegistryProblems(ctx context.Context, w io.Writer, url string, since 
 	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	// No consumer: a client role may not create one (internal/streamread).
+	// No consumer: a client role may not create one (pkg/streamread).
 	f, err := streamread.NewFollower(cctx, nc, streamread.FollowConfig{Stream: events.StreamEvents, Filters: registryProblemSubjects, Since: since, Poll: time.Second})
 	if err != nil {
 		nc.Close()

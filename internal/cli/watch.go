@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillbus/skillbus/internal/streamread"
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 func watchCommand() command {
@@ -211,7 +211,7 @@ type watchItem struct {
 }
 
 // eventReader reads the EVENTS stream in order from a cursor, without a
-// consumer (internal/streamread: STREAM.MSG.GET, woken by the live core
+// consumer (pkg/streamread: STREAM.MSG.GET, woken by the live core
 // messages): after a lost connection or a restarted server it reads on
 // from the message after the last one it passed on, so no event is lost
 // or repeated, and every wait is bounded by the context, so watch stops

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
-	"github.com/skillbus/skillbus/internal/streamread"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 func env(t *testing.T) (*nats.Conn, jetstream.JetStream, context.Context) {
