@@ -182,14 +182,16 @@ func (x *runIndex) follow(ctx context.Context) (err error) {
 	if err := sub.SetPendingLimits(-1, 256<<20); err != nil {
 		return err
 	}
-	if err := x.s.nc.FlushWithContext(ctx); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if err := x.s.nc.FlushWithContext(fctx); err != nil {
 		return err
 	}
-	kv, err := x.s.js.KeyValue(ctx, events.BucketRuns)
+	kv, err := x.s.js.KeyValue(fctx, events.BucketRuns)
 	if err != nil {
 		return err
 	}
-	if st, err := kv.Status(ctx); err == nil {
+	if st, err := kv.Status(fctx); err == nil {
 		x.mu.Lock()
 		x.ttl = st.TTL()
 		x.mu.Unlock()

@@ -94,6 +94,11 @@ func NewFollower(ctx context.Context, nc *nats.Conn, cfg FollowConfig) (*Followe
 		}
 		f.subs = append(f.subs, sub)
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
 	if err := nc.FlushWithContext(ctx); err != nil {
 		f.Close()
 		return nil, err

@@ -71,7 +71,9 @@ func WatchKV(ctx context.Context, nc *nats.Conn, bucket string, onErr func(error
 	if err != nil {
 		return nil, err
 	}
-	last, err := LastSeq(ctx, f.js, stream)
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	last, err := LastSeq(ictx, f.js, stream)
+	cancel()
 	if err != nil {
 		f.Close()
 		return nil, err
