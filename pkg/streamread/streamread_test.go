@@ -15,7 +15,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
-func env(t *testing.T) (*nats.Conn, jetstream.JetStream, context.Context) {
+func env(t testing.TB) (*nats.Conn, jetstream.JetStream, context.Context) {
 	t.Helper()
 	srv := natsserver.StartTB(t, natsserver.Options{})
 	nc := natsserver.ConnectTB(t, srv)
