@@ -176,3 +176,54 @@ func TestAuthConsumerFan(t *testing.T) {
 		t.Errorf("the server logged %d violations; want at least the %d refused requests", len(v), tried)
 	}
 }
+
+// TestRelayedRequestsDropped: a direct get answers the reply subject its
+// requester names, with the stored message as it is — here a seq.create
+// body, replayed onto the registry's endpoint (and its leader's), and a
+// run request onto skillbus.seq.run. The services drop such messages
+// (events.Relayed): nothing is stored, nothing runs. The stack runs
+// without auth: anyone may make the stream, which is the point — the
+// services do not rely on permissions for this.
+func TestRelayedRequestsDropped(t *testing.T) {
+	s := cliStack(t, t.TempDir(), t.TempDir())
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "STASH", Subjects: []string{"stash.>"}, AllowDirect: true}); err != nil {
+		t.Fatal(err)
+	}
+	evil := `{"name":"relayed-boot","boot":true,"groups":[{"name":"relayed-g","tools":"{\"tool\":\"fs.stat\",\"args\":{\"path\":\".\"}};"}]}`
+	js.Publish(ctx, "stash.seq", []byte(evil))
+	js.Publish(ctx, "stash.run", []byte(`{"sequence":"relayed-boot"}`))
+	for _, c := range []struct{ subject, target string }{
+		{"stash.seq", events.RegistrySeqCreateSubject},
+		{"stash.seq", events.RegistryLeaderPrefix + ".seq.create"},
+		{"stash.run", events.SeqRunSubject},
+	} {
+		m := &nats.Msg{Subject: "$JS.API.DIRECT.GET.STASH", Reply: c.target, Data: []byte(`{"last_by_subj":"` + c.subject + `"}`)}
+		if err := nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc.Flush()
+	time.Sleep(300 * time.Millisecond) // the server's replies to the services are asynchronous
+	reply, err := nc.Request(events.RegistrySeqGetSubject, []byte(`{"name":"relayed-boot"}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Header.Get("Nats-Service-Error-Code") == "" {
+		t.Errorf("the registry stored the replayed sequence: %.200s", reply.Data)
+	}
+	list, err := nc.Request(events.SeqListSubject, []byte(`{}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(list.Data), "relayed-boot") {
+		t.Errorf("a run of the replayed request exists: %.300s", list.Data)
+	}
+}
