@@ -585,6 +585,10 @@ func (r *Registry) release(ctx context.Context) {
 // serveForwarded answers a seq.create or seq.delete forwarded by a
 // replica that does not hold the lease, as the endpoint would.
 func (r *Registry) serveForwarded(m *nats.Msg) {
+	if why := events.Relayed(m.Reply, m.Header); why != "" {
+		r.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", m.Subject, "why", why)
+		return
+	}
 	r.inflight.Add(1)
 	defer r.inflight.Add(-1)
 	var h handlerFunc

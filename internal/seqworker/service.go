@@ -67,6 +67,10 @@ func (w *Worker) startService() error {
 // that a long seq_call does not hold up the other requests.
 func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
+			w.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", req.Subject(), "why", why)
+			return
+		}
 		if w.intakeCtx.Err() != nil {
 			_ = req.Error("503", "the seqworker is stopping; retry", nil)
 			return

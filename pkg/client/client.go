@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/streamread"
 	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
@@ -351,8 +352,11 @@ func (c *Client) Call(ctx context.Context, group string, args json.RawMessage) (
 }
 
 // Slots returns every slot value of a run state: those kept in the state
-// and those kept in the RUN_SLOTS object store (read through nc's
-// JetStream). Errors: NATS errors reading the object store.
+// and those kept in the RUN_SLOTS object store, read through nc by direct
+// gets of each object's metadata and chunks (no consumer: a client role
+// may not create one, docs/security.md), its SHA-256 digest checked.
+// Errors: NATS errors reading the object store; an object that is missing
+// or does not match its digest (naming the slot).
 func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]json.RawMessage, error) {
 	out := maps.Clone(st.Slots)
 	if out == nil {
@@ -365,12 +369,8 @@ func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]jso
 	if err != nil {
 		return nil, err
 	}
-	obs, err := js.ObjectStore(ctx, events.BucketRunSlots)
-	if err != nil {
-		return nil, fmt.Errorf("object store %s: %w", events.BucketRunSlots, err)
-	}
 	for k, ref := range st.SlotRefs {
-		b, err := obs.GetBytes(ctx, ref.Object)
+		b, err := streamread.ReadObject(ctx, js, events.BucketRunSlots, ref.Object)
 		if err != nil {
 			return nil, fmt.Errorf("slot %q (%s/%s): %w", k, events.BucketRunSlots, ref.Object, err)
 		}

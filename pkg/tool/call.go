@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 // The call path of a provider. A call arrives on the endpoint's
@@ -92,6 +94,9 @@ func newEndpoint(s *Server, t Tool, subject string) *endpoint {
 // It replies itself (not through micro.Request), because micro's request
 // bookkeeping is not safe once the handler has returned.
 func (e *endpoint) receive(r micro.Request) {
+	if events.Relayed(r.Reply(), nats.Header(r.Headers())) != "" {
+		return // a stored message replayed onto the tool, not a call (pkg/events.Relayed)
+	}
 	m := requestMsg(r)
 	s := e.s
 	in := &inflight{tool: e.t.Name, start: time.Now()}
