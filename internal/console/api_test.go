@@ -259,7 +259,13 @@ func TestAPIRunsList(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	bad, err := e.runs.Start(ctx, events.SeqRunRequest{Sequence: "console-long", Args: json.RawMessage(`{"ms": "x"}`)})
+	// A mistyped argument is refused before a run is made (seq.run checks
+	// the signature); a null one passes it and the tool refuses it, so the
+	// run fails.
+	if _, err := e.runs.Start(ctx, events.SeqRunRequest{Sequence: "console-long", Args: json.RawMessage(`{"ms": "x"}`)}); err == nil || !strings.Contains(err.Error(), "ms is declared integer") {
+		t.Fatalf("Start with ms \"x\" = %v; want refused: ms is declared integer", err)
+	}
+	bad, err := e.runs.Start(ctx, events.SeqRunRequest{Sequence: "console-long", Args: json.RawMessage(`{"ms": null}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
