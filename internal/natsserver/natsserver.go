@@ -109,8 +109,8 @@ type ClusterOptions struct {
 type Server struct {
 	srv     *server.Server
 	opts    *server.Options // the server's; its leaf node port is set once it listens
-	tempDir string   // removed at Shutdown; "" when the caller gave StoreDir
-	lock    *os.File // the store lock, released at Shutdown
+	tempDir string          // removed at Shutdown; "" when the caller gave StoreDir
+	lock    *os.File        // the store lock, released at Shutdown
 
 	once sync.Once
 }

@@ -277,4 +277,3 @@ groups:
 
 var _ = errors.New
 var _ = tool.Serve
-
