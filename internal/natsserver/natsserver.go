@@ -384,6 +384,10 @@ func leafNodes(so *server.Options, lo LeafNodeOptions) error {
 		if so.LeafNode.Port == 0 {
 			so.LeafNode.Port = server.RANDOM_PORT
 		}
+		// One server: no other hub address to tell the leaves of, and
+		// leaves keep dialling the URL they were given (a proxy or load
+		// balancer in front stays in the path).
+		so.LeafNode.NoAdvertise = true
 	}
 	for i, r := range lo.Remotes {
 		rem := &server.RemoteLeafOpts{Credentials: r.Credentials}

@@ -275,5 +275,316 @@ groups:
 	}
 }
 
-var _ = errors.New
-var _ = tool.Serve
+// spy subscribes to subject on the hub as role and counts what arrives.
+func (e *edgeEnv) spy(t *testing.T, role, subject string) *atomic.Int32 {
+	t.Helper()
+	nc, errs := e.conn(t, role)
+	var n atomic.Int32
+	if _, err := nc.Subscribe(subject, func(*nats.Msg) { n.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil || errs.has("Violation", 200*time.Millisecond) {
+		t.Fatalf("%s may not watch %s: %v %v", role, subject, err, errs.errs)
+	}
+	return &n
+}
+
+// TestEdgeDenials checks, on the hub locked down with the generated setup
+// and the leaf server of site1 connected with the generated creds and
+// leafnodes.conf, that the site's clients reach nothing but their own
+// tools' calls: no run started, no read of RUNS or skills, no answer to
+// another site's or the hub's tools, no events, prompts or other roles'
+// replies — while the control on the same connection (discovery) works.
+func TestEdgeDenials(t *testing.T) {
+	e := edgeStart(t)
+	if _, err := natsConnectCreds(e.stack.URL(), e.setup.CredsFile(auth.EdgeRole("site1"))); err == nil {
+		t.Errorf("the hub accepts edge-site1's creds from a client; want them refused (leaf node connections only)")
+	}
+	site := e.siteConn(t)
+
+	t.Run("no run starts from the site", func(t *testing.T) {
+		seen := e.spy(t, auth.RoleSeqworker, "skillbus.seq.>")
+		req := `{"v":1,"run_id":"from-the-edge","sequence":"anything"}`
+		if _, err := site.Request("skillbus.seq.run", []byte(req), 2*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+			t.Errorf("site: request skillbus.seq.run = %v; want no responders (the hub never tells the site of its endpoints)", err)
+		}
+		for _, subj := range []string{"seq.run.anything", "events.agent_ready.robot", "skillbus.seq.call"} {
+			if err := site.Publish(subj, []byte(req)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		site.Flush()
+		time.Sleep(300 * time.Millisecond)
+		if n := seen.Load(); n != 0 {
+			t.Errorf("%d messages from the site reached skillbus.seq.> on the hub", n)
+		}
+	})
+	t.Run("no RUNS, skills, sequences or prompts", func(t *testing.T) {
+		for _, subj := range []string{"$JS.API.DIRECT.GET.KV_RUNS.$KV.RUNS.from-the-edge", "$JS.API.STREAM.INFO.KV_RUNS", "$JS.API.CONSUMER.CREATE.KV_RUNS.x",
+			"skillbus.registry.skill.list", "skillbus.registry.seq.get", "skillbus.seq.status", "skillbus.skillface.assemble", "$JS.API.INFO"} {
+			if _, err := site.Request(subj, []byte(`{}`), 2*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+				t.Errorf("site: request %s = %v; want no responders", subj, err)
+			}
+		}
+		site.Publish("$KV.RUNS.from-the-edge", []byte(`{"status":"succeeded"}`))
+		site.Flush()
+		time.Sleep(300 * time.Millisecond)
+		if rev := e.kvRevision(t, "RUNS", "from-the-edge"); rev != 0 {
+			t.Errorf("a write to $KV.RUNS from the site is in RUNS (revision %d)", rev)
+		}
+	})
+	t.Run("nothing but its own tools' calls reaches the site", func(t *testing.T) {
+		var got, answered sync.Map
+		count := func(m *nats.Msg) {
+			n, _ := got.LoadOrStore(m.Subject, new(atomic.Int32))
+			n.(*atomic.Int32).Add(1)
+			if m.Reply != "" {
+				answered.Store(m.Reply, true) // the site's own replies, which its _INBOX.> sees locally
+				m.Respond([]byte(`{"forged":true}`))
+			}
+		}
+		for _, s := range []struct{ subj, queue string }{{"tool.site2.echo", "skillbus-tools"}, {"tool.fs.read", "skillbus-tools"}, {"tool.>", ""},
+			{"events.>", ""}, {"skillbus.>", ""}, {"_INBOX.>", ""}, {"$KV.>", ""}, {"$JS.>", ""}, {"tool.site1.echo", "skillbus-tools"}} {
+			if _, err := site.QueueSubscribe(s.subj, s.queue, count); err != nil {
+				t.Fatal(err)
+			}
+		}
+		site.Flush()
+		time.Sleep(300 * time.Millisecond) // the leaf sends its interest to the hub
+		sw, _ := e.conn(t, auth.RoleSeqworker)
+		if _, err := sw.Request("tool.site2.echo", []byte(`{}`), 2*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+			t.Errorf("hub: call tool.site2.echo = %v; want no responders (site1 may not answer site2's tools)", err)
+		}
+		for i := 0; i < 20; i++ {
+			m, err := sw.Request("tool.fs.read", []byte(`{"path":"README.md"}`), 5*time.Second)
+			if err != nil || !strings.Contains(string(m.Data), "Widgets") {
+				t.Fatalf("hub: call tool.fs.read = %v, %.100s; want the hub's built-in tools' answer", err, msgData(m))
+			}
+		}
+		if m, err := sw.Request("tool.site1.echo", []byte(`{}`), 5*time.Second); err != nil || string(m.Data) != `{"forged":true}` {
+			t.Errorf("hub: call tool.site1.echo = %v, %s; want the site's answer (the control)", err, msgData(m))
+		}
+		// Traffic of the hub the site must not see: events, a prompt, a
+		// run's state, replies to the agent.
+		agent, _ := e.conn(t, auth.RoleAgent)
+		agent.Request("skillbus.skillface.assemble", []byte(`{"session_id":"s","round":1,"messages":[{"role":"user","content":"hi"}]}`), 5*time.Second)
+		sw.Publish("events.run.x.started", []byte(`{}`))
+		e.as(t, auth.RoleRunner)
+		if code, _, errOut := cliRun(t, "agent-ready", "robot"); code != 0 {
+			t.Fatalf("runner: agent-ready = %d %s", code, errOut)
+		}
+		sw.Flush()
+		time.Sleep(500 * time.Millisecond)
+		got.Range(func(k, v any) bool {
+			if _, own := answered.Load(k); k != "tool.site1.echo" && !own {
+				t.Errorf("the site received %d messages on %s", v.(*atomic.Int32).Load(), k)
+			}
+			return true
+		})
+	})
+	t.Run("replies go only where the table says", func(t *testing.T) {
+		// docs/security.md: a reply crosses a leaf node connection only to
+		// a subject its user may publish to, so the seqworker's, the
+		// reader's and the console's inboxes are open to the site, and no
+		// other: not the agent's (prompts), the runner's or a service's.
+		for role, open := range map[string]bool{auth.RoleAgent: false, auth.RoleRunner: false, auth.RoleRegistry: false, auth.RoleSeqworker: true, auth.RoleReader: true} {
+			n := e.spy(t, role, "_INBOX."+role+".>")
+			site.Publish("_INBOX."+role+".forged", []byte(`{"forged":true}`))
+			site.Flush()
+			time.Sleep(200 * time.Millisecond)
+			if got := n.Load() > 0; got != open {
+				t.Errorf("a message from the site to _INBOX.%s reaches it: %v; want %v", role, got, open)
+			}
+		}
+		// The control: discovery from the site reaches the hub's services.
+		inbox := site.NewRespInbox()
+		sub, _ := site.SubscribeSync(inbox)
+		site.PublishRequest("$SRV.INFO", inbox, nil)
+		if _, err := sub.NextMsg(3 * time.Second); err != nil {
+			t.Errorf("site: $SRV.INFO got no answer from the hub (%v); want the hub's services", err)
+		}
+	})
+}
+
+// natsConnectCreds connects to url with a creds file and its inbox.
+func natsConnectCreds(url, creds string) (*nats.Conn, error) {
+	opts, err := auth.ConnectOptions(creds)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(0))...)
+	if err == nil {
+		nc.Close()
+	}
+	return nc, err
+}
+
+// siteTools serves, at site1 on the leaf server, site1.echo (answers at
+// once), site1.cold (never called before the link is cut) and site1.gate
+// (answers once release is closed), counting the calls of each.
+type siteTools struct {
+	calls   sync.Map // tool → *atomic.Int32
+	release chan struct{}
+	entered chan struct{}
+}
+
+func (st *siteTools) n(name string) int32 {
+	v, _ := st.calls.LoadOrStore(name, new(atomic.Int32))
+	return v.(*atomic.Int32).Load()
+}
+
+func (st *siteTools) add(name string) {
+	v, _ := st.calls.LoadOrStore(name, new(atomic.Int32))
+	v.(*atomic.Int32).Add(1)
+}
+
+func (e *edgeEnv) serveSiteTools(t *testing.T) *siteTools {
+	t.Helper()
+	st := &siteTools{release: make(chan struct{}), entered: make(chan struct{}, 8)}
+	echo := func(name string) tool.Func {
+		return func(ctx context.Context, args json.RawMessage) (any, error) {
+			st.add(name)
+			return map[string]string{"at": "site1"}, nil
+		}
+	}
+	gate := func(ctx context.Context, args json.RawMessage) (any, error) {
+		st.add("site1.gate")
+		st.entered <- struct{}{}
+		select {
+		case <-st.release:
+			return map[string]string{"at": "site1"}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	srv, err := tool.Serve(e.siteConn(t), tool.ServerConfig{Name: "site1-tools", Site: "site1"},
+		tool.Tool{Name: "site1.echo", Func: echo("site1.echo")}, tool.Tool{Name: "site1.cold", Func: echo("site1.cold")}, tool.Tool{Name: "site1.gate", Func: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	return st
+}
+
+// runAsync starts `skillbus run FILE -o json` as the runner and returns
+// a channel that gets its state when it ends.
+func runAsync(t *testing.T, seq string) <-chan runState {
+	t.Helper()
+	ch := make(chan runState, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		var out, errb cliBuf
+		cli.Main(ctx, []string{"run", seq, "-o", "json"}, strings.NewReader(""), &out, &errb)
+		var st runState
+		if err := json.Unmarshal([]byte(out.String()), &st); err != nil {
+			st.Error = "no run state: " + errb.String()
+		}
+		ch <- st
+	}()
+	return ch
+}
+
+func waitRun(t *testing.T, what string, ch <-chan runState, within time.Duration) runState {
+	t.Helper()
+	select {
+	case st := <-ch:
+		return st
+	case <-time.After(within):
+		t.Fatalf("%s: the run did not end within %v", what, within)
+	}
+	return runState{}
+}
+
+func oneCall(name, tool, extra string) string {
+	return "name: " + name + "\ngroups:\n  - name: " + name + "-g\n    timeout: 6s\n" + extra + "    tools:\n      - tool: " + tool + "\n"
+}
+
+// TestEdgeLinkDown cuts site1's link to the hub during and between runs:
+// a call in flight when the link drops ends the run (no hang: it fails at
+// the group's timeout, or succeeds once a lost reply is detected and the
+// call made again); a call to a tool that answered within the last minute
+// waits out a short cut (the missing grace) and succeeds; a tool never
+// seen is missing at once under the group's policy; and once the link is
+// back every tool answers, with nothing restarted.
+func TestEdgeLinkDown(t *testing.T) {
+	e := edgeStart(t)
+	st := e.serveSiteTools(t)
+	e.as(t, auth.RoleRunner)
+	if code, out, errOut := cliRun(t, "run", writeSeq(t, "warm", oneCall("warm", "site1.echo", "")), "-o", "json"); code != 0 {
+		t.Fatalf("site1.echo across the link = %d %s %s", code, out, errOut)
+	}
+
+	t.Run("a call in flight when the link drops", func(t *testing.T) {
+		start := time.Now()
+		done := runAsync(t, writeSeq(t, "inflight", oneCall("inflight", "site1.gate", "")))
+		<-st.entered
+		e.link.cut()
+		cliEventually(t, "the hub to see the site gone", func() bool { return e.stack.LeafNodes() == 0 })
+		close(st.release) // the reply is lost with the link
+		e.link.restore()
+		e.waitLinked(t)
+		r := waitRun(t, "in flight at the cut", done, 30*time.Second)
+		took := time.Since(start)
+		switch r.Status {
+		case "succeeded":
+		case "failed":
+			if !strings.Contains(r.Error, "site1.gate") {
+				t.Errorf("run failed with %q; want the call of site1.gate named", r.Error)
+			}
+		default:
+			t.Errorf("run ended %q (%s); want succeeded or failed", r.Status, r.Error)
+		}
+		t.Logf("a call in flight at the cut: run %s after %v (%d calls at the site): %s", r.Status, took.Round(time.Millisecond), st.n("site1.gate"), r.Error)
+	})
+	t.Run("after the link returns, calls work", func(t *testing.T) {
+		before := st.n("site1.echo")
+		if r := runJSON(t, mustRun(t, writeSeq(t, "after", oneCall("after", "site1.echo", "")))); r.Status != "succeeded" || st.n("site1.echo") != before+1 {
+			t.Errorf("after the link returned: run %s (%s), site1.echo called %d times; want succeeded, once", r.Status, r.Error, st.n("site1.echo")-before)
+		}
+	})
+	t.Run("a short cut within the missing grace", func(t *testing.T) {
+		before := st.n("site1.echo")
+		e.link.cut()
+		cliEventually(t, "the hub to see the site gone", func() bool { return e.stack.LeafNodes() == 0 })
+		start := time.Now()
+		done := runAsync(t, writeSeq(t, "grace", oneCall("grace", "site1.echo", "")))
+		time.Sleep(time.Second) // the call meets "no responders" meanwhile
+		e.link.restore()
+		r := waitRun(t, "within the grace", done, 30*time.Second)
+		if r.Status != "succeeded" || st.n("site1.echo") != before+1 {
+			t.Errorf("a cut of 1 s: run %s (%s), site1.echo called %d times; want succeeded once the link is back", r.Status, r.Error, st.n("site1.echo")-before)
+		}
+		t.Logf("a call during a 1 s cut: run %s after %v", r.Status, time.Since(start).Round(time.Millisecond))
+	})
+	t.Run("a tool not seen lately is missing at once", func(t *testing.T) {
+		e.link.cut()
+		cliEventually(t, "the hub to see the site gone", func() bool { return e.stack.LeafNodes() == 0 })
+		start := time.Now()
+		r := runJSON(t, mustRunCode(t, 1, writeSeq(t, "cold", oneCall("cold", "site1.cold", ""))))
+		if r.Status != "failed" || !strings.Contains(r.Error, "site1.cold") || time.Since(start) > 5*time.Second {
+			t.Errorf("site1.cold with the link down: run %s after %v (%s); want failed at once (missing: fail), naming the tool", r.Status, time.Since(start), r.Error)
+		}
+		r = runJSON(t, mustRun(t, writeSeq(t, "cold-skip", oneCall("cold-skip", "site1.cold", "    missing: skip\n"))))
+		if r.Status != "succeeded" {
+			t.Errorf("site1.cold with the link down under missing: skip: run %s (%s); want succeeded, the call skipped", r.Status, r.Error)
+		}
+		e.link.restore()
+		e.waitLinked(t)
+		if r := runJSON(t, mustRun(t, writeSeq(t, "cold-back", oneCall("cold-back", "site1.cold", "")))); r.Status != "succeeded" || st.n("site1.cold") != 1 {
+			t.Errorf("site1.cold with the link back: run %s (%s), %d calls; want succeeded, once", r.Status, r.Error, st.n("site1.cold"))
+		}
+	})
+}
+
+// mustRun runs a sequence file as the current creds and requires exit 0.
+func mustRun(t *testing.T, seq string) string { t.Helper(); return mustRunCode(t, 0, seq) }
+
+func mustRunCode(t *testing.T, want int, seq string) string {
+	t.Helper()
+	code, out, errOut := cliRun(t, "run", seq, "-o", "json")
+	if code != want {
+		t.Fatalf("skillbus run %s = %d; want %d\nstdout: %s\nstderr: %s", filepath.Base(seq), code, want, out, errOut)
+	}
+	return out
+}
