@@ -132,6 +132,8 @@ func leafConf(site string) string {
 	b.WriteString("# Local clients, without credentials: loopback only. To take providers from the\n")
 	b.WriteString("# site's network, listen there and add an authorization block of your own.\n")
 	b.WriteString("host: 127.0.0.1\nport: 4222\n\n")
+	b.WriteString("# A link that dies without a word (no reset) is found within a minute, and redialled.\n")
+	b.WriteString("ping_interval: \"20s\"\nping_max: 3\n\n")
 	b.WriteString("include " + LeafNodesConfFile + "\n")
 	return b.String()
 }

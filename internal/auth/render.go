@@ -37,7 +37,7 @@ func Markdown() string {
 		fmt.Fprintf(&b, "Creds `creds/%s.creds`, Kubernetes Secret `%s`, inbox prefix `%s`", r.Name, SecretName(r.Name), r.InboxPrefix())
 		switch {
 		case r.Site != "":
-			fmt.Fprintf(&b, "; a leaf node connection only (`%s`, `%s`), its lists applied by the hub to what crosses the link — publish: from the site to the hub, subscribe: from the hub to the site; answers the requests it receives (allow_responses: each service at the site once per request, within %s)", LeafNodesConfFile, LeafConfFile, hours(ResponseWindow))
+			fmt.Fprintf(&b, "; a leaf node connection only (`%s`, `%s`), its lists applied by the hub to what crosses the link — publish: from the site to the hub, subscribe: from the hub to the site; its replies cross the link only to the inboxes it may publish to (allow_responses, set for up to %s, does not cross a leaf node connection: nats-server issue #2949)", LeafNodesConfFile, LeafConfFile, hours(ResponseWindow))
 		case r.Responds && r.Progresses:
 			fmt.Fprintf(&b, "; answers the requests it receives (allow_responses: any number of messages each — an acknowledgement and keep-alives, then the reply — within %s)", hours(ResponseWindow))
 		case r.Responds:
