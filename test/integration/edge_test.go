@@ -588,3 +588,83 @@ func mustRunCode(t *testing.T, want int, seq string) string {
 	}
 	return out
 }
+
+// TestEdgeLinkFlaps runs 40 runs of three parallel calls to site1 while
+// its link flaps — cut for 300 ms every 2.5 s, then 0.7 s after each
+// time the site is back (the leaf server redials every second, so the
+// site is away about 1 s a cut): every run ends (none lost),
+// and a run that fails does so by the group's policy — a call whose reply
+// was lost ends at the group's timeout, a tool that stays unreachable past
+// it counts as missing — never otherwise. It logs the counts and how long
+// each cut kept the site away.
+func TestEdgeLinkFlaps(t *testing.T) {
+	e := edgeStart(t)
+	st := e.serveSiteTools(t)
+	e.as(t, auth.RoleRunner)
+	mustRun(t, writeSeq(t, "warm", oneCall("warm", "site1.echo", "")))
+	seq := writeSeq(t, "flap", `name: flap
+groups:
+  - name: flap-g
+    timeout: 5s
+    tools:
+      - tool: site1.echo
+      - tool: site1.echo
+      - tool: site1.echo
+`)
+	for _, up := range []time.Duration{2200 * time.Millisecond, 700 * time.Millisecond} {
+		t.Run("up "+up.String()+" between cuts", func(t *testing.T) {
+			before := st.n("site1.echo")
+			stopFlap := make(chan struct{})
+			away := make(chan []time.Duration)
+			go func() {
+				var outages []time.Duration
+				defer func() { away <- outages }()
+				for {
+					select {
+					case <-stopFlap:
+						e.link.restore()
+						return
+					case <-time.After(up):
+					}
+					start := time.Now()
+					e.link.cut()
+					time.Sleep(300 * time.Millisecond)
+					e.link.restore()
+					for e.stack.LeafNodes() != 1 && time.Since(start) < 5*time.Second {
+						time.Sleep(5 * time.Millisecond)
+					}
+					outages = append(outages, time.Since(start).Round(10*time.Millisecond))
+				}
+			}()
+			const runs = 40
+			var results []<-chan runState
+			for i := 0; i < runs; i++ {
+				results = append(results, runAsync(t, seq))
+				time.Sleep(250 * time.Millisecond)
+			}
+			var ok, lostReply, missing int
+			for i, ch := range results {
+				r := waitRun(t, "a run under a flapping link", ch, 60*time.Second)
+				switch {
+				case r.Status == "succeeded":
+					ok++
+				case r.Status == "failed" && strings.Contains(r.Error, "no reply before the deadline"):
+					lostReply++
+				case r.Status == "failed" && strings.Contains(r.Error, "no provider serves"):
+					missing++
+				default:
+					t.Errorf("run %d ended %q: %s; want succeeded, or failed by the group's policy", i, r.Status, r.Error)
+				}
+			}
+			close(stopFlap)
+			outages := <-away
+			t.Logf("%d runs under %d cuts of 300 ms (the site away %v): %d succeeded, %d failed at the group's 5 s timeout after a lost reply, %d failed as missing; site1.echo called %d times",
+				runs, len(outages), outages, ok, lostReply, missing, st.n("site1.echo")-before)
+			if len(outages) < 3 {
+				t.Errorf("the link was cut %d times during the runs; want several", len(outages))
+			}
+			e.waitLinked(t)
+			mustRun(t, seq) // and all is well afterwards
+		})
+	}
+}
