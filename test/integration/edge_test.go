@@ -424,8 +424,28 @@ func natsConnectCreds(url, creds string) (*nats.Conn, error) {
 // (answers once release is closed), counting the calls of each.
 type siteTools struct {
 	calls   sync.Map // tool → *atomic.Int32
-	release chan struct{}
 	entered chan struct{}
+
+	mu      sync.Mutex // mu guards release
+	release chan struct{}
+}
+
+// gate returns the channel whose closing releases site1.gate's calls.
+func (st *siteTools) gate() chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.release
+}
+
+// hold makes later calls of site1.gate wait for a new release, and
+// forgets the entries of earlier calls.
+func (st *siteTools) hold() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.release = make(chan struct{})
+	for len(st.entered) > 0 {
+		<-st.entered
+	}
 }
 
 func (st *siteTools) n(name string) int32 {
@@ -440,7 +460,7 @@ func (st *siteTools) add(name string) {
 
 func (e *edgeEnv) serveSiteTools(t *testing.T) *siteTools {
 	t.Helper()
-	st := &siteTools{release: make(chan struct{}), entered: make(chan struct{}, 8)}
+	st := &siteTools{release: make(chan struct{}), entered: make(chan struct{}, 16)}
 	echo := func(name string) tool.Func {
 		return func(ctx context.Context, args json.RawMessage) (any, error) {
 			st.add(name)
@@ -449,9 +469,10 @@ func (e *edgeEnv) serveSiteTools(t *testing.T) *siteTools {
 	}
 	gate := func(ctx context.Context, args json.RawMessage) (any, error) {
 		st.add("site1.gate")
+		rel := st.gate()
 		st.entered <- struct{}{}
 		select {
-		case <-st.release:
+		case <-rel:
 			return map[string]string{"at": "site1"}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -501,9 +522,11 @@ func oneCall(name, tool, extra string) string {
 }
 
 // TestEdgeLinkDown cuts site1's link to the hub during and between runs:
-// a call in flight when the link drops ends the run (no hang: it fails at
-// the group's timeout, or succeeds once a lost reply is detected and the
-// call made again); a call to a tool that answered within the last minute
+// a call in flight when the link drops never hangs the run — once
+// acknowledged, its keep-alives stop with the link, it is sent again after
+// 3 s of silence and runs at the site again once the link is back (the run
+// succeeds); cut before its acknowledgement, it ends at the group's
+// timeout and the run fails by on_error; a call to a tool that answered within the last minute
 // waits out a short cut (the missing grace) and succeeds; a tool never
 // seen is missing at once under the group's policy; and once the link is
 // back every tool answers, with nothing restarted.
@@ -515,27 +538,44 @@ func TestEdgeLinkDown(t *testing.T) {
 		t.Fatalf("site1.echo across the link = %d %s %s", code, out, errOut)
 	}
 
-	t.Run("a call in flight when the link drops", func(t *testing.T) {
+	// inflight cuts the link while a call of site1.gate runs at the site,
+	// after wait (its acknowledgement goes out 100 ms after it arrived),
+	// lets the call finish into the cut link, restores the link and
+	// returns the run's end and the calls the site saw.
+	inflight := func(t *testing.T, name string, wait time.Duration) (runState, time.Duration, int32) {
+		st.hold()
+		before := st.n("site1.gate")
 		start := time.Now()
-		done := runAsync(t, writeSeq(t, "inflight", oneCall("inflight", "site1.gate", "")))
+		done := runAsync(t, writeSeq(t, name, oneCall(name, "site1.gate", "")))
 		<-st.entered
+		time.Sleep(wait)
 		e.link.cut()
 		cliEventually(t, "the hub to see the site gone", func() bool { return e.stack.LeafNodes() == 0 })
-		close(st.release) // the reply is lost with the link
+		close(st.gate()) // the reply is lost with the link
 		e.link.restore()
 		e.waitLinked(t)
 		r := waitRun(t, "in flight at the cut", done, 30*time.Second)
-		took := time.Since(start)
-		switch r.Status {
-		case "succeeded":
-		case "failed":
-			if !strings.Contains(r.Error, "site1.gate") {
-				t.Errorf("run failed with %q; want the call of site1.gate named", r.Error)
-			}
-		default:
-			t.Errorf("run ended %q (%s); want succeeded or failed", r.Status, r.Error)
+		return r, time.Since(start).Round(time.Millisecond), st.n("site1.gate") - before
+	}
+	t.Run("a call acknowledged, in flight when the link drops", func(t *testing.T) {
+		r, took, calls := inflight(t, "acked", 500*time.Millisecond)
+		// Its keep-alives stop with the link: after 3 s of silence the
+		// call is sent again, reaches the site once the link is back, and
+		// runs there again (its first reply was lost): an interruption.
+		if r.Status != "succeeded" || calls < 2 {
+			t.Errorf("an acknowledged call at a cut: run %s (%s), %d calls at the site; want succeeded, the call made again", r.Status, r.Error, calls)
 		}
-		t.Logf("a call in flight at the cut: run %s after %v (%d calls at the site): %s", r.Status, took.Round(time.Millisecond), st.n("site1.gate"), r.Error)
+		t.Logf("an acknowledged call in flight at the cut: run %s after %v, %d calls at the site", r.Status, took, calls)
+	})
+	t.Run("a call not yet acknowledged when the link drops", func(t *testing.T) {
+		r, took, calls := inflight(t, "unacked", 0)
+		// Lost before its acknowledgement: waited for until the group's
+		// timeout (docs/tools.md, Keep-alives: Limits), then the group's
+		// on_error decides — abort: the run fails. Never a hang.
+		if r.Status != "failed" || !strings.Contains(r.Error, "site1.gate") {
+			t.Errorf("a call lost before its acknowledgement: run %s (%s); want failed at the group's timeout, naming site1.gate", r.Status, r.Error)
+		}
+		t.Logf("a call cut before its acknowledgement: run %s after %v, %d calls at the site: %s", r.Status, took, calls, r.Error)
 	})
 	t.Run("after the link returns, calls work", func(t *testing.T) {
 		before := st.n("site1.echo")
