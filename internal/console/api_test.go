@@ -619,6 +619,7 @@ func TestAPISkillsAndTools(t *testing.T) {
 			Tool      string `json:"tool"`
 			Providers []struct {
 				Provider  string   `json:"provider"`
+				Site      string   `json:"site"`
 				Instances []string `json:"instances"`
 			} `json:"providers"`
 			Schema json.RawMessage `json:"schema"`
@@ -631,6 +632,9 @@ func TestAPISkillsAndTools(t *testing.T) {
 	for _, tl := range tools.Tools {
 		if len(tl.Providers) > 0 {
 			have[tl.Tool] = tl.Providers[0].Provider
+			if tl.Providers[0].Site == "" {
+				t.Errorf("tool %s: provider %s has no site; want its NATS server's name (docs/edge.md)", tl.Tool, tl.Providers[0].Provider)
+			}
 		}
 	}
 	if have["fs.read"] != "skillbus-builtin" || have["test.sleep"] != "console-test-tools" {
