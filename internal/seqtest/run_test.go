@@ -259,3 +259,44 @@ cases:
 		t.Errorf("200 cases took %s", d)
 	}
 }
+
+// A parallel group: the run goroutine waits on a wait group while the calls
+// wait on virtual time; the slow call's delay ends the group at 2h.
+func TestParallelDelays(t *testing.T) {
+	s, err := seq.ParseYAML([]byte(`
+name: par
+groups:
+  - name: both
+    in: {}
+    out: {a: object, b: object}
+    timeout: 3h
+    on_error: retry
+    retries: 2
+    tools:
+      - {tool: t.a, as: a}
+      - {tool: t.b, as: b}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFile("p.test.yaml", []byte(`
+sequence: p.seq.yaml
+cases:
+  - name: two delays
+    mocks:
+      t.a: {result: {x: 1}, delay: 1h}
+      t.b: [{error: {code: "503"}, delay: 30m}, {result: {y: 2}, delay: 2h}]
+    expect:
+      status: succeeded
+      slots: {a: {x: 1}, b: {y: 2}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		r := RunCase(context.Background(), s, &f.Cases[0])
+		if !r.Passed {
+			t.Fatalf("%v\n%s", r.Failures, strings.Join(r.Trace, "\n"))
+		}
+	}
+}
