@@ -173,7 +173,10 @@ func ParseFile(path string, data []byte) (*File, error) {
 			if v.Kind != yaml.ScalarNode || v.Value == "" {
 				return nil, bad(v.Line, "sequence: must be the path of the sequence file, relative to the test file")
 			}
-			f.Sequence = filepath.Join(filepath.Dir(path), v.Value)
+			f.Sequence = v.Value
+			if !filepath.IsAbs(v.Value) {
+				f.Sequence = filepath.Join(filepath.Dir(path), v.Value)
+			}
 		case "cases":
 			cases = v
 		default:

@@ -56,7 +56,7 @@ func RunFile(ctx context.Context, f *File, filter *regexp.Regexp) []Result {
 			continue
 		}
 		if err != nil {
-			out = append(out, Result{File: f.Path, Case: c.Name, Line: c.Line, Failures: []string{fmt.Sprintf("the sequence %s is not valid: %v", f.Sequence, err)}})
+			out = append(out, Result{File: f.Path, Case: c.Name, Line: c.Line, Failures: []string{fmt.Sprintf("the sequence under test: %v (%s)", err, f.Sequence)}})
 			continue
 		}
 		r := RunCase(ctx, s, c)
@@ -73,19 +73,17 @@ func RunCase(ctx context.Context, s *seq.Sequence, c *Case) Result {
 	wall := time.Now()
 	clock := newClock()
 	m := &mockCaller{c: c, clock: clock, scripts: map[string]int{}}
-	var trace []string
+	var trace []traceLine
 	obs := seq.ObserverFuncs{Finished: func(_ context.Context, r *seq.Result, gi int) error {
 		g := r.Groups[gi]
-		line := fmt.Sprintf("%8s group %q %s", clock.Now().Sub(epoch), g.Name, g.Status)
+		line := fmt.Sprintf("group %q %s", g.Name, g.Status)
 		if g.Reason != "" {
 			line += " (" + g.Reason + ")"
 		}
 		if g.Error != "" {
 			line += ": " + g.Error
 		}
-		m.mu.Lock()
-		trace = append(trace, line)
-		m.mu.Unlock()
+		trace = append(trace, traceLine{at: clock.Now().Sub(epoch), rank: 1, text: line})
 		return nil
 	}}
 	args := c.Args
@@ -136,20 +134,36 @@ wait:
 	unmocked := append([]string(nil), m.unmocked...)
 	m.mu.Unlock()
 	for _, call := range calls {
-		trace = append(trace, fmt.Sprintf("%8s call %s %s → %s", call.At, call.Tool, call.Args, call.Outcome))
+		trace = append(trace, traceLine{at: call.At, text: fmt.Sprintf("call %s %s → %s", call.Tool, call.Args, call.Outcome)})
 	}
-	sort.SliceStable(trace, func(i, j int) bool { return trace[i][:8] < trace[j][:8] })
-	line := fmt.Sprintf("%8s run %s", time.Duration(res.Duration), res.Status)
+	line := "run " + string(res.Status)
 	if res.Error != "" {
 		line += ": " + res.Error
 	}
-	r.Trace = append(trace, line)
+	trace = append(trace, traceLine{at: time.Duration(res.Duration), rank: 2, text: line})
+	sort.SliceStable(trace, func(i, j int) bool {
+		if trace[i].at != trace[j].at {
+			return trace[i].at < trace[j].at
+		}
+		return trace[i].rank < trace[j].rank
+	})
+	for _, t := range trace {
+		r.Trace = append(r.Trace, fmt.Sprintf("%10s  %s", t.at.Round(time.Millisecond), t.text))
+	}
 	for _, t := range unmocked {
 		r.Failures = append(r.Failures, fmt.Sprintf("the tool %q is not mocked: add it under mocks: (a result, an error, missing, ...)", t))
 	}
 	r.Failures = append(r.Failures, check(&c.Expect, res, calls)...)
 	r.Passed = len(r.Failures) == 0
 	return r
+}
+
+// traceLine is one line of a case's trace: calls (rank 0) before the
+// group that made them (1) before the run's end (2) at the same time.
+type traceLine struct {
+	at   time.Duration
+	rank int
+	text string
 }
 
 // mockCaller serves a case's mocks (seq.Caller).
