@@ -61,3 +61,17 @@ func TestTestCommandParseError(t *testing.T) {
 		t.Errorf("exit %d; stderr %q; want 2 and the file's line 4", code, errOut)
 	}
 }
+
+// validate parses test files and warns of a mocked tool the sequence never calls.
+func TestValidateTestFiles(t *testing.T) {
+	dir := writeTestTree(t, "cases:\n  - name: a\n    mocks:\n      t.x: {result: {}}\n      t.y: {result: {}}\n")
+	code, out, _ := runMain(t, "validate", "--strict", dir)
+	if code != ExitFailure || !strings.Contains(out, `one.test.yaml:5: warning: case "a" mocks the tool "t.y", which the sequence one never calls`) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	bad := writeTestTree(t, "cases:\n  - name: a\n    mockz: {}\n")
+	code, out, _ = runMain(t, "validate", filepath.Join(bad, "one.test.yaml"))
+	if code != ExitFailure || !strings.Contains(out, `one.test.yaml:3: unknown case field "mockz"`) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}

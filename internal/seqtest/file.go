@@ -42,6 +42,7 @@ type Case struct {
 // Mock is what a case answers for one tool: Missing (no provider), or
 // Responses tried in order (docs/testing.md, "Mocks").
 type Mock struct {
+	Line      int // of the tool's name under mocks:
 	Missing   bool
 	Responses []Response
 }
@@ -267,6 +268,9 @@ func parseCase(n *yaml.Node) (*Case, error) {
 		case "mocks":
 			return fields(v, "mocks", func(mk, mv *yaml.Node) error {
 				m, err := parseMock(mv)
+				if m != nil {
+					m.Line = mk.Line
+				}
 				c.Mocks[mk.Value] = m
 				return err
 			})

@@ -300,3 +300,18 @@ cases:
 		}
 	}
 }
+
+func TestLintWarnsOfUncalledMock(t *testing.T) {
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "x.seq.yaml"), []byte(testSeq), 0o644)
+	p := filepath.Join(dir, "x.test.yaml")
+	_ = os.WriteFile(p, []byte("cases:\n  - name: a\n    mocks:\n      gh.info: {result: {}}\n      gh.infos: {result: {}}\n"), 0o644)
+	f, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := Lint(f)
+	if err != nil || len(ws) != 1 || ws[0].Line != 5 || !strings.Contains(ws[0].Message, `"gh.infos"`) {
+		t.Fatalf("Lint = %+v, %v; want one warning at line 5 about gh.infos", ws, err)
+	}
+}
