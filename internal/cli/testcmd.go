@@ -98,6 +98,9 @@ func runTest(ctx context.Context, env Env, args []string) int {
 			sum.Add(r)
 		}
 	}
+	if filter != nil && sum.Passed+sum.Failed == 0 && len(sum.Errors) == 0 {
+		fmt.Fprintf(env.Stderr, "skillbus test: no case matches --run %q (cases are matched as FILE/CASE)\n", *pattern)
+	}
 	if *junit != "" {
 		jf, err := os.Create(*junit)
 		if err == nil {
