@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -163,6 +164,10 @@ func fsError(p string, err error) error {
 		return tool.Errorf("404", "no file or directory %q under the tool root", p)
 	case errors.Is(err, fs.ErrPermission):
 		return tool.Errorf("403", "permission denied reading %q", p)
+	case errors.Is(err, syscall.ELOOP):
+		// The caller's path, not the provider's failure: os.Root gives
+		// ELOOP for a loop and for more than 8 links in a row.
+		return tool.Errorf("400", "path %q is a symlink loop (a link leading, through others, back to itself) or goes through more than 8 symlinks: it leads to no file; fix or remove the link", p)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

@@ -84,7 +84,7 @@ func runCall(ctx context.Context, env Env, args []string) int {
 			var gr seq.GroupResult
 			_ = json.Unmarshal(reply.Result, &gr)
 			fmt.Fprintf(env.Stdout, "Group %s of %s: %s\n\n", reply.Group, reply.Sequence, gr.Status)
-			printResultTable(env.Stdout, []seq.GroupResult{gr})
+			printResultTable(env.Stdout, []seq.GroupResult{gr}, "")
 			printSlots(env.Stdout, reply.Slots, nil)
 		}
 		if reply.Error != "" {

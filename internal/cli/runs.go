@@ -253,7 +253,7 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.RunID, r.Sequence, r.Status, r.Trigger, groups, ago(now, r.CreatedAt))
 		if out.Wide() {
-			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s", r.Worker, r.Attempt, ago(now, r.UpdatedAt), oneLine(r.Error, 80))
+			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s", r.Worker, r.Attempt, ago(now, r.UpdatedAt), errorLine(r.Error, 80))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -489,7 +489,7 @@ func finishedText(st *events.RunState) string {
 	}
 	s = strings.TrimSpace(s + " (" + g + ")")
 	if st.Error != "" {
-		s += ": " + oneLine(st.Error, 200)
+		s += ": " + errorLine(st.Error, 200)
 	}
 	return s
 }

@@ -108,6 +108,10 @@ func (r *Registry) serve(ctx context.Context) error {
 // structured error reply.
 func (r *Registry) wrap(base context.Context, subject string, h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
+			r.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", subject, "why", why)
+			return
+		}
 		r.inflight.Add(1)
 		defer r.inflight.Add(-1)
 		ctx, span := events.StartSpan(events.Extract(base, nats.Header(req.Headers())), "registry "+subject, trace.SpanKindServer, subject, len(req.Data()))

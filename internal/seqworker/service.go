@@ -67,6 +67,10 @@ func (w *Worker) startService() error {
 // that a long seq_call does not hold up the other requests.
 func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
+			w.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", req.Subject(), "why", why)
+			return
+		}
 		if w.intakeCtx.Err() != nil {
 			_ = req.Error("503", "the seqworker is stopping; retry", nil)
 			return
@@ -251,6 +255,14 @@ func (w *Worker) startRun(ctx context.Context, mreq micro.Request, r *events.Run
 	if msg := argProblems(def, args); msg != "" {
 		_ = req.Error("400", msg, nil)
 		return
+	}
+	if err := w.roomForRun(ctx); err != nil {
+		// A run already queued under this id (the same request again) is
+		// still answered; a new one is refused.
+		if cur, _, rerr := w.readState(ctx, r.RunID); rerr != nil || cur == nil {
+			_ = req.Error("503", err.Error(), nil)
+			return
+		}
 	}
 	existed, err := w.enqueueOnce(ctx, r)
 	if err != nil {

@@ -67,12 +67,11 @@ const (
 )
 
 type runConfig struct {
-	observer   Observer
-	resume     *Result
-	retryInit  time.Duration
-	retryMax   time.Duration
-	noRunCheck bool
-	clock      Clock // WithClock; realClock{} by default (clock.go)
+	observer  Observer
+	resume    *Result
+	retryInit time.Duration
+	retryMax  time.Duration
+	clock     Clock // WithClock; realClock{} by default (clock.go)
 }
 
 // RunOption configures Run and RunGroup.
