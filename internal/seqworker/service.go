@@ -68,7 +68,7 @@ func (w *Worker) startService() error {
 func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
-			w.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", req.Subject(), "why", why)
+			w.log.Debug("dropped a message that is not a request it may answer (events.Relayed)", "subject", req.Subject(), "why", why)
 			return
 		}
 		if w.intakeCtx.Err() != nil {
