@@ -113,4 +113,31 @@ func TestAuthReplySubjects(t *testing.T) {
 	if v := e.log.violations(mark2); len(v) > 0 {
 		t.Errorf("the reader's reads logged %d permission violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
+
+	// The residual risk (docs/security.md): the JetStream API still
+	// answers any reply subject, so the reader can have a STREAM.INFO
+	// answer (JSON that is no run state or request) stored as B's state
+	// and as a run request. The seqworker survives both: the request is
+	// dropped as unreadable, B's unreadable state is treated as absent,
+	// A and new runs are untouched.
+	for _, reply := range []string{"$KV." + events.BucketRuns + "." + b, "seq.run.big-read"} {
+		if err := rnc.PublishMsg(&nats.Msg{Subject: "$JS.API.STREAM.INFO.KV_" + events.BucketRuns, Reply: reply}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cliEventually(t, "the STREAM.INFO answer to be stored as B's state", func() bool { rev, _ := entryOf(b); return rev != revB })
+	cliEventually(t, "the STREAM.INFO answer to be stored in SEQ_RUNS", func() bool { return seqRunsLast() > lastRuns })
+	e.as(t, auth.RoleRunner)
+	if code, out, errOut := cliRun(t, "run", big, "--json"); code != 0 || !strings.Contains(out, "succeeded") {
+		t.Errorf("runner: a run after the junk was stored = %d\nstdout: %.300s\nstderr: %s", code, out, errOut)
+	}
+	e.as(t, auth.RoleReader)
+	if code, out, errOut := cliRun(t, "runs", "show", a); code != 0 || !strings.Contains(out, "succeeded") {
+		t.Errorf("reader: runs show %s after B's state was overwritten = %d: %.300s\nstderr: %s", a, code, out, errOut)
+	}
+	code, out, errOut := cliRun(t, "runs", "show", b)
+	t.Logf("runs show of B, whose state is now a STREAM.INFO answer: exit %d, %.200s %.300s", code, out, errOut)
+	if code, out, _ := cliRun(t, "runs", "ls"); code != 0 || !strings.Contains(out, a) {
+		t.Errorf("reader: runs ls after B's state was overwritten = %d: %.500s", code, out)
+	}
 }
