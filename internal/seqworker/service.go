@@ -300,6 +300,14 @@ func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
 		_ = req.Error("503", err.Error(), nil)
 		return
 	}
+	var st events.RunState
+	if err := events.Decode(e.Value(), &st); err != nil {
+		// Not a run state: something else was stored under its key (a
+		// JetStream API answer, docs/security.md "Reply subjects are not
+		// permissions"). Say so rather than pass it on.
+		_ = req.Error("500", fmt.Sprintf("the %s entry of run %q (revision %d) is not a run state (%v); a running run's next write replaces it, a finished run's record is lost", events.BucketRuns, in.RunID, e.Revision(), err), nil)
+		return
+	}
 	_ = req.Respond(e.Value())
 }
 

@@ -135,8 +135,9 @@ func TestAuthReplySubjects(t *testing.T) {
 	if code, out, errOut := cliRun(t, "runs", "show", a); code != 0 || !strings.Contains(out, "succeeded") {
 		t.Errorf("reader: runs show %s after B's state was overwritten = %d: %.300s\nstderr: %s", a, code, out, errOut)
 	}
-	code, out, errOut := cliRun(t, "runs", "show", b)
-	t.Logf("runs show of B, whose state is now a STREAM.INFO answer: exit %d, %.200s %.300s", code, out, errOut)
+	if code, out, errOut := cliRun(t, "runs", "show", b); code == 0 || !strings.Contains(errOut, "is not a run state") {
+		t.Errorf("reader: runs show of B, whose state is now a STREAM.INFO answer = %d: %.200s\nstderr: %.300s; want the seqworker's error naming it", code, out, errOut)
+	}
 	if code, out, _ := cliRun(t, "runs", "ls"); code != 0 || !strings.Contains(out, a) {
 		t.Errorf("reader: runs ls after B's state was overwritten = %d: %.500s", code, out)
 	}
