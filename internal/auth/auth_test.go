@@ -617,6 +617,43 @@ func TestNoConsumersOnOthersStreams(t *testing.T) {
 	}
 }
 
+// TestNoDirectGetsForClients: no role but the services may direct-get a
+// message of any stream — a direct get's reply is the stored message as
+// it is, on the reply subject the requester names, so it can be stored
+// in a stream that captures that subject; clients read by STREAM.MSG.GET
+// (docs/security.md, "Reply subjects are not permissions").
+func TestNoDirectGetsForClients(t *testing.T) {
+	roles, err := Table(TableOptions{ToolPrefixes: []string{"web", "a.b"}, ConsoleCallsTools: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := map[string]bool{RoleRegistry: true, RoleSeqworker: true, RoleSkillface: true}
+	services := 0
+	for _, r := range roles {
+		for _, s := range Streams {
+			for _, subj := range []string{"$JS.API.DIRECT.GET." + s, "$JS.API.DIRECT.GET." + s + ".$KV.RUNS.x"} {
+				g, ok := grantFor(r.Pub, subj)
+				if !ok || denied(r.DenyPub, subj) {
+					continue
+				}
+				if !service[r.Name] {
+					t.Errorf("role %s may publish %s (grant %s: %s); clients read by STREAM.MSG.GET", r.Name, subj, g.Subject, g.Why)
+				} else {
+					services++
+				}
+			}
+		}
+		if !service[r.Name] {
+			if g, ok := grantFor(r.Pub, "$JS.API.STREAM.MSG.GET.KV_RUNS"); ok && g.Subject != "$JS.API.STREAM.MSG.GET.KV_RUNS" {
+				t.Errorf("role %s reads KV_RUNS through the broad grant %s", r.Name, g.Subject)
+			}
+		}
+	}
+	if services == 0 {
+		t.Error("no service may direct-get; the check matches nothing")
+	}
+}
+
 // grantFor returns the first grant whose subject pattern matches subj.
 func grantFor(gs []Grant, subj string) (Grant, bool) {
 	for _, g := range gs {

@@ -264,6 +264,19 @@ func streamRead(why, stream string) []Grant {
 	return grants(why, jsAPI+"STREAM.INFO."+stream, jsAPI+"STREAM.MSG.GET."+stream)
 }
 
+// clientRead is reading single messages of a stream as a client role: its
+// info and the STREAM.MSG.GET API, never direct gets, whatever the stream.
+// A direct get's reply is the stored message as it is, published on the
+// reply subject the requester names (no permission checks it): replayed
+// onto a subject a stream captures ($KV.RUNS.<id>, seq.run.<seq>) it would
+// be stored there as if published. STREAM.MSG.GET answers with a JSON
+// wrapper (base64 body), which is no run state, request or sequence
+// (docs/security.md, "Reply subjects are not permissions";
+// TestNoConsumersOnOthersStreams).
+func clientRead(why, stream string) []Grant {
+	return grants(why, jsAPI+"STREAM.INFO."+stream, jsAPI+"STREAM.MSG.GET."+stream)
+}
+
 // ephemeral is reading a stream through consumers of the service's own
 // (ordered consumers: KV watches and key lists, object reads), named by
 // the service: create (with one filter subject, it is part of the API
@@ -428,8 +441,8 @@ func reads(name string) []Grant {
 			events.RegistrySeqListSubject, events.RegistrySeqGetSubject),
 		grants("list and read runs (`skillbus runs ls`, `runs show`)", events.SeqStatusSubject, events.SeqListSubject),
 		streamRead("read and follow events (`skillbus watch`, STREAM.MSG.GET from a cursor)", ev),
-		streamRead("a run's state (`skillbus watch RUN`)", kvRU),
-		streamRead("a run's large slot values (direct gets of the object's metadata and chunks)", objRS),
+		clientRead("a run's state (`skillbus watch RUN`; STREAM.MSG.GET, no direct gets)", kvRU),
+		clientRead("a run's large slot values (STREAM.MSG.GET of the object's metadata and chunks)", objRS),
 		discovery(),
 	)
 }
@@ -494,7 +507,7 @@ func consoleRole(callsTools bool) Role {
 		grants("start, cancel and re-run runs (the run form, Cancel run…, Rerun)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject),
 		grants("a run's page (seq.status); the runs list (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
 		grants("the runs list: the RUNS bucket's TTL (runs it expired leave the list)", jsAPI+"STREAM.INFO."+kvRU),
-		streamRead("a run's large slot values (RUN_SLOTS, direct gets)", objRS),
+		clientRead("a run's large slot values (RUN_SLOTS, STREAM.MSG.GET)", objRS),
 		streamRead("a run's timeline and a schedule's last state (the EVENTS stream, STREAM.MSG.GET)", ev),
 		grants("the Sequences and Skills pages, and the skills of the assembly preview",
 			events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject,

@@ -327,14 +327,16 @@ func announceWatch(ctx context.Context, env Env, js jetstream.JetStream, runID s
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	var st *events.RunState
-	kv, err := js.KeyValue(cctx, events.BucketRuns)
-	if err == nil {
-		var e jetstream.KeyValueEntry
-		if e, err = kv.Get(cctx, runID); err == nil {
-			st = &events.RunState{}
-			if err = events.Decode(e.Value(), st); err != nil {
-				st = nil
-			}
+	// STREAM.MSG.GET, not a KV get: clients may not direct-get
+	// (docs/security.md, "Reply subjects are not permissions").
+	m, err := streamread.Last(cctx, js.Conn(), "KV_"+events.BucketRuns, "$KV."+events.BucketRuns+"."+runID)
+	switch {
+	case err == nil && (m == nil || m.Header.Get("KV-Operation") != ""):
+		err = jetstream.ErrKeyNotFound // none, or deleted or purged
+	case err == nil:
+		st = &events.RunState{}
+		if err = events.Decode(m.Data, st); err != nil {
+			st = nil
 		}
 	}
 	if st != nil {

@@ -113,6 +113,12 @@ func LoadContext(nameOrPath string) (*Context, error) {
 				ErrConfig, nameOrPath, file, f.field)
 		}
 	}
+	if p := c.InboxPrefix; p != "" && !strings.HasPrefix(p, "_INBOX.") {
+		// Services answer only replies to an inbox (events.Relayed;
+		// docs/security.md, "Reply subjects are not permissions").
+		return nil, fmt.Errorf("%w: nats context %q (%s) sets inbox_prefix %q; skillbus's services answer only reply subjects under _INBOX., so set it to _INBOX.<name> or leave it out",
+			ErrConfig, nameOrPath, file, p)
+	}
 	for _, f := range []struct {
 		field string
 		value *string

@@ -143,6 +143,7 @@ func TestResolveErrors(t *testing.T) {
 	writeContext(t, cfg, "socks", `{"url":"nats://ctx:4222","socks_proxy":"127.0.0.1:1080"}`)
 	writeContext(t, cfg, "op", `{"url":"nats://ctx:4222","user":"a","password":"op://vault/item/pw"}`)
 	writeContext(t, cfg, "broken", `{"url": 4222}`)
+	writeContext(t, cfg, "inbox", `{"url":"nats://ctx:4222","inbox_prefix":"my.replies"}`)
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -159,6 +160,7 @@ func TestResolveErrors(t *testing.T) {
 		{"unsupported field", map[string]string{"NATS_CONTEXT": "socks"}, nil, []string{"sets socks_proxy", "(NATS_CONTEXT)"}},
 		{"op reference", nil, []string{"--context", "op"}, []string{"password: op:// references are not supported"}},
 		{"invalid json", nil, []string{"--context", "broken"}, []string{`nats context "broken"`, "not a valid context file"}},
+		{"inbox prefix not under _INBOX.", nil, []string{"--context", "inbox"}, []string{`inbox_prefix "my.replies"`, "under _INBOX."}},
 		{"bad url", nil, []string{"--nats", "nats://a:4222,nats://%zz"}, []string{"--nats", "is not a URL"}},
 	}
 	for _, tt := range tests {

@@ -586,7 +586,7 @@ func (r *Registry) release(ctx context.Context) {
 // replica that does not hold the lease, as the endpoint would.
 func (r *Registry) serveForwarded(m *nats.Msg) {
 	if why := events.Relayed(m.Reply, m.Header); why != "" {
-		r.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", m.Subject, "why", why)
+		r.log.Debug("dropped a message that is not a request it may answer (events.Relayed)", "subject", m.Subject, "why", why)
 		return
 	}
 	r.inflight.Add(1)

@@ -109,7 +109,7 @@ func (r *Registry) serve(ctx context.Context) error {
 func (r *Registry) wrap(base context.Context, subject string, h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
-			r.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", subject, "why", why)
+			r.log.Debug("dropped a message that is not a request it may answer (events.Relayed)", "subject", subject, "why", why)
 			return
 		}
 		r.inflight.Add(1)

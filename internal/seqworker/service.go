@@ -68,7 +68,7 @@ func (w *Worker) startService() error {
 func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
-			w.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", req.Subject(), "why", why)
+			w.log.Debug("dropped a message that is not a request it may answer (events.Relayed)", "subject", req.Subject(), "why", why)
 			return
 		}
 		if w.intakeCtx.Err() != nil {
@@ -298,6 +298,14 @@ func (w *Worker) serveStatus(ctx context.Context, req micro.Request) {
 			return
 		}
 		_ = req.Error("503", err.Error(), nil)
+		return
+	}
+	var st events.RunState
+	if err := events.Decode(e.Value(), &st); err != nil {
+		// Not a run state: something else was stored under its key (a
+		// JetStream API answer, docs/security.md "Reply subjects are not
+		// permissions"). Say so rather than pass it on.
+		_ = req.Error("500", fmt.Sprintf("the %s entry of run %q (revision %d) is not a run state (%v); a running run's next write replaces it, a finished run's record is lost", events.BucketRuns, in.RunID, e.Revision(), err), nil)
 		return
 	}
 	_ = req.Respond(e.Value())

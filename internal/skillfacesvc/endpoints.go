@@ -189,7 +189,7 @@ func (s *Service) serve() error {
 func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
-			s.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", subject, "why", why)
+			s.log.Debug("dropped a message that is not a request it may answer (events.Relayed)", "subject", subject, "why", why)
 			return
 		}
 		in := incoming{data: req.Data(), hdr: nats.Header(req.Headers()), reply: req.Reply()}

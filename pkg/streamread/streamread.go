@@ -21,7 +21,12 @@
 //     as it is.
 //   - KV buckets and object stores (which have AllowDirect) by batch
 //     direct gets (Batch, orbit.go's jetstreamext.GetBatch): up to a
-//     batch of messages per request.
+//     batch of messages per request — for the services only (WatchKV).
+//     A direct get's reply is the stored message as it is, on the reply
+//     subject the requester names, so clients may not direct-get: they
+//     read single entries and objects by STREAM.MSG.GET too (Last,
+//     ReadObject; docs/security.md, "Reply subjects are not
+//     permissions").
 //   - Live messages: a core subscription to the filter only wakes the
 //     reader, which then reads from its cursor (the stream sequence after
 //     the last message it returned), so nothing is missed or doubled;
@@ -95,6 +100,22 @@ func Next(ctx context.Context, nc *nats.Conn, stream, filter string, seq uint64,
 	} else {
 		req["seq"] = max(seq, 1)
 	}
+	return msgGet(ctx, nc, stream, req)
+}
+
+// Last returns the last message of stream stored on subject (no
+// wildcards: a KV key's $KV.<bucket>.<key>, an object's metadata
+// subject), by one STREAM.MSG.GET request; nil, nil when there is none.
+// It is how clients read a single entry: they may not direct-get
+// (docs/security.md, "Reply subjects are not permissions"). Errors: as
+// Next.
+func Last(ctx context.Context, nc *nats.Conn, stream, subject string) (*Msg, error) {
+	return msgGet(ctx, nc, stream, map[string]any{"last_by_subj": subject})
+}
+
+// msgGet sends one STREAM.MSG.GET request req to stream and decodes the
+// message of its reply; nil, nil for "no message found".
+func msgGet(ctx context.Context, nc *nats.Conn, stream string, req map[string]any) (*Msg, error) {
 	body, _ := json.Marshal(req)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -165,38 +186,45 @@ func LastSeq(ctx context.Context, js jetstream.JetStream, stream string) (uint64
 }
 
 // ReadObject returns the bytes of the object name of the object store
-// bucket: its metadata by a direct get, its chunks by batch direct gets,
-// checked against the size and SHA-256 digest of the metadata. Errors:
-// ErrObject (not found, deleted, a link, a chunk missing, a size or digest
-// that differs), jetstream's errors for the bucket, NATS errors.
+// bucket: its metadata and then its chunks, one STREAM.MSG.GET request
+// each (Last, Next: clients may not direct-get, docs/security.md, "Reply
+// subjects are not permissions"), checked against the size and SHA-256
+// digest of the metadata. Errors: ErrObject (not found, deleted, a link,
+// unreadable metadata, a chunk missing, a size or digest that differs),
+// ErrStream, NATS errors.
 func ReadObject(ctx context.Context, js jetstream.JetStream, bucket, name string) ([]byte, error) {
-	obs, err := js.ObjectStore(ctx, bucket)
+	nc := js.Conn()
+	stream := "OBJ_" + bucket
+	meta, err := Last(ctx, nc, stream, "$O."+bucket+".M."+base64.URLEncoding.EncodeToString([]byte(name)))
 	if err != nil {
 		return nil, err
 	}
-	info, err := obs.GetInfo(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("%w %s/%s: %v", ErrObject, bucket, name, err)
+	if meta == nil {
+		return nil, fmt.Errorf("%w %s/%s: %v", ErrObject, bucket, name, jetstream.ErrObjectNotFound)
+	}
+	var info jetstream.ObjectInfo
+	if err := json.Unmarshal(meta.Data, &info); err != nil {
+		return nil, fmt.Errorf("%w %s/%s: unreadable metadata: %v", ErrObject, bucket, name, err)
+	}
+	if info.Deleted {
+		return nil, fmt.Errorf("%w %s/%s: %v", ErrObject, bucket, name, jetstream.ErrObjectNotFound)
 	}
 	if info.Opts != nil && info.Opts.Link != nil {
 		return nil, fmt.Errorf("%w %s/%s: a link, not read", ErrObject, bucket, name)
 	}
-	stream, subj := "OBJ_"+bucket, "$O."+bucket+".C."+info.NUID
+	subj := "$O." + bucket + ".C." + info.NUID
 	out := make([]byte, 0, info.Size)
-	var seq uint64
-	for got := uint32(0); got < info.Chunks; {
-		msgs, err := Batch(ctx, js, stream, subj, seq, int(min(info.Chunks-got, 256)))
+	seq := uint64(1)
+	for got := uint32(0); got < info.Chunks; got++ {
+		m, err := Next(ctx, nc, stream, subj, seq, time.Time{})
 		if err != nil {
 			return nil, err
 		}
-		if len(msgs) == 0 {
+		if m == nil || m.Sequence > meta.Sequence {
 			return nil, fmt.Errorf("%w %s/%s: chunk %d of %d is missing", ErrObject, bucket, name, got+1, info.Chunks)
 		}
-		for _, m := range msgs {
-			out = append(out, m.Data...)
-			seq = m.Sequence + 1
-			got++
-		}
+		out = append(out, m.Data...)
+		seq = m.Sequence + 1
 	}
 	if uint64(len(out)) != info.Size {
 		return nil, fmt.Errorf("%w %s/%s: %d bytes read; the metadata says %d", ErrObject, bucket, name, len(out), info.Size)

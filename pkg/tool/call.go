@@ -95,7 +95,10 @@ func newEndpoint(s *Server, t Tool, subject string) *endpoint {
 // bookkeeping is not safe once the handler has returned.
 func (e *endpoint) receive(r micro.Request) {
 	if events.Relayed(r.Reply(), nats.Header(r.Headers())) != "" {
-		return // a stored message replayed onto the tool, not a call (pkg/events.Relayed)
+		// A stored message replayed onto the tool, or a reply subject that
+		// is not an inbox: not a call (pkg/events.Relayed), unanswered.
+		e.met.record(0, StatusDropped)
+		return
 	}
 	m := requestMsg(r)
 	s := e.s

@@ -23,7 +23,8 @@ const (
 	// MetricCalls counts the calls a provider answered, by tool
 	// (skillbus.tool) and status (skillbus.status: "ok", or the error
 	// code sent back, such as "400" or "503"; a code that is not three
-	// digits counts as "error"). Unit {call}.
+	// digits counts as "error"; StatusDropped counts the messages dropped
+	// unanswered). Unit {call}.
 	MetricCalls = "skillbus.tool.calls"
 	// MetricProcessDuration is the OpenTelemetry messaging convention's
 	// messaging.process.duration: seconds from the call's delivery to its
@@ -33,6 +34,13 @@ const (
 	// (its code, as in MetricCalls).
 	MetricProcessDuration = "messaging.process.duration"
 )
+
+// StatusDropped is the skillbus.status of MetricCalls that counts the
+// messages a tool dropped unanswered: a stored message the NATS server
+// relayed onto it, or a reply subject that is not an inbox
+// (events.Relayed; docs/security.md, "Reply subjects are not
+// permissions").
+const StatusDropped = "dropped"
 
 // durationBuckets are the histogram boundaries in seconds: those of
 // skillbus's other durations (internal/metrics), from 5 ms to 10 min, with
@@ -146,7 +154,7 @@ func (em *endpointMetrics) opts(status string) *statusOpts {
 func (em *endpointMetrics) record(d time.Duration, code string) {
 	so := em.ok
 	if code != "" {
-		if !threeDigits(code) {
+		if !threeDigits(code) && code != StatusDropped {
 			code = "error"
 		}
 		o, ok := em.byStatus.Load(code)

@@ -377,10 +377,11 @@ func allowSub(t *testing.T, role string, nc *nats.Conn, errs *asyncErrs, subject
 // (0 when the key does not exist).
 func (e *authEnv) kvRevision(t *testing.T, bucket, key string) uint64 {
 	t.Helper()
-	nc, _ := e.conn(t, auth.RoleReader)
-	if bucket != "RUNS" {
-		// The reader may read RUNS only; the registry reads the rest.
-		nc, _ = e.conn(t, auth.RoleRegistry)
+	// The services read by KV gets (direct gets, which clients may not
+	// make): the seqworker RUNS, the registry the rest.
+	nc, _ := e.conn(t, auth.RoleRegistry)
+	if bucket == "RUNS" {
+		nc, _ = e.conn(t, auth.RoleSeqworker)
 	}
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
