@@ -363,6 +363,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 	if w.cfg.RetryInitial > 0 || w.cfg.RetryMax > 0 {
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
+	opts = append(opts, seq.WithMaxItems(w.cfg.MaxItems))
 
 	// Each pass runs from the last finished group. A pass ends early when
 	// a tool call was interrupted by a lost NATS connection: the worker

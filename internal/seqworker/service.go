@@ -122,6 +122,7 @@ func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
 	if w.cfg.RetryInitial > 0 || w.cfg.RetryMax > 0 {
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
+	opts = append(opts, seq.WithMaxItems(w.cfg.MaxItems))
 	started := time.Now().UTC()
 	slots, gr, err := seq.RunGroup(ctx, s, in.Group, w.caller, args, opts...)
 	if errors.Is(err, seq.ErrArgument) && (gr == nil || len(gr.Calls) == 0 || gr.Calls[0].Attempts == 0) {
