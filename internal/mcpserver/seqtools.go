@@ -87,6 +87,8 @@ A sequence is a list of groups run one after another; the tool calls inside a gr
 
 A group's "tools" is ONE STRING of JSON objects, each followed by ";" (the last one too): {"tool":NAME,"args":{...},"as":SLOT};
 
+To call a tool once per item of a list, add "for_each":"$args.LIST" (LIST declared in "in" as array<T>): the args read the item as "$item" ("$item.FIELD" for objects) and its position as "$index", "max_parallel":N bounds the items in flight, and the "as" slot (declared array<U>) gets the results in item order, null for a failed item under "on_error":"continue".
+
 Use it when the user wants a flow kept to run again, or when several tool calls should run together and in order. The answer is the signature (the arguments seq_run needs), or every problem of the sequence, each saying where it is and how to fix it: fix them all and call again. The same name stored again replaces the sequence (one defined by a file cannot be replaced).
 
 Example:
