@@ -142,6 +142,11 @@ func WithRetryBackoff(initial, max time.Duration) RunOption {
 //     and keeps the last tool error.
 //   - A slot written by one call holds its result; an array slot written by
 //     several calls holds their results in declaration order.
+//   - A for_each call is made once per item of its list (none for an
+//     empty or null list, which writes []), each item a call with the
+//     policies above, at most max_parallel at once; its slot holds the
+//     items' results in item order. A list over WithMaxItems fails the
+//     group (ErrArgument) before any item is called.
 //
 // Run always returns a Result (never nil). The error is nil when the run
 // succeeded; otherwise an *Error (wrapping ErrArgument, ErrExpression,
