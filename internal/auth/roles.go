@@ -394,8 +394,8 @@ func runnerRole() Role {
 		Name:    RoleRunner,
 		Summary: "a client that starts, watches and cancels runs (`skillbus run`, `call`, `runs cancel`, `agent-ready`, CI jobs): runs start only through the `skillbus.seq` endpoints",
 		Pub: cat(
-			grants("start, cancel and re-run runs, run one group (`skillbus run`, `call`, `runs cancel`, `runs rerun`)",
-				events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqCallSubject),
+			grants("start, cancel, re-run and retry runs, run one group (`skillbus run`, `call`, `runs cancel`, `runs rerun`, `runs retry`)",
+				events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject, events.SeqCallSubject),
 			grants("announce an agent boot (`skillbus agent-ready`): boot sequences run once per boot id", events.SubjectAgentReadyAll),
 			reads(RoleRunner),
 		),
@@ -441,7 +441,7 @@ func readerRole() Role {
 func consoleRole(callsTools bool) Role {
 	ev, filter := events.StreamEvents, events.RunsKeySubject(">")
 	pub := cat(
-		grants("start, cancel and re-run runs (the run form, Cancel run…, Rerun)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject),
+		grants("start, cancel, re-run and retry runs (the run form, Cancel run…, Rerun; seq.retry for a Retry button to come)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject),
 		grants("a run's page (seq.status); the runs list while RUNS cannot be watched (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
 		grants("the live runs list: its own ordered, headers-only consumer on KV_RUNS, filtered to "+filter+" (bucket info, create, pull, info, delete)",
 			jsAPI+"STREAM.INFO."+kvRU, jsAPI+"CONSUMER.CREATE."+kvRU+".*."+filter, jsAPI+"CONSUMER.MSG.NEXT."+kvRU+".*",

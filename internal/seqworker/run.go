@@ -174,7 +174,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 	digest := events.RequestDigest(req)
 	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusRunning, Trigger: trigger(req), Worker: w.cfg.WorkerID,
 		Heartbeat: now, Args: req.Args, Inline: req.Inline, Agent: req.Agent, BootID: req.BootID, Request: digest, Attempt: r.attempt,
-		CreatedAt: now, StartedAt: now, UpdatedAt: now}
+		RetryOf: req.RetryOf, CreatedAt: now, StartedAt: now, UpdatedAt: now}
 	if req.Trigger == events.TriggerSchedule {
 		st.ScheduledAt = req.RequestedAt
 	}
@@ -264,6 +264,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 			}
 			st.FinishedGroups, st.Groups, st.Slots, st.SlotRefs, st.Result = cur.FinishedGroups, cur.Groups, cur.Slots, cur.SlotRefs, cur.Result
 			st.Definition = cur.Definition // the definition it started with (definition.go)
+			st.RetryOf, st.RetriedBy = cur.RetryOf, cur.RetriedBy
 		}
 		var nrev uint64
 		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
