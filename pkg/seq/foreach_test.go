@@ -370,3 +370,44 @@ groups:
 		t.Fatalf("canonical form %s", mustEncode(t, y))
 	}
 }
+
+// TestForEachTimeout: the group's timeout bounds every item: under
+// continue the items it ended are failed and null, the others keep their
+// results; under abort the run fails with ErrGroupTimeout naming an item.
+func TestForEachTimeout(t *testing.T) {
+	tools := func() *fakeTools {
+		return &fakeTools{tools: map[string]toolFunc{
+			"t": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+				if strings.Contains(string(a), `"i":2,`) {
+					<-ctx.Done() // item 2 never answers
+					return nil, ctx.Err()
+				}
+				return json.RawMessage(`{"ok":1}`), nil
+			},
+			"echo": echo(),
+		}}
+	}
+	s := mustParse(t, fanOut("    on_error: continue\n    timeout: 200ms", ""))
+	r, err := Run(context.Background(), s, tools(), args("files", items(4), "root", `"r"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Slots["sizes"]) != `[{"ok":1},{"ok":1},null,{"ok":1}]` || fmt.Sprint(r.Groups[0].Calls[0].ForEach.FailedItems) != "[2]" || !strings.Contains(r.Groups[0].Calls[0].ForEach.Details[0].Error, "group timeout of 200ms") {
+		t.Fatalf("slot %s, fan-out %+v", r.Slots["sizes"], r.Groups[0].Calls[0].ForEach)
+	}
+	s = mustParse(t, fanOut("    timeout: 200ms", ""))
+	_, err = Run(context.Background(), s, tools(), args("files", items(4), "root", `"r"`))
+	if !errors.Is(err, ErrGroupTimeout) || !strings.Contains(err.Error(), "item 2 of 4: the group timeout of 200ms ended the attempts") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestForEachRunGroup: seq_call (RunGroup) fans out as Run does.
+func TestForEachRunGroup(t *testing.T) {
+	s := mustParse(t, fanOut("", ""))
+	f := &fakeTools{tools: map[string]toolFunc{"t": echo(), "echo": echo()}}
+	slots, gr, err := RunGroup(context.Background(), s, "each", f, args("files", items(3), "root", `"r"`))
+	if err != nil || gr.Calls[0].ForEach.Succeeded != 3 || !strings.HasPrefix(string(slots["sizes"]), `[{"i":0,`) {
+		t.Fatalf("slots %s, group %+v, err %v", slots["sizes"], gr, err)
+	}
+}
