@@ -97,6 +97,11 @@ func TestFanOutShown(t *testing.T) {
 	if !strings.Contains(line, "(call 1 fs.stat for_each: 100 items: 90 ok, 8 failed, 2 canceled)") {
 		t.Errorf("watch line: %s", line)
 	}
+	live := seq.GroupResult{Name: "g", Status: seq.GroupRunning, Calls: []seq.CallResult{{Tool: "fs.stat", Status: seq.CallPending, ForEach: &seq.FanOut{Items: 100, Succeeded: 97, Failed: 2, Running: 1}}}}
+	line = eventLine(&events.RunEvent{RunID: "r", Kind: events.RunItems, Group: 1, GroupName: "g", Status: "running", Result: mustJSONText(t, live)})
+	if line != "run r: group 1 g running (call 1 fs.stat for_each: 100 items: 97 ok, 2 failed, 1 running)" {
+		t.Errorf("watch line of an items event: %s", line)
+	}
 	s, err := seq.ParseFile("x.seq.yaml", []byte("name: s\ngroups:\n  - name: g\n    in: {p: array<string>}\n    out: {r: array<object>}\n    tools: [{tool: fs.stat, for_each: $args.p, max_parallel: 4, args: {path: $item}, as: r}]\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -253,6 +253,11 @@ const (
 	RunFinished    = "finished"    // succeeded, failed or cancelled
 	RunInterrupted = "interrupted" // the holder stopped before the end
 	RunResumed     = "resumed"     // another delivery took the run over
+	// RunItems: progress of a for_each call while its group runs, about
+	// once a second (docs/sequences.md, "for_each"): Group and GroupName
+	// name the group, Result is a group result whose calls carry the
+	// counts so far (succeeded, failed, running) in their "for_each".
+	RunItems = "items"
 	// RunCancelling: a cancel was asked (RunEvent.By, .Reason); the
 	// worker holding the run listens to it and stops the run.
 	RunCancelling = "cancelling"

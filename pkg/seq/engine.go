@@ -69,6 +69,8 @@ const (
 
 type runConfig struct {
 	maxItems   int
+	progress   func(group, call int, fan FanOut)
+	progEvery  time.Duration
 	observer   Observer
 	resume     *Result
 	retryInit  time.Duration
@@ -101,6 +103,23 @@ func WithMaxItems(n int) RunOption {
 		if n > 0 {
 			c.maxItems = n
 		}
+	}
+}
+
+// WithItemProgress makes every for_each call report its items in flight
+// every interval while they run: f gets the 0-based group and call and a
+// snapshot: Items, MaxParallel and the items succeeded, failed and in
+// flight (Running) so far — no other counts, no Details. f is called from
+// a goroutine of its own, possibly while other calls of the run report
+// too, so it must be safe for concurrent use; it is not called after the
+// call's group has ended. Progress is informational: the group's result
+// is what counts. An interval <= 0 means one second.
+func WithItemProgress(interval time.Duration, f func(group, call int, fan FanOut)) RunOption {
+	return func(c *runConfig) {
+		if interval <= 0 {
+			interval = time.Second
+		}
+		c.progress, c.progEvery = f, interval
 	}
 }
 

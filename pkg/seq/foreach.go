@@ -134,6 +134,24 @@ func (e *engine) forEach(runCtx, cctx context.Context, gi, ci int, scope map[str
 	outs := make([]callOutcome, len(items))
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var running, ok, failed atomic.Int64 // for WithItemProgress
+	if f := e.cfg.progress; f != nil && len(items) > 0 {
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			t := time.NewTicker(e.cfg.progEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					f(gi, ci, FanOut{Items: len(items), MaxParallel: limit, Succeeded: int(ok.Load()), Failed: int(failed.Load()), Running: int(running.Load())})
+				case <-stop:
+					return
+				}
+			}
+		}()
+		defer func() { close(stop); <-stopped }()
+	}
 	for range min(limit, len(items)) {
 		wg.Add(1)
 		go func() {
@@ -157,7 +175,15 @@ func (e *engine) forEach(runCtx, cctx context.Context, gi, ci int, scope map[str
 					}
 					continue
 				}
+				running.Add(1)
 				outs[i] = e.call(runCtx, cctx, gi, ci, args, nil)
+				running.Add(-1)
+				switch outs[i].res.Status {
+				case CallSucceeded:
+					ok.Add(1)
+				case CallFailed:
+					failed.Add(1)
+				}
 				if outs[i].fatal != nil {
 					abort()
 				}

@@ -411,3 +411,48 @@ func TestForEachRunGroup(t *testing.T) {
 		t.Fatalf("slots %s, group %+v, err %v", slots["sizes"], gr, err)
 	}
 }
+
+// TestForEachProgress: WithItemProgress reports the items in flight while
+// a for_each call runs, and nothing after its group ended.
+func TestForEachProgress(t *testing.T) {
+	s := mustParse(t, fanOut("", "        max_parallel: 2"))
+	release := make(chan struct{})
+	f := &fakeTools{tools: map[string]toolFunc{
+		"t": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			if strings.Contains(string(a), `"i":0,`) {
+				return a, nil
+			}
+			<-release
+			return a, nil
+		},
+		"echo": echo(),
+	}}
+	seen := make(chan FanOut, 100)
+	var ended atomic.Bool
+	prog := WithItemProgress(10*time.Millisecond, func(g, c int, fan FanOut) {
+		if ended.Load() {
+			t.Errorf("progress after the run ended: %+v", fan)
+		}
+		if g == 0 && c == 0 {
+			select {
+			case seen <- fan:
+			default:
+			}
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), s, f, args("files", items(5), "root", `"r"`), prog)
+		ended.Store(true)
+		done <- err
+	}()
+	for fan := range seen {
+		if fan.Running == 2 && fan.Succeeded == 1 && fan.Items == 5 {
+			break // item 0 done, two blocked in flight
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err) // (a report after Run returned fails the test above)
+	}
+}

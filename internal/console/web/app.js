@@ -631,7 +631,8 @@
             c.detail = bits.join(" · ");
           } else if (g.status === "running") {
             c.status = "running";
-            if (c.for_each) c.detail = "for each " + c.for_each.replace("$args.", "");
+            if (rc && rc.for_each) { c.result = rc; c.detail = fanOutText(rc.for_each); } // live: an items event
+            else if (c.for_each) c.detail = "for each " + c.for_each.replace("$args.", "");
           } else {
             c.status = g.status === "skipped" ? "skipped" : g.status === "interrupted" ? "interrupted" : g.status === "not_run" ? "not_run" : "pending";
           }
@@ -803,6 +804,13 @@
       run: (ev) => {
         for (const during of inflight) during.push(ev);
         if (!model.view) { missed = true; return; }
+        if (ev.kind === "items") { // a for_each call's progress: redraw its counts, keep no list entry
+          if (ev.result && ev.group > 0 && model.view.state.status === "running" && model.view.state.finished_groups === ev.group - 1) {
+            model.liveGroups[ev.group - 1] = ev.result;
+            render();
+          }
+          return;
+        }
         model.events.push(ev);
         if (ev.kind === "group" && ev.result && ev.group > 0) {
           model.liveGroups[ev.group - 1] = ev.result;
