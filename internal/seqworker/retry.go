@@ -160,7 +160,7 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 // the error code ("409", or "404"/"503" when a definition cannot be read),
 // or "" when they agree.
 func (w *Worker) sameUpTo(ctx context.Context, orig *events.RunState, from int) (string, string) {
-	stored, err := w.cat.lookup(ctx, orig.Sequence)
+	stored, _, err := w.cat.get(ctx, orig.Sequence) // the bucket, not the cache: what is stored now
 	if err != nil {
 		if errors.Is(err, errNoSequence) {
 			return "the sequence " + strconv.Quote(orig.Sequence) + " is no longer stored, so there is no latest definition; retry without --latest", "404"
