@@ -441,7 +441,7 @@ func readerRole() Role {
 func consoleRole(callsTools bool) Role {
 	ev, filter := events.StreamEvents, events.RunsKeySubject(">")
 	pub := cat(
-		grants("start, cancel, re-run and retry runs (the run form, Cancel run…, Rerun; seq.retry for a Retry button to come)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject),
+		grants("start, cancel, re-run and retry runs (the run form, Cancel run…, Rerun, Retry from group N)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject),
 		grants("a run's page (seq.status); the runs list while RUNS cannot be watched (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
 		grants("the live runs list: its own ordered, headers-only consumer on KV_RUNS, filtered to "+filter+" (bucket info, create, pull, info, delete)",
 			jsAPI+"STREAM.INFO."+kvRU, jsAPI+"CONSUMER.CREATE."+kvRU+".*."+filter, jsAPI+"CONSUMER.MSG.NEXT."+kvRU+".*",

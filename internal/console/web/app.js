@@ -542,7 +542,10 @@
     function renderActions(st) {
       const cancelBtn = h("button", { type: "button", class: "danger", id: "cancel-run", onclick: () => askCancel() }, "Cancel run…");
       const rerunBtn = h("button", { type: "button", id: "rerun-run", onclick: rerun }, "Rerun");
-      replace(actions, !finished(st.status) ? cancelBtn : null, rerunBtn,
+      // A failed or cancelled run continues from its first unfinished group.
+      const retryBtn = st.status === "failed" || st.status === "cancelled"
+        ? h("button", { type: "button", id: "retry-run", onclick: retry }, `Retry from group ${(st.finished_groups || 0) + 1}`) : null;
+      replace(actions, !finished(st.status) ? cancelBtn : null, retryBtn, rerunBtn,
         h("a", { class: "button", href: "#/runs?sequence=" + encodeURIComponent(st.sequence || "") }, "Runs of this sequence"));
     }
 
@@ -578,6 +581,16 @@
         go("#/runs/" + encodeURIComponent(r.run_id));
       } catch (err) {
         if (live()) replace(actionMsg, errorBox(err, "Rerun"));
+      }
+    }
+
+    async function retry() {
+      try {
+        const r = await post("/api/runs/" + encodeURIComponent(id) + "/retry", {});
+        toast(`Started run ${r.run_id}: it continues this one from its first group that did not finish.`);
+        go("#/runs/" + encodeURIComponent(r.run_id));
+      } catch (err) {
+        if (live()) replace(actionMsg, errorBox(err, "Retry"));
       }
     }
 
