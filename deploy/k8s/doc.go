@@ -22,12 +22,17 @@
 //	                       (its auth.conf from a Secret; docs/security.md)
 //	helm/nats-values.yaml  values for the official NATS Helm chart
 //	grafana/               a dashboard of the services' metrics
+//	../helm/skillbus       the Helm chart of the same objects (tested here)
 //
 // The tests (go test ./... in this directory):
 //
 //   - manifests_test.go builds every overlay and component with the
 //     kustomize API, decodes each object strictly into its Kubernetes API
 //     type and checks the invariants docs/deploy.md promises;
+//   - helm_test.go renders ../helm/skillbus with Helm's Go packages (default,
+//     production and every option), checks the same invariants, compares the
+//     production objects with overlays/prod-services (every difference
+//     listed with its reason), the values schema, NOTES.txt and helm lint;
 //   - dockerfile_test.go checks the Dockerfile at the repository root;
 //   - process_test.go starts the binaries exactly as the prod overlay's
 //     containers describe them, against a local 3-node NATS cluster, and

@@ -326,7 +326,7 @@ func mountedFile(b *built, w workload, c corev1.Container, path string) (string,
 // externalSecret reports whether a Secret is meant to be created outside
 // these manifests: the per-service NATS credentials and the servers' auth
 // block, as `skillbus auth -o k8s` prints them (docs/security.md).
-var externalSecret = regexp.MustCompile(`^skillbus-((registry|seqworker|skillface|tools)-creds|nats-auth)$`)
+var externalSecret = regexp.MustCompile(`^skillbus-((registry|seqworker|skillface|tools|console)-creds|nats-auth)$`)
 
 // checkReferences: every ConfigMap a pod uses is in the build with the
 // keys it projects; every Secret is in the build or one of the documented
@@ -414,9 +414,7 @@ func checkReferences(t *testing.T, b *built) {
 		}
 		rel, _ := filepath.Rel("base/library", p)
 		rel = filepath.ToSlash(rel)
-		if strings.HasPrefix(rel, "sequences/") {
-			rel = strings.TrimPrefix(rel, "sequences/") // sequences sit at the top of the tree
-		}
+		rel = strings.TrimPrefix(rel, "sequences/") // sequences sit at the top of the tree
 		want[rel] = string(data)
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -148,8 +149,8 @@ func TestGenerateConsoleCallsTools(t *testing.T) {
 	if s.ConsoleCallsTools || slices.Contains(pubAllow(s), events.SubjectToolAll) {
 		t.Errorf("by default the console may publish on %s; want it not to", events.SubjectToolAll)
 	}
-	if !slices.Contains(pubAllow(s), events.SeqRunSubject) || !slices.Contains(pubAllow(s), "$JS.API.CONSUMER.CREATE.KV_RUNS.*.$KV.RUNS.>") {
-		t.Errorf("the console's publish allow-list %v lacks seq.run or its RUNS watch", pubAllow(s))
+	if !slices.Contains(pubAllow(s), events.SeqRunSubject) || !slices.Contains(pubAllow(s), events.SeqListSubject) {
+		t.Errorf("the console's publish allow-list %v lacks seq.run or seq.list (its runs list)", pubAllow(s))
 	}
 	s = generate(t, Options{Dir: dir, ConsoleCallsTools: &on})
 	if !s.ConsoleCallsTools || !slices.Contains(pubAllow(s), events.SubjectToolAll) || !slices.Contains(s.Changed, filepath.Join(credsDir, RoleConsole+".creds")) {
@@ -324,15 +325,12 @@ func TestRolesTable(t *testing.T) {
 	}
 	made = append(made, "OBJ_"+events.RunSlotsConfig(events.Options{}).Bucket)
 	for _, m := range made {
-		if !slices.Contains(streams, m) {
+		if !slices.Contains(Streams, m) {
 			t.Errorf("events.Provision makes the stream %s, which the permission table does not know (internal/auth streams)", m)
 		}
 	}
-	if len(made) != len(streams) {
-		t.Errorf("the table knows the streams %v; events.Provision makes %v", streams, made)
-	}
-	if !slices.Contains(durables[events.StreamSeqRuns], events.ConsumerSeqworker) || !slices.Contains(durables[events.StreamEvents], events.ConsumerSeqworkerBoot) {
-		t.Errorf("durables = %v; want the seqworker's consumers on SEQ_RUNS and EVENTS", durables)
+	if len(made) != len(Streams) {
+		t.Errorf("the table knows the streams %v; events.Provision makes %v", Streams, made)
 	}
 	p, err := builtin.New(builtin.Config{Root: t.TempDir(), AllowCommands: []string{"true"}})
 	if err != nil {
@@ -583,4 +581,71 @@ func TestK8sServerConfig(t *testing.T) {
 				kind, len(o.TrustedOperators), o.SystemAccount, o.AccountResolver, o.MaxControlLine, o.JetStream)
 		}
 	}
+}
+
+// TestNoConsumersOnOthersStreams: no role may create, delete or pull from
+// a consumer on a stream whose owner (events.OwnerOf) it is not — a
+// consumer's deliver_subject is in the request body, which permissions
+// cannot filter (docs/security.md, "Consumers") — with every option on.
+func TestNoConsumersOnOthersStreams(t *testing.T) {
+	roles, err := Table(TableOptions{ToolPrefixes: []string{"web", "a.b"}, ConsoleCallsTools: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{RoleRegistry: events.OwnerRegistry, RoleSeqworker: events.OwnerSeqworker, RoleSkillface: events.OwnerSkillface}
+	ops := []string{"CONSUMER.CREATE.%s", "CONSUMER.CREATE.%s.x", "CONSUMER.CREATE.%s.x.tool.cmd.run", "CONSUMER.CREATE.%s.x.>",
+		"CONSUMER.DURABLE.CREATE.%s.x", "CONSUMER.DELETE.%s.x", "CONSUMER.MSG.NEXT.%s.x"}
+	owned := 0
+	for _, r := range roles {
+		for _, s := range Streams {
+			for _, op := range ops {
+				subj := "$JS.API." + fmt.Sprintf(op, s)
+				g, ok := grantFor(r.Pub, subj)
+				if !ok || denied(r.DenyPub, subj) {
+					continue
+				}
+				if owner[r.Name] == "" || events.OwnerOf(s) != owner[r.Name] {
+					t.Errorf("role %s may publish %s (grant %s: %s); only %s, the owner of %s, may", r.Name, subj, g.Subject, g.Why, events.OwnerOf(s), s)
+				} else {
+					owned++
+				}
+			}
+		}
+	}
+	if owned == 0 {
+		t.Error("no owner may create consumers on its streams; the check matches nothing")
+	}
+}
+
+// grantFor returns the first grant whose subject pattern matches subj.
+func grantFor(gs []Grant, subj string) (Grant, bool) {
+	for _, g := range gs {
+		if patternMatches(g.Subject, subj) {
+			return g, true
+		}
+	}
+	return Grant{}, false
+}
+
+// denied reports whether a deny grant matches subj.
+func denied(gs []Grant, subj string) bool {
+	_, ok := grantFor(gs, subj)
+	return ok
+}
+
+// patternMatches reports whether the NATS pattern (* one token, > the
+// rest) matches the literal subject.
+func patternMatches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(p) == len(s)
 }

@@ -54,8 +54,9 @@ type Limits struct {
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	// Streams caps the number of streams (skillbus uses 7); default 32.
 	Streams int64 `json:"streams,omitempty"`
-	// Consumers caps the number of consumers (each `skillbus watch` and KV
-	// watcher holds one while it runs); default 10,000.
+	// Consumers caps the number of consumers (only services make them:
+	// the seqworker's durables and the registry's and seqworker's watches
+	// of the streams they own; docs/security.md); default 10,000.
 	Consumers int64 `json:"consumers,omitempty"`
 	// Connections caps client connections; default -1.
 	Connections int64 `json:"connections,omitempty"`
@@ -400,6 +401,9 @@ func userClaims(r Role, kp nkeys.KeyPair, account string) *jwt.UserClaims {
 	}
 	if r.Responds {
 		uc.Permissions.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: ResponseWindow}
+		if r.Progresses {
+			uc.Permissions.Resp.MaxMsgs = -1 // any number: progress messages, then the reply
+		}
 	}
 	uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeStandard)
 	return uc

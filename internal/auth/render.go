@@ -31,7 +31,10 @@ func Markdown() string {
 		fmt.Fprintf(&b, "#### `%s`\n\n", r.Name)
 		fmt.Fprintf(&b, "%s%s.\n\n", strings.ToUpper(r.Summary[:1]), r.Summary[1:])
 		fmt.Fprintf(&b, "Creds `creds/%s.creds`, Kubernetes Secret `%s`, inbox prefix `%s`", r.Name, SecretName(r.Name), r.InboxPrefix())
-		if r.Responds {
+		switch {
+		case r.Responds && r.Progresses:
+			fmt.Fprintf(&b, "; answers the requests it receives (allow_responses: any number of messages each — an acknowledgement and keep-alives, then the reply — within %s)", hours(ResponseWindow))
+		case r.Responds:
 			fmt.Fprintf(&b, "; answers the requests it receives (allow_responses: one reply each, within %s)", hours(ResponseWindow))
 		}
 		b.WriteString(".\n\n| | subjects | for |\n|---|---|---|\n")

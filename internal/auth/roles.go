@@ -63,6 +63,11 @@ type Role struct {
 	// one reply per request, within ResponseWindow), which is how services
 	// and tool providers reply without a publish grant on _INBOX.>.
 	Responds bool
+	// Progresses lets a user that Responds send any number of messages
+	// to the reply subject of a request it received (within
+	// ResponseWindow): a tool provider's acknowledgement and keep-alives
+	// before its reply (docs/tools.md, "Keep-alives").
+	Progresses bool
 }
 
 // InboxPrefix returns the role's private inbox prefix, _INBOX.<name>: its
@@ -88,17 +93,10 @@ const (
 	objRS = "OBJ_" + events.BucketRunSlots
 )
 
-// streams are every stream skillbus provisions (events.Provision), with
-// the durable consumers on each and the role that owns them.
-var streams = []string{kvSK, kvSQ, kvRU, kvSS, kvRL, objRS, events.StreamSeqRuns, events.StreamEvents}
-
-// durables maps a stream to the durable consumers on it; only the
-// seqworker creates, reads and acks them, and every other role that may
-// create consumers on the stream is denied these names.
-var durables = map[string][]string{
-	events.StreamSeqRuns: {events.ConsumerSeqworker},
-	events.StreamEvents:  {events.ConsumerSeqworkerBoot},
-}
+// Streams are every stream skillbus provisions (events.Provision); the
+// service that owns each (events.OwnerOf) is the only role that may create
+// or delete consumers on it (docs/security.md, "Consumers").
+var Streams = []string{kvSK, kvSQ, kvRU, kvSS, kvRL, objRS, events.StreamSeqRuns, events.StreamEvents}
 
 // TableOptions choose the optional parts of the permission table.
 type TableOptions struct {
@@ -217,7 +215,7 @@ func inbox(name string) []Grant {
 func provisioning(owner string) []Grant {
 	create := []string{jsAPI + "INFO"}
 	var update []string
-	for _, s := range streams {
+	for _, s := range Streams {
 		create = append(create, jsAPI+"STREAM.CREATE."+s, jsAPI+"STREAM.INFO."+s)
 		if events.OwnerOf(s) == owner {
 			update = append(update, jsAPI+"STREAM.UPDATE."+s)
@@ -239,29 +237,19 @@ func streamRead(why, stream string) []Grant {
 	return grants(why, jsAPI+"STREAM.INFO."+stream, jsAPI+"STREAM.MSG.GET."+stream)
 }
 
-// ephemeral is reading a stream through consumers of the client's own
-// (ordered consumers: KV watches and key lists, object reads, `skillbus
-// watch`), named by the client: create (with one filter subject, it is
-// part of the API subject), fetch, info, delete, flow control.
+// ephemeral is reading a stream through consumers of the service's own
+// (ordered consumers: KV watches and key lists, object reads), named by
+// the service: create (with one filter subject, it is part of the API
+// subject), fetch, info, delete, flow control. Only the owner of a stream
+// (events.OwnerOf) gets it: a consumer's deliver_subject is in the
+// CONSUMER.CREATE body, which permissions cannot filter, so whoever may
+// create one may have the server deliver the stream's messages onto any
+// subject. Every other role reads by direct gets, STREAM.MSG.GET and core
+// subscriptions (pkg/streamread; TestNoConsumersOnOthersStreams).
 func ephemeral(why, stream string) []Grant {
 	return grants(why,
 		jsAPI+"CONSUMER.CREATE."+stream+".*", jsAPI+"CONSUMER.CREATE."+stream+".*.>", jsAPI+"CONSUMER.MSG.NEXT."+stream+".*",
 		jsAPI+"CONSUMER.INFO."+stream+".*", jsAPI+"CONSUMER.DELETE."+stream+".*", "$JS.FC."+stream+".>")
-}
-
-// denyDurables refuses creating, deleting, reading or pulling from the
-// durable consumers on stream (the seqworker's), which the ephemeral
-// patterns would otherwise match.
-func denyDurables(stream string) []Grant {
-	var out []Grant
-	for _, d := range durables[stream] {
-		why := "the seqworker's durable consumer " + d + " (only the seqworker may change or drain it)"
-		out = append(out, grants(why,
-			jsAPI+"CONSUMER.CREATE."+stream+"."+d, jsAPI+"CONSUMER.CREATE."+stream+"."+d+".>",
-			jsAPI+"CONSUMER.MSG.NEXT."+stream+"."+d, jsAPI+"CONSUMER.DELETE."+stream+"."+d,
-			jsAPI+"CONSUMER.INFO."+stream+"."+d)...)
-	}
-	return out
 }
 
 // microService is what a NATS micro service needs beyond its endpoints:
@@ -314,7 +302,7 @@ func seqworkerRole() Role {
 			streamRead("read run states", kvRU), ephemeral("list runs (skillbus.seq.list)", kvRU),
 			streamRead("read large slot values", objRS), ephemeral("read large slot values", objRS),
 			grants("replace or remove large slot values", jsAPI+"STREAM.PURGE."+objRS),
-			streamRead("read stored sequences", kvSQ), ephemeral("watch SEQUENCES (schedules, boot sequences)", kvSQ),
+			streamRead("read stored sequences; watch SEQUENCES (schedules, boot sequences) by direct gets", kvSQ),
 			grants("queue run requests (seq.run, boot runs) and keep schedules", events.SubjectRunAll, events.SubjectScheduleAll),
 			streamRead("read schedules", sr),
 			grants("replace a sequence's schedule", jsAPI+"STREAM.PURGE."+sr),
@@ -328,6 +316,7 @@ func seqworkerRole() Role {
 		),
 		Sub: cat(inbox(RoleSeqworker),
 			grants("its endpoints (seq.run, status, cancel, list, rerun, call)", events.SeqPrefix+".>"),
+			grants("watch SEQUENCES: a write wakes its direct gets (no consumer on a stream the registry owns)", "$KV."+events.BucketSequences+".>"),
 			grants("cancel signals to the worker holding a run", "events.run.*."+events.RunCancelling),
 			grants("runs that used up their deliveries (server advisory)", events.AdvisoryMaxDeliveriesSeqworker),
 			microService()),
@@ -341,12 +330,13 @@ func skillfaceRole() Role {
 		Responds: true,
 		Pub: cat(
 			provisioning(events.OwnerSkillface),
-			streamRead("read skills", kvSK), ephemeral("watch SKILLS", kvSK),
+			streamRead("read skills; watch SKILLS by direct gets", kvSK),
 			grants("session activation state (KV create and compare-and-set update)", "$KV."+events.BucketSessions+".>"),
 			streamRead("read session state", kvSS),
 		),
 		Sub: cat(inbox(RoleSkillface),
 			grants("its endpoints (assemble, info): the prompts", events.SkillfacePrefix+".>"),
+			grants("watch SKILLS: a write wakes its direct gets (no consumer on a stream the registry owns)", "$KV."+events.BucketSkills+".>"),
 			microService()),
 	}
 }
@@ -364,6 +354,7 @@ func toolsRole(name, who string, families []string) Role {
 		Sub: cat(inbox(name),
 			grants("answer its tools (queue group)", answer...),
 			microService()),
+		Progresses: true,
 	}
 }
 
@@ -376,9 +367,9 @@ func reads(name string) []Grant {
 			events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject,
 			events.RegistrySeqListSubject, events.RegistrySeqGetSubject),
 		grants("list and read runs (`skillbus runs ls`, `runs show`)", events.SeqStatusSubject, events.SeqListSubject),
-		streamRead("watch events (`skillbus watch`)", ev), ephemeral("watch events (`skillbus watch`)", ev),
+		streamRead("read and follow events (`skillbus watch`, STREAM.MSG.GET from a cursor)", ev),
 		streamRead("a run's state (`skillbus watch RUN`)", kvRU),
-		streamRead("a run's large slot values", objRS), ephemeral("a run's large slot values", objRS),
+		streamRead("a run's large slot values (direct gets of the object's metadata and chunks)", objRS),
 		discovery(),
 	)
 }
@@ -399,8 +390,7 @@ func runnerRole() Role {
 			grants("announce an agent boot (`skillbus agent-ready`): boot sequences run once per boot id", events.SubjectAgentReadyAll),
 			reads(RoleRunner),
 		),
-		DenyPub: denyDurables(events.StreamEvents),
-		Sub:     clientSub(RoleRunner),
+		Sub: clientSub(RoleRunner),
 	}
 }
 
@@ -422,16 +412,16 @@ func readerRole() Role {
 		Name:    RoleReader,
 		Summary: "a read-only client (`skillbus skills`, `seqs`, `runs ls`, `runs show`, `watch`, `tools`, dashboards): starts nothing",
 		Pub:     reads(RoleReader),
-		DenyPub: denyDurables(events.StreamEvents),
 		Sub:     clientSub(RoleReader),
 	}
 }
 
 // consoleRole is the web console (`skillbus ui`, `skillbus dev`;
 // docs/console.md): what its pages read and do, and nothing else. It
-// watches the RUNS bucket through an ordered, headers-only consumer of its
-// own, so the runs page is live (queued runs included); reads runs through
-// seq.status (no direct reads of RUNS), their large slots, events,
+// lists runs through seq.list and keeps the list live from a core
+// subscription to the RUNS bucket's subjects (the summary headers of each
+// write; queued runs included) — no consumer: it owns no stream; reads
+// runs through seq.status (no direct reads of RUNS), their large slots, events,
 // skills, sequences and the tools served; starts, cancels and re-runs runs
 // through the seqworker's endpoints. It needs no skillface endpoint (the
 // assembly preview runs pkg/skillface in the console's process, on the
@@ -439,16 +429,13 @@ func readerRole() Role {
 // tools directly is opt-in (callsTools): a direct call is not a run, so it
 // leaves no trace in RUNS or EVENTS, while a run of a sequence does.
 func consoleRole(callsTools bool) Role {
-	ev, filter := events.StreamEvents, events.RunsKeySubject(">")
+	ev := events.StreamEvents
 	pub := cat(
 		grants("start, cancel, re-run and retry runs (the run form, Cancel run…, Rerun, Retry from group N)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject),
-		grants("a run's page (seq.status); the runs list while RUNS cannot be watched (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
-		grants("the live runs list: its own ordered, headers-only consumer on KV_RUNS, filtered to "+filter+" (bucket info, create, pull, info, delete)",
-			jsAPI+"STREAM.INFO."+kvRU, jsAPI+"CONSUMER.CREATE."+kvRU+".*."+filter, jsAPI+"CONSUMER.MSG.NEXT."+kvRU+".*",
-			jsAPI+"CONSUMER.INFO."+kvRU+".*", jsAPI+"CONSUMER.DELETE."+kvRU+".*"),
-		streamRead("a run's large slot values (RUN_SLOTS)", objRS), ephemeral("a run's large slot values (RUN_SLOTS)", objRS),
-		streamRead("a run's timeline and a schedule's last state (the EVENTS stream)", ev),
-		ephemeral("a run's timeline and a schedule's last state (the EVENTS stream)", ev),
+		grants("a run's page (seq.status); the runs list (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
+		grants("the runs list: the RUNS bucket's TTL (runs it expired leave the list)", jsAPI+"STREAM.INFO."+kvRU),
+		streamRead("a run's large slot values (RUN_SLOTS, direct gets)", objRS),
+		streamRead("a run's timeline and a schedule's last state (the EVENTS stream, STREAM.MSG.GET)", ev),
 		grants("the Sequences and Skills pages, and the skills of the assembly preview",
 			events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject,
 			events.RegistrySeqListSubject, events.RegistrySeqGetSubject),
@@ -459,10 +446,10 @@ func consoleRole(callsTools bool) Role {
 	}
 	return Role{
 		Name:    RoleConsole,
-		Summary: "the web console (`skillbus ui`, `skillbus dev`): watches RUNS live, reads runs, events, skills, sequences and tools, starts, cancels and re-runs runs; calls tools directly only with `" + ConsoleCallsToolsFlag + "`",
+		Summary: "the web console (`skillbus ui`, `skillbus dev`): follows RUNS live (core messages), reads runs, events, skills, sequences and tools, starts, cancels and re-runs runs; calls tools directly only with `" + ConsoleCallsToolsFlag + "`",
 		Pub:     pub,
-		DenyPub: denyDurables(ev),
 		Sub: cat(inbox(RoleConsole),
-			grants("live events: runs moving on, registry and schedule events", events.SubjectEventsAll)),
+			grants("live events: runs moving on, registry and schedule events", events.SubjectEventsAll),
+			grants("the live runs list: each write of RUNS (its summary headers), as core messages", "$KV."+events.BucketRuns+".>")),
 	}
 }

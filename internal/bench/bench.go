@@ -3,8 +3,10 @@
 // named one), runs N runs through the skillbus.seq.run endpoint at a given
 // concurrency, and measures the raw NATS request/reply floor the same way
 // on the same connection — G rounds of C parallel requests to a plain
-// nats.go echo responder — so the two can be compared as ratios
-// (BENCHMARKS.md). It needs a cluster where a registry and a seqworker run.
+// nats.go echo responder — and the durable floor, the same rounds made
+// durable with JetStream alone (durable.go), so the three can be compared
+// as ratios (BENCHMARKS.md). It needs a cluster where a registry and a
+// seqworker run.
 package bench
 
 import (
@@ -68,7 +70,7 @@ type Config struct {
 	// Timeout bounds one run (and one floor round); default 1 minute.
 	Timeout time.Duration
 	// OnDone, when set, is called after each measured run or floor round
-	// with the phase ("floor" or "runs") and how many of that phase are
+	// with the phase ("floor", "durable" or "runs") and how many of that phase are
 	// done; from many goroutines at once, so it must be quick and safe.
 	OnDone func(phase string, done int)
 }
@@ -153,11 +155,23 @@ type Result struct {
 	// shape of raw request/reply on the same connection.
 	Skillbus Stats `json:"skillbus"`
 	Floor    Stats `json:"floor"`
+	// DurableFloor is the same shape made durable with JetStream alone
+	// (durable.go: a work-queue stream, a durable pull consumer, a KV
+	// checkpoint per round): what durability costs on this cluster. nil
+	// when it could not be measured; DurableSkipped then says why (the
+	// credentials may not make streams).
+	DurableFloor   *Stats `json:"durable_floor,omitempty"`
+	DurableSkipped string `json:"durable_skipped,omitempty"`
 	// LatencyRatio is Skillbus.P50 / Floor.P50 (lower is better);
 	// ThroughputRatio is Skillbus.RunsPerSec / Floor.RunsPerSec (higher
 	// is better).
 	LatencyRatio    float64 `json:"latency_ratio"`
 	ThroughputRatio float64 `json:"throughput_ratio"`
+	// DurableLatencyRatio and DurableThroughputRatio are the same ratios
+	// against DurableFloor: what skillbus adds over the least a durable
+	// run does (BENCHMARKS.md's goals: ≤ 1.25× and ≥ 0.9×).
+	DurableLatencyRatio    float64 `json:"durable_latency_ratio,omitempty"`
+	DurableThroughputRatio float64 `json:"durable_throughput_ratio,omitempty"`
 }
 
 // Run runs the bench: runs are started on nc (as a client), the echo tool
@@ -240,6 +254,16 @@ func Run(ctx context.Context, nc, provider *nats.Conn, cfg Config) (*Result, err
 	}
 	defer runs.close()
 
+	durable, err := StartDurableFloor(ctx, nc, provider, id, rawSubject, cfg.Groups, cfg.Calls, argsOf)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		res.DurableSkipped = "the durable floor was not measured: " + err.Error()
+	} else {
+		defer durable.Close()
+	}
+
 	// Warm both paths up, then measure the floor, then the runs.
 	if _, err := measure(ctx, cfg, cfg.Warmup, "", floorRound); err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -254,6 +278,16 @@ func Run(ctx context.Context, nc, provider *nats.Conn, cfg Config) (*Result, err
 	if res.Floor, err = measure(ctx, cfg, cfg.Runs, "floor", floorRound); err != nil {
 		return nil, err
 	}
+	if durable != nil {
+		if _, err := measure(ctx, cfg, cfg.Warmup, "", durable.Run); err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		st, err := measure(ctx, cfg, cfg.Runs, "durable", durable.Run)
+		if err != nil {
+			return nil, err
+		}
+		res.DurableFloor = &st
+	}
 	if res.Skillbus, err = measure(ctx, cfg, cfg.Runs, "runs", runs.run); err != nil {
 		return nil, err
 	}
@@ -262,6 +296,10 @@ func Run(ctx context.Context, nc, provider *nats.Conn, cfg Config) (*Result, err
 	}
 	if res.Floor.RunsPerSec > 0 {
 		res.ThroughputRatio = res.Skillbus.RunsPerSec / res.Floor.RunsPerSec
+	}
+	if d := res.DurableFloor; d != nil && d.P50 > 0 && d.RunsPerSec > 0 {
+		res.DurableLatencyRatio = float64(res.Skillbus.P50) / float64(d.P50)
+		res.DurableThroughputRatio = res.Skillbus.RunsPerSec / d.RunsPerSec
 	}
 	if res.Skillbus.Runs == 0 && res.Skillbus.Failed > 0 {
 		return res, fmt.Errorf("bench: every run failed (%s)", runs.firstErr())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/bench"
 	"github.com/skillbus/skillbus/internal/devstack"
@@ -59,10 +60,13 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done["floor"] != 20 || done["runs"] != 20 || len(done) != 2 {
-		t.Errorf("OnDone saw %v; want floor and runs up to 20", done)
+	if done["floor"] != 20 || done["durable"] != 20 || done["runs"] != 20 || len(done) != 3 {
+		t.Errorf("OnDone saw %v; want floor, durable and runs up to 20", done)
 	}
-	for name, s := range map[string]bench.Stats{"skillbus": res.Skillbus, "floor": res.Floor} {
+	if res.DurableFloor == nil {
+		t.Fatalf("no durable floor measured: %s", res.DurableSkipped)
+	}
+	for name, s := range map[string]bench.Stats{"skillbus": res.Skillbus, "floor": res.Floor, "durable": *res.DurableFloor} {
 		if s.Runs != 20 || s.Failed != 0 || s.Calls != 20*6 {
 			t.Errorf("%s: %d runs, %d failed, %d calls; want 20, 0, 120", name, s.Runs, s.Failed, s.Calls)
 		}
@@ -73,7 +77,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s: %.1f runs/s, %.1f calls/s; want calls/s = 6 × runs/s", name, s.RunsPerSec, s.CallsPerSec)
 		}
 	}
-	if res.LatencyRatio <= 0 || res.ThroughputRatio <= 0 || res.Tool != bench.EchoTool {
+	if res.LatencyRatio <= 0 || res.ThroughputRatio <= 0 || res.DurableLatencyRatio <= 0 || res.DurableThroughputRatio <= 0 || res.Tool != bench.EchoTool {
 		t.Errorf("result %+v: want positive ratios and the echo tool", res)
 	}
 	t.Logf("p50 %s vs floor %s (%.1fx); %.0f vs %.0f runs/s", res.Skillbus.P50, res.Floor.P50, res.LatencyRatio, res.Skillbus.RunsPerSec, res.Floor.RunsPerSec)
@@ -87,6 +91,15 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := nc.Request("tool."+bench.EchoTool, []byte(`{}`), 2*time.Second); !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("echo tool after the bench: %v; want no responders", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range js.StreamNames(ctx).Name() {
+		if strings.HasPrefix(name, "SKILLBUS_BENCH_") || strings.HasPrefix(name, "KV_skillbus_bench_") {
+			t.Errorf("stream %s is left after the bench; want the durable floor's stream and bucket deleted", name)
+		}
 	}
 }
 

@@ -26,8 +26,19 @@
 // Error codes (pkg/tool Error): "400" bad arguments, "403" refused (outside
 // the root, command not allowed), "404" not found, "413" a file larger than
 // the read limit or output beyond the limit with check, or text.render
-// output over DefaultMaxRenderBytes, "500" other failures, "504" a command
-// that ran past its timeout (and any tool stopped by the caller's deadline).
+// output over DefaultMaxRenderBytes, or a walk over its budget), "500"
+// other failures, "504" a command that ran past its timeout (and any tool
+// stopped by the caller's deadline).
+//
+// Walks (fs.glob, fs.grep, fs.lines, and fs.list's read of a directory)
+// check the call's context at every entry and every 64 KiB read, so they
+// stop within milliseconds of the caller's deadline or cancel, and count
+// the call's work: more than Config.MaxWalkEntries entries visited or
+// Config.MaxWalkBytes bytes read ends the call with code "413" naming the
+// budget. fs.glob folds repeated ** segments ("**/**/x" is "**/x"),
+// reads only directories that can hold a match, and refuses a pattern of
+// more than 4,096 {…} combinations (docs/tools.md, "Built-in tools:
+// limits").
 // text.render also stops after MaxRenderSteps range iterations and template
 // calls (code "400"), so a template cannot spin without writing, and its
 // string-building functions (printf, print, println, html, js, urlquery,
@@ -60,6 +71,8 @@ const (
 	DefaultCommandTimeout = 30 * time.Second
 	DefaultMaxOutputBytes = 64 << 10 // 64 KiB per stream of cmd.run
 	DefaultMaxRenderBytes = 256 << 10
+	DefaultMaxWalkEntries = 100_000  // directory entries one fs.glob, fs.grep, fs.lines or fs.list call visits
+	DefaultMaxWalkBytes   = 64 << 20 // 64 MiB: file bytes one fs.grep or fs.lines call reads
 )
 
 // ErrConfig is returned by Config.Validate and New; the message names the
@@ -91,6 +104,15 @@ type Config struct {
 	// DefaultMaxOutputBytes (64 KiB). Output beyond it is dropped and the
 	// reply says truncated.
 	MaxOutputBytes int
+	// MaxWalkEntries caps the directory entries one call of fs.glob,
+	// fs.grep, fs.lines or fs.list visits; beyond it the call fails with
+	// code "413" naming the budget (docs/tools.md, "Built-in tools:
+	// limits"). Default DefaultMaxWalkEntries (100,000).
+	MaxWalkEntries int
+	// MaxWalkBytes caps the file bytes one call of fs.grep or fs.lines
+	// reads; beyond it the call fails with code "413" naming the budget.
+	// Default DefaultMaxWalkBytes (64 MiB).
+	MaxWalkBytes int
 	// Prefix, when set, is put before every tool name: with Prefix "web"
 	// the tools are web.fs.read, web.fs.list, ... (subjects
 	// tool.web.fs.read, ...), so providers with different roots can share
@@ -112,6 +134,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: CommandTimeout %v is negative", ErrConfig, c.CommandTimeout)
 	case c.MaxOutputBytes < 0:
 		return fmt.Errorf("%w: MaxOutputBytes %d is negative", ErrConfig, c.MaxOutputBytes)
+	case c.MaxWalkEntries < 0:
+		return fmt.Errorf("%w: MaxWalkEntries %d is negative", ErrConfig, c.MaxWalkEntries)
+	case c.MaxWalkBytes < 0:
+		return fmt.Errorf("%w: MaxWalkBytes %d is negative", ErrConfig, c.MaxWalkBytes)
 	}
 	if c.Prefix != "" {
 		for _, part := range strings.Split(c.Prefix, ".") {
@@ -145,6 +171,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOutputBytes == 0 {
 		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.MaxWalkEntries == 0 {
+		c.MaxWalkEntries = DefaultMaxWalkEntries
+	}
+	if c.MaxWalkBytes == 0 {
+		c.MaxWalkBytes = DefaultMaxWalkBytes
 	}
 	return c
 }
@@ -221,8 +253,8 @@ func (p *Provider) Tools() []tool.Tool {
 func (p *Provider) Config() string {
 	allow := slices.Clone(p.cfg.AllowCommands)
 	slices.Sort(allow)
-	return fmt.Sprintf("root=%s allow-cmd=%s prefix=%s max-read=%d max-results=%d cmd-timeout=%s max-output=%d version=%s",
-		p.rootAbs, strings.Join(allow, ","), p.cfg.Prefix, p.cfg.MaxReadBytes, p.cfg.MaxResults, p.cfg.CommandTimeout, p.cfg.MaxOutputBytes, version.String())
+	return fmt.Sprintf("root=%s allow-cmd=%s prefix=%s max-read=%d max-results=%d cmd-timeout=%s max-output=%d max-walk-entries=%d max-walk-bytes=%d version=%s",
+		p.rootAbs, strings.Join(allow, ","), p.cfg.Prefix, p.cfg.MaxReadBytes, p.cfg.MaxResults, p.cfg.CommandTimeout, p.cfg.MaxOutputBytes, p.cfg.MaxWalkEntries, p.cfg.MaxWalkBytes, version.String())
 }
 
 // Metadata returns the micro service metadata to serve the tools with

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -163,6 +164,10 @@ func fsError(p string, err error) error {
 		return tool.Errorf("404", "no file or directory %q under the tool root", p)
 	case errors.Is(err, fs.ErrPermission):
 		return tool.Errorf("403", "permission denied reading %q", p)
+	case errors.Is(err, syscall.ELOOP):
+		// The caller's path, not the provider's failure: os.Root gives
+		// ELOOP for a loop and for more than 8 links in a row.
+		return tool.Errorf("400", "path %q is a symlink loop (a link leading, through others, back to itself) or goes through more than 8 symlinks: it leads to no file; fix or remove the link", p)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -250,7 +255,11 @@ func (p *Provider) list(ctx context.Context, args json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	des, err := fs.ReadDir(p.root.FS(), dir)
+	des, err := p.readDir(p.budget(ctx, "fs.list"), dir)
+	var te *tool.Error
+	if err != nil && (errors.As(err, &te) || ctx.Err() != nil) {
+		return nil, walkStopped("fs.list", err)
+	}
 	if err != nil {
 		if fi, serr := p.root.Stat(dir); serr == nil && !fi.IsDir() {
 			// The caller's mistake, not the provider's failure.
@@ -280,6 +289,35 @@ func (p *Provider) list(ctx context.Context, args json.RawMessage) (any, error) 
 		out.Entries = append(out.Entries, e)
 	}
 	return out, nil
+}
+
+// readDir reads the directory dir sorted by name, a batch at a time,
+// counting its entries on b, so a directory of a million entries ends at
+// the budget or the call's end rather than after reading them all.
+func (p *Provider) readDir(b *budget, dir string) ([]fs.DirEntry, error) {
+	f, err := p.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var des []fs.DirEntry
+	for {
+		batch, err := f.ReadDir(256)
+		for range batch {
+			if err := b.visit(); err != nil {
+				return nil, err
+			}
+		}
+		des = append(des, batch...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(des, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return des, nil
 }
 
 func (p *Provider) stat(ctx context.Context, args json.RawMessage) (any, error) {
@@ -349,36 +387,33 @@ func (p *Provider) glob(ctx context.Context, args json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if !doublestar.ValidatePattern(pat) {
-		return nil, tool.Errorf("400", "pattern %q is not a valid glob: check brackets and braces", in.Pattern)
+	if pat, err = checkGlob("pattern", pat); err != nil {
+		return nil, err
 	}
 	out := GlobResult{Pattern: in.Pattern, Matches: []string{}}
-	errStop := errors.New("stop")
-	err = doublestar.GlobWalk(p.root.FS(), pat, func(m string, d fs.DirEntry) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	err = p.globWalk(p.budget(ctx, "fs.glob"), pat, in.Hidden, func(m string) error {
 		if !in.Hidden && slices.ContainsFunc(strings.Split(m, "/"), hidden) {
 			return nil
 		}
 		if len(out.Matches) == p.cfg.MaxResults {
 			out.Truncated = true
-			return errStop
+			return errStopWalk
 		}
 		out.Matches = append(out.Matches, m)
 		return nil
-	}, doublestar.WithNoFollow())
-	if err != nil && !errors.Is(err, errStop) {
-		return nil, fsError(pat, err)
+	})
+	if err != nil {
+		return nil, walkStopped("fs.glob", err)
 	}
 	sort.Strings(out.Matches)
 	return out, nil
 }
 
 // walkFiles calls fn for every regular file under dir (not following
-// symlinks, skipping hidden names unless withHidden), stopping at ctx's end
-// or when fn returns errStopWalk.
-func (p *Provider) walkFiles(ctx context.Context, dir string, withHidden bool, fn func(name string) error) error {
+// symlinks, skipping hidden names unless withHidden), counting every entry
+// on b and stopping at b's first error (the call's end, the budget) or
+// when fn returns errStopWalk.
+func (p *Provider) walkFiles(b *budget, dir string, withHidden bool, fn func(name string) error) error {
 	fi, err := p.root.Stat(dir)
 	if err != nil {
 		return fsError(dir, err)
@@ -393,8 +428,8 @@ func (p *Provider) walkFiles(ctx context.Context, dir string, withHidden bool, f
 			}
 			return nil // an unreadable subdirectory is left out
 		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
+		if err := b.visit(); err != nil {
+			return err
 		}
 		if name != dir && !withHidden && hidden(d.Name()) {
 			if d.IsDir() {
@@ -410,7 +445,8 @@ func (p *Provider) walkFiles(ctx context.Context, dir string, withHidden bool, f
 	if errors.Is(err, errStopWalk) {
 		return nil
 	}
-	if err != nil && ctx.Err() == nil {
+	var te *tool.Error
+	if err != nil && b.ctx.Err() == nil && !errors.As(err, &te) {
 		return fsError(dir, err)
 	}
 	return err
@@ -418,20 +454,43 @@ func (p *Provider) walkFiles(ctx context.Context, dir string, withHidden bool, f
 
 var errStopWalk = errors.New("stop walk")
 
-// readText reads a file for grep and lines: nil when it is not a regular
-// file, binary or larger than 16× MaxReadBytes.
-func (p *Provider) readText(name string) []byte {
-	f, _, err := p.openFile(name)
+// readChunk is how much readText reads between two checks of the budget.
+const readChunk = 64 << 10
+
+// readText reads a file for grep and lines, counting the bytes on b: nil
+// when it is not a regular file, binary or larger than 16× MaxReadBytes;
+// an error only from b (the call's end, the read budget).
+func (p *Provider) readText(b *budget, name string) ([]byte, error) {
+	f, fi, err := p.openFile(name)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
 	limit := int64(p.cfg.MaxReadBytes) * 16
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil || int64(len(b)) > limit || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
-		return nil
+	if fi.Size() > limit {
+		return nil, nil
 	}
-	return b
+	buf := make([]byte, 0, min(fi.Size()+1, limit+1))
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, readChunk)
+		}
+		n, rerr := f.Read(buf[len(buf):min(cap(buf), len(buf)+readChunk)])
+		buf = buf[:len(buf)+n]
+		if err := b.read(n); err != nil {
+			return nil, err
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return nil, nil
+		}
+	}
+	if int64(len(buf)) > limit || bytes.IndexByte(buf[:min(len(buf), 8000)], 0) >= 0 {
+		return nil, nil
+	}
+	return buf, nil
 }
 
 func (p *Provider) grep(ctx context.Context, args json.RawMessage) (any, error) {
@@ -450,8 +509,11 @@ func (p *Provider) grep(ctx context.Context, args json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, tool.Errorf("400", "pattern %q is not a valid RE2 regular expression: %v", in.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
-	if in.Include != "" && !doublestar.ValidatePattern(in.Include) {
-		return nil, tool.Errorf("400", "include %q is not a valid glob", in.Include)
+	include := in.Include
+	if include != "" {
+		if include, err = checkGlob("include", include); err != nil {
+			return nil, err
+		}
 	}
 	if in.MaxMatches < 0 {
 		return nil, tool.Errorf("400", "bad arguments: max_matches %d is negative", in.MaxMatches)
@@ -465,23 +527,24 @@ func (p *Provider) grep(ctx context.Context, args json.RawMessage) (any, error) 
 		return nil, err
 	}
 	out := GrepResult{Pattern: in.Pattern, Matches: []GrepMatch{}}
-	err = p.walkFiles(ctx, dir, in.Hidden, func(name string) error {
-		if in.Include != "" {
-			base := path.Base(name)
-			if ok, _ := doublestar.Match(in.Include, name); !ok {
-				if ok, _ := doublestar.Match(in.Include, base); !ok {
-					return nil
-				}
-			}
-		}
-		b := p.readText(name)
-		if b == nil {
+	bud := p.budget(ctx, "fs.grep")
+	err = p.walkFiles(bud, dir, in.Hidden, func(name string) error {
+		if include != "" && !doublestar.MatchUnvalidated(include, name) && !doublestar.MatchUnvalidated(include, path.Base(name)) {
 			return nil
+		}
+		b, err := p.readText(bud, name)
+		if b == nil {
+			return err
 		}
 		out.FilesSearched++
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(make([]byte, 0, 64<<10), len(b)+1)
 		for n := 1; sc.Scan(); n++ {
+			if n%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			line := sc.Bytes()
 			if !re.Match(line) {
 				continue
@@ -495,7 +558,7 @@ func (p *Provider) grep(ctx context.Context, args json.RawMessage) (any, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, walkStopped("fs.grep", err)
 	}
 	out.Count = len(out.Matches)
 	return out, nil
@@ -525,12 +588,16 @@ func (p *Provider) lines(ctx context.Context, args json.RawMessage) (any, error)
 	}
 	out := LinesResult{Path: dir, Languages: []LanguageCount{}}
 	byLang := map[string]*LanguageCount{}
-	err = p.walkFiles(ctx, dir, in.Hidden, func(name string) error {
+	bud := p.budget(ctx, "fs.lines")
+	err = p.walkFiles(bud, dir, in.Hidden, func(name string) error {
 		lang := Language(name)
 		if lang == "" {
 			return nil
 		}
-		b := p.readText(name)
+		b, err := p.readText(bud, name)
+		if err != nil {
+			return err
+		}
 		if b == nil {
 			out.Skipped++
 			return nil
@@ -551,7 +618,7 @@ func (p *Provider) lines(ctx context.Context, args json.RawMessage) (any, error)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, walkStopped("fs.lines", err)
 	}
 	for _, lc := range byLang {
 		out.Languages = append(out.Languages, *lc)

@@ -100,13 +100,15 @@ func stepMarks(t *template.Template) {
 
 // RenderArgs are text.render's arguments.
 type RenderArgs struct {
-	Template string `json:"template" jsonschema:"Go text/template; functions: join lines first trunc json keys default upper lower trim, and text/template's own (printf, len, index, eq, ...)"`
+	Template string `json:"template" jsonschema:"Go text/template; functions: join lines first trunc json keys default upper lower trim, and text/template's own (printf, len, index, eq, ...); a missing key or a null is empty text"`
 	// Data is decoded by decodeData (exact integers), not by encoding/json.
 	Data json.RawMessage `json:"data,omitempty" jsonschema:"the value the template renders (. in the template)"`
 }
 
 // render is text.render: it executes a Go text/template (with the
 // functions of renderFuncs) on data and returns the text as a JSON string.
+// A missing key and a JSON null are empty text, also under a field of
+// them and in printf (nilSafe; docs/tools.md).
 // Numbers in data keep their exact value (decodeData): a JSON integer is
 // an integer (9007199254740993 prints as such), other numbers are float64.
 //
@@ -138,6 +140,7 @@ func render(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, tool.Errorf("400", "template: %v", strings.TrimPrefix(err.Error(), "template: "))
 	}
 	stepMarks(t)
+	written := nilSafe(t)
 	switch err := t.Execute(w, data); {
 	case err == nil:
 	case errors.Is(err, errRenderTooBig):
@@ -149,7 +152,12 @@ func render(ctx context.Context, args json.RawMessage) (any, error) {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("text.render stopped: %w", ctx.Err())
 	default:
-		return nil, tool.Errorf("400", "template: %v", strings.TrimPrefix(err.Error(), "template: "))
+		msg := strings.TrimPrefix(err.Error(), "template: ")
+		for call, chain := range written { // name what the author wrote, not nilSafe's rewrite
+			msg = strings.ReplaceAll(strings.ReplaceAll(msg, "("+call+")", chain), call, chain)
+		}
+		msg = strings.ReplaceAll(msg, "error calling "+fieldFunc+": ", "")
+		return nil, tool.Errorf("400", "template: %v", msg)
 	}
 	return w.buf.String(), nil
 }

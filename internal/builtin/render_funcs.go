@@ -67,19 +67,25 @@ func sizeText(n int) string {
 // or, not, eq, ne, lt, le, gt, ge, call) build no text and stay.
 func (b *renderBudget) funcs() template.FuncMap {
 	return template.FuncMap{
+		fieldFunc: field,
+		textFunc:  text,
+		"len":     length,
 		"printf": func(format string, args ...any) (string, error) {
+			args = nilText(args)
 			if err := b.reserve("printf", printfSize(format, args)); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf(format, args...), nil
 		},
 		"print": func(args ...any) (string, error) {
+			args = nilText(args)
 			if err := b.reserve("print", printSize(args)); err != nil {
 				return "", err
 			}
 			return fmt.Sprint(args...), nil
 		},
 		"println": func(args ...any) (string, error) {
+			args = nilText(args)
 			if err := b.reserve("println", printSize(args)+1); err != nil {
 				return "", err
 			}
@@ -113,7 +119,9 @@ func (b *renderBudget) funcs() template.FuncMap {
 			}
 			ss := make([]string, len(xs))
 			for i, x := range xs {
-				ss[i] = fmt.Sprint(x)
+				if x != nil { // null is empty text, as printed
+					ss[i] = fmt.Sprint(x)
+				}
 			}
 			return strings.Join(ss, sep), nil
 		},

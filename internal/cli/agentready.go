@@ -14,7 +14,7 @@ import (
 func agentReadyCommand() command {
 	return command{
 		summary: "announce that an agent (re)started, so boot sequences run for it",
-		usage: `Usage: skillbus agent-ready AGENT [--boot-id ID]
+		usage: `Usage: skillbus agent-ready AGENT [--boot-id ID] [flags]
 
 Publishes agent_ready for AGENT on events.agent_ready.AGENT (EVENTS stream).
 Every stored sequence with boot: true then runs once for this agent and boot

@@ -153,7 +153,7 @@ func runAuth(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus auth: %v\n", err)
 			return ExitFailure
 		}
-		env.Stdout.Write(out)
+		rawWriter(env.Stdout).Write(out) // a manifest, exact
 		report = env.Stderr
 	}
 	printAuthSetup(report, s, *rotate)

@@ -21,15 +21,17 @@ import (
 func benchCommand() command {
 	return command{
 		summary: "measure runs on this cluster beside the raw NATS request/reply floor",
-		usage: `Usage: skillbus bench [--groups G] [--calls C] [--runs N] [--concurrency K] [--tool NAME] [-o json|yaml]
+		usage: `Usage: skillbus bench [--groups G] [--calls C] [--runs N] [--concurrency K] [--tool NAME] [-o json|yaml] [flags]
 
 Measures what a skillbus cluster does, like ` + "`nats bench`" + ` does for NATS: it stores a
 generated sequence of G groups of C parallel calls, serves an echo tool (or
 calls the tool --tool names), makes N runs through skillbus.seq.run (the path
 ` + "`skillbus run`" + ` takes) with K in flight, and prints the run latency (p50, p90,
-p99), runs/s and calls/s beside the raw NATS request/reply floor measured the
-same way on the same connection — G rounds of C parallel requests to a plain
-echo responder — with their ratios. A run is timed from its start request to
+p99), runs/s and calls/s beside two floors measured the same way on the same
+connection — the raw NATS request/reply floor (G rounds of C parallel
+requests to a plain echo responder) and the durable floor (the same rounds
+made durable with JetStream alone: a work-queue stream, a durable consumer,
+a KV checkpoint per round; BENCHMARKS.md) — with skillbus's ratios to both. A run is timed from its start request to
 its finished event. Absolute numbers depend on the machine and its load;
 compare the ratios. BENCHMARKS.md has reference numbers.
 
@@ -39,7 +41,8 @@ must serve that cluster; the sequence (bench-ID) is deleted at the end. On a
 terminal a progress bar is shown on stderr. On a cluster with authentication
 (docs/security.md) no role of ` + "`skillbus auth`" + ` may do all it does — store a
 sequence, start runs, serve the echo tool (tool.skillbus.bench.echo) and
-answer the floor's requests (_skillbus_bench.>) — so give it credentials of a
+answer the floor's requests (_skillbus_bench.>), make the durable floor's
+stream SKILLBUS_BENCH_* and bucket skillbus_bench_* — so give it credentials of a
 user allowed those, or measure a stack without authentication.
 
 Flags:
@@ -189,8 +192,12 @@ func runBench(ctx context.Context, env Env, args []string) int {
 	}{where, res}) {
 		printBench(env.Stdout, res, where)
 	}
-	if res.Skillbus.Failed > 0 || res.Floor.Failed > 0 {
-		fmt.Fprintf(env.Stderr, "skillbus bench: %d run(s) and %d floor round(s) failed\n", res.Skillbus.Failed, res.Floor.Failed)
+	durableFailed := 0
+	if res.DurableFloor != nil {
+		durableFailed = res.DurableFloor.Failed
+	}
+	if res.Skillbus.Failed > 0 || res.Floor.Failed > 0 || durableFailed > 0 {
+		fmt.Fprintf(env.Stderr, "skillbus bench: %d run(s), %d floor round(s) and %d durable floor run(s) failed\n", res.Skillbus.Failed, res.Floor.Failed, durableFailed)
 		return ExitFailure
 	}
 	if err != nil {
@@ -207,12 +214,27 @@ func printBench(w io.Writer, r *bench.Result, where string) {
 	row := func(name string, s bench.Stats) {
 		fmt.Fprintf(w, "%-20s %10s %10s %10s %10s %11s\n", name, ms(s.P50), ms(s.P90), ms(s.P99), thousands(s.RunsPerSec), thousands(s.CallsPerSec))
 	}
-	row("skillbus.seq.run", r.Skillbus)
 	row("raw request/reply", r.Floor)
-	fmt.Fprintf(w, "%-20s %10s %10s %10s %10s\n", "ratio", fmt.Sprintf("%.2f×", r.LatencyRatio), "", "", fmt.Sprintf("%.2f×", r.ThroughputRatio))
-	fmt.Fprintf(w, "\nA run is timed from its start request to its finished event; the floor makes the same\n"+
-		"%d rounds of %d parallel requests to a plain NATS echo on the same connection.\n"+
-		"Absolute numbers depend on the machine and its load: compare the ratios.\n", r.Groups, r.Calls)
+	if r.DurableFloor != nil {
+		row("durable floor", *r.DurableFloor)
+	}
+	row("skillbus.seq.run", r.Skillbus)
+	ratio := func(name string, lat, tput float64) {
+		fmt.Fprintf(w, "%-20s %10s %10s %10s %10s\n", name, fmt.Sprintf("%.2f×", lat), "", "", fmt.Sprintf("%.2f×", tput))
+	}
+	ratio("skillbus / raw", r.LatencyRatio, r.ThroughputRatio)
+	if r.DurableFloor != nil {
+		ratio("skillbus / durable", r.DurableLatencyRatio, r.DurableThroughputRatio)
+	}
+	fmt.Fprintf(w, "\nA run is timed from its start request to its finished event. The raw floor makes the same\n"+
+		"%d rounds of %d parallel requests to a plain NATS echo on the same connection; the durable\n"+
+		"floor makes them durable with JetStream alone (a work-queue stream, a durable consumer, a KV\n"+
+		"checkpoint per round): the least a durable run does. durable / raw is what durability costs\n"+
+		"here, skillbus / durable what skillbus adds. Absolute numbers depend on the machine and its\n"+
+		"load: compare the ratios.\n", r.Groups, r.Calls)
+	if r.DurableSkipped != "" {
+		fmt.Fprintf(w, "\n%s\n", r.DurableSkipped)
+	}
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
@@ -230,16 +252,16 @@ func thousands(v float64) string {
 	return b.String()
 }
 
-// benchBar draws a progress bar on a terminal: the phase (floor, then
-// runs), a bar and a count, redrawn ten times a second.
+// benchBar draws a progress bar on a terminal: the phase (raw floor,
+// durable floor, then runs), a bar and a count, redrawn ten times a second.
 type benchBar struct {
 	w     io.Writer
 	tty   bool
 	total int
 
-	floor, runs atomic.Int64
-	stopc       chan struct{}
-	wg          sync.WaitGroup
+	floor, durable, runs atomic.Int64
+	stopc                chan struct{}
+	wg                   sync.WaitGroup
 }
 
 func newBenchBar(w io.Writer, total int) *benchBar {
@@ -247,9 +269,12 @@ func newBenchBar(w io.Writer, total int) *benchBar {
 }
 
 func (b *benchBar) done(phase string, n int) {
-	if phase == "floor" {
+	switch phase {
+	case "floor":
 		b.floor.Store(int64(n))
-	} else {
+	case "durable":
+		b.durable.Store(int64(n))
+	default:
 		b.runs.Store(int64(n))
 	}
 }
@@ -267,17 +292,21 @@ func (b *benchBar) start() {
 		for {
 			select {
 			case <-b.stopc:
-				fmt.Fprint(b.w, "\r\033[K")
+				fmt.Fprint(rawWriter(b.w), "\r\033[K")
 				return
 			case <-t.C:
 			}
-			phase, n := "raw floor", b.floor.Load()
-			if r := b.runs.Load(); r > 0 || n >= int64(b.total) {
-				phase, n = "runs     ", r
+			phase, n := "raw floor    ", b.floor.Load()
+			if d := b.durable.Load(); d > 0 || n >= int64(b.total) {
+				phase, n = "durable floor", d
+			}
+			if r := b.runs.Load(); r > 0 {
+				phase, n = "runs         ", r
 			}
 			const width = 30
 			fill := int(int64(width) * n / int64(b.total))
-			fmt.Fprintf(b.w, "\r\033[K%s [%s%s] %d/%d  %s", phase, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), n, b.total, time.Since(t0).Round(100*time.Millisecond))
+			fmt.Fprint(rawWriter(b.w), "\r\033[K")
+			fmt.Fprintf(b.w, "%s [%s%s] %d/%d  %s", phase, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), n, b.total, time.Since(t0).Round(100*time.Millisecond))
 		}
 	}()
 }

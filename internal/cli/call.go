@@ -15,7 +15,7 @@ import (
 func callCommand() command {
 	return command{
 		summary: "run one group of a stored sequence by its name (seq_call) and print its slots",
-		usage: `Usage: skillbus call GROUP [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml]
+		usage: `Usage: skillbus call GROUP [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml] [flags]
 
 Runs the single group GROUP (group names are unique among the stored
 sequences: they are signatures callable by a model with seq_call) with its
@@ -84,7 +84,7 @@ func runCall(ctx context.Context, env Env, args []string) int {
 			var gr seq.GroupResult
 			_ = json.Unmarshal(reply.Result, &gr)
 			fmt.Fprintf(env.Stdout, "Group %s of %s: %s\n\n", reply.Group, reply.Sequence, gr.Status)
-			printResultTable(env.Stdout, []seq.GroupResult{gr})
+			printResultTable(env.Stdout, []seq.GroupResult{gr}, "")
 			printSlots(env.Stdout, reply.Slots, nil)
 		}
 		if reply.Error != "" {
@@ -124,5 +124,5 @@ func groupInputs(ctx context.Context, nc *nats.Conn, group string) (map[string]s
 			}
 		}
 	}
-	return nil, fmt.Errorf("no stored sequence has a group named %q; list the sequences and their groups with `skillbus seqs`", group)
+	return nil, fmt.Errorf("no stored sequence has a group named %q; %s", group, withDidYouMean(group, seqNames(&list, true), listGroupsHint))
 }

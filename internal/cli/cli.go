@@ -83,7 +83,9 @@ func commands() map[string]command {
 // Main runs the command line args (without the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := Env{Stdin: stdin, Stdout: stdout, Stderr: &refusalFilter{w: stderr}, conn: new(natsconn.Settings)}
+	// Every byte of text a command prints passes one terminal-safety step
+	// (termsafe.go); structured output is written beneath it (rawWriter).
+	env := Env{Stdin: stdin, Stdout: &termWriter{w: stdout}, Stderr: &termWriter{w: &refusalFilter{w: stderr}}, conn: new(natsconn.Settings)}
 	*env.conn = natsconn.FromEnv()
 	cmds := commands()
 	if len(args) > 0 && args[0] == "--version" {

@@ -28,6 +28,7 @@ func devCommand() command {
 	return command{
 		summary: "run the all-in-one stack (NATS, registry, seqworker, skillface, tools) until Ctrl-C",
 		usage: `Usage: skillbus dev [--dir DIR] [--data DIR] [--port N] [--host HOST] [--auth] [--ui-port N] [--tools-root DIR] [--allow-cmd NAMES] [--agent NAME]
+                    [--auth-dir DIR] [--verbose]
 
 Runs all of skillbus in this process until interrupted, like
 ` + "`temporal server start-dev`" + `: an embedded NATS server with JetStream and a

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 // registryProblemSubjects are the registry events `skillbus dev` reports on
@@ -38,45 +39,47 @@ var registryProblemSubjects = []string{
 //	skillbus dev: clash: group name "fetch" is defined by both a.seq.yaml and b.seq.yaml; keeping ...
 //	skillbus dev: reverted: SKILLS/pdf was written at revision 12 ...
 //
-// Errors: the connection or the consumer cannot be set up (the EVENTS
+// Errors: the connection or the reader cannot be set up (the EVENTS
 // stream is provisioned by the registry at start).
 func reportRegistryProblems(ctx context.Context, w io.Writer, url string, since time.Time, opts ...nats.Option) (stop func(), err error) {
 	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("skillbus dev registry problems")}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	cons, err := js.OrderedConsumer(cctx, events.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: registryProblemSubjects,
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &since,
-	})
+	// No consumer: a client role may not create one (pkg/streamread).
+	f, err := streamread.NewFollower(cctx, nc, streamread.FollowConfig{Stream: events.StreamEvents, Filters: registryProblemSubjects, Since: since, Poll: time.Second})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("read the registry's events on %s: %v", events.StreamEvents, err)
 	}
-	var mu sync.Mutex
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		mu.Lock()
-		defer mu.Unlock()
-		if strings.HasPrefix(m.Subject(), "events.schedule.") {
-			fmt.Fprint(w, scheduleProblemText(m.Data()))
-			return
+	rctx, stopRead := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for rctx.Err() == nil {
+			msgs, err := f.Read(rctx, time.Minute)
+			if err != nil {
+				select {
+				case <-rctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
+			}
+			for _, m := range msgs {
+				if strings.HasPrefix(m.Subject, "events.schedule.") {
+					fmt.Fprint(w, scheduleProblemText(m.Data))
+					continue
+				}
+				fmt.Fprint(w, registryProblemText(m.Data))
+			}
 		}
-		fmt.Fprint(w, registryProblemText(m.Data()))
-	})
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
+	}()
 	return func() {
-		cc.Stop()
+		stopRead()
+		<-done
+		f.Close()
 		nc.Close()
 	}, nil
 }

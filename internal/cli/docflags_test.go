@@ -120,7 +120,7 @@ var foreignFlags = map[string]bool{
 	"server": true, "inbox-prefix": true, "js": true, "sd": true, "config": true, "signal": true, "user": true, "password": true, "account": true,
 	// kubectl, kustomize, docker, helm
 	"namespace": true, "create-namespace": true, "from-file": true, "dry-run": true, "rm": true, "platform": true, "build-arg": true,
-	"push": true, "image": true, "target": true, "for": true, "all": true, "cni": true,
+	"push": true, "image": true, "target": true, "for": true, "all": true, "cni": true, "set": true, "set-file": true,
 	"link": true, "period": true, // git-sync
 	// a placeholder: `--flag value`
 	"flag": true,

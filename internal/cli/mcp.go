@@ -14,7 +14,7 @@ func mcpCommand() command {
 	return command{
 		summary: "MCP both ways: serve skillbus to agent runtimes (mcp serve), or an MCP server's tools on NATS (mcp bridge)",
 		usage: `Usage: skillbus mcp serve [--local DIR] [--listen ADDR] ...   (see skillbus mcp serve --help)
-       skillbus mcp [bridge] [--prefix P] [--only NAMES] [--name NAME] -- COMMAND [ARGS...]
+       skillbus mcp [bridge] [--prefix P] [--only NAMES] [--name NAME] [flags] -- COMMAND [ARGS...]
 
 mcp serve serves skillbus itself as an MCP server to agent runtimes
 (docs/mcp.md). mcp bridge (the word may be left out) does the opposite:
@@ -44,7 +44,8 @@ Flags:
   --verbose       log the bridge's activity on stderr (warnings are always shown)
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
-  --log-json           log JSON lines; --log-level LEVEL (default info)
+  --log-json           log JSON lines
+  --log-level LEVEL    debug, info, warn or error (default info)
 
 Examples:
   skillbus mcp --prefix files -- npx -y @modelcontextprotocol/server-filesystem /srv/data

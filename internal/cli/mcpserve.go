@@ -19,6 +19,7 @@ import (
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/errtext"
+	"github.com/skillbus/skillbus/internal/httplimit"
 	"github.com/skillbus/skillbus/internal/mcpserver"
 	"github.com/skillbus/skillbus/internal/natsconn"
 )
@@ -30,7 +31,7 @@ const envMCPToken = "SKILLBUS_MCP_TOKEN"
 func mcpServeCommand() command {
 	return command{
 		summary: "serve skillbus to agent runtimes as an MCP server (stdio or HTTP)",
-		usage: `Usage: skillbus mcp serve [--local DIR] [--listen ADDR] [--read-only] [--tools PREFIXES]
+		usage: `Usage: skillbus mcp serve [--local DIR] [--listen ADDR] [--read-only] [--tools PREFIXES] [flags]
 
 Serves skillbus as a Model Context Protocol server, so that an agent runtime
 (Claude Code, Codex, Gemini CLI, an IDE agent...) reaches it with one line of
@@ -71,6 +72,10 @@ Flags:
                        their providers publish
   --wait D             how long seq_run waits for a result by default (60s)
   --log-level LEVEL    debug, info, warn (default) or error, on stderr
+  --max-sessions N     with --listen: most MCP sessions open at once (default
+                       256); a new one beyond is answered 503
+  --body-timeout D     with --listen: how long a request body may take to
+                       arrive (default 10s); a slower one is answered 408
 
 Examples:
   skillbus mcp serve --local ./skills
@@ -102,6 +107,8 @@ func runMCPServe(ctx context.Context, env Env, args []string) int {
 	fs.Var(&prefixes, "tools", "re-export the cluster's tools with these prefixes")
 	wait := fs.Duration("wait", mcpserver.DefaultRunWait, "seq_run's default wait")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	maxSessions := fs.Int("max-sessions", httplimit.DefaultMaxSessions, "with --listen: most MCP sessions open at once")
+	bodyTimeout := fs.Duration("body-timeout", httplimit.DefaultBodyTimeout, "with --listen: how long a request body may take to arrive")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -147,6 +154,14 @@ func runMCPServe(ctx context.Context, env Env, args []string) int {
 		}
 	} else if token != "" && *tokenFile != "" {
 		return bad("--token-file goes with --listen (over stdio the client starts this process itself)")
+	} else if f := givenAny(fs, "max-sessions", "body-timeout"); f != "" {
+		return bad("%s goes with --listen (over stdio there is one session, the client's)", f)
+	}
+	if *maxSessions < 1 {
+		return bad("--max-sessions %d: want at least 1", *maxSessions)
+	}
+	if *bodyTimeout < 100*time.Millisecond {
+		return bad("--body-timeout %s: want at least 100ms", *bodyTimeout)
 	}
 	cfg := mcpserver.Config{ReadOnly: *readOnly, Tools: prefixes.values, RunWait: *wait, Logger: log}
 	if err := cfg.Validate(); err != nil {
@@ -204,26 +219,26 @@ func runMCPServe(ctx context.Context, env Env, args []string) int {
 		// stdio: the session ends when the client closes our stdin.
 		// A line that is not a JSON-RPC message is answered with an error
 		// and skipped; it does not end the session.
-		t := mcpserver.StdioTransport(env.Stdin, env.Stdout)
+		t := mcpserver.StdioTransport(env.Stdin, rawWriter(env.Stdout))
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			fmt.Fprintf(env.Stderr, "skillbus mcp serve: %v\n", err)
 			return ExitFailure
 		}
 		return ExitOK
 	}
-	return serveMCPHTTP(ctx, env, srv, addr, token)
+	return serveMCPHTTP(ctx, env, srv, addr, mcpserver.HTTPOptions{Token: token, MaxSessions: *maxSessions, BodyTimeout: *bodyTimeout})
 }
 
 // serveMCPHTTP serves srv on addr until ctx ends.
-func serveMCPHTTP(ctx context.Context, env Env, srv *mcpserver.Server, addr, token string) int {
+func serveMCPHTTP(ctx context.Context, env Env, srv *mcpserver.Server, addr string, o mcpserver.HTTPOptions) int {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus mcp serve: cannot listen on %s: %v\n", addr, err)
 		return ExitFailure
 	}
-	hs := &http.Server{Handler: srv.HTTPHandler(mcpserver.HTTPOptions{Token: token}), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: srv.HTTPHandler(o), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httplimit.DefaultIdleTimeout}
 	auth := "no token (this machine only)"
-	if token != "" {
+	if o.Token != "" {
 		auth = "a bearer token required"
 	}
 	fmt.Fprintf(env.Stderr, "skillbus mcp serve: serving MCP (streamable HTTP) at http://%s%s, %s; Ctrl-C to stop\n", l.Addr(), mcpserver.HTTPPath, auth)

@@ -98,7 +98,7 @@ func refusalHandler(env Env, command string) nats.Option {
 		what := strings.TrimPrefix(err.Error(), nats.ErrPermissionViolation.Error()+": ")
 		fmt.Fprintf(env.Stderr, "skillbus %s: NATS refused it: %s; the credentials in use do not allow it (docs/security.md lists what each role may do)\n", command, what)
 		if strings.Contains(err.Error(), "Publish to") {
-			if f, ok := env.Stderr.(*refusalFilter); ok {
+			if f, ok := rawWriter(env.Stderr).(*refusalFilter); ok {
 				f.closed.Store(true)
 			}
 			nc.Close()

@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
 
 	"gopkg.in/yaml.v3"
 
@@ -52,9 +55,9 @@ func (o *output) Wide() bool { return o.format == "wide" }
 func (o *output) Structured(w io.Writer, v any) bool {
 	switch o.format {
 	case "json":
-		writeJSON(w, v)
+		writeJSON(rawWriter(w), v) // exact: the encoders escape what needs it
 	case "yaml":
-		writeYAML(w, v)
+		writeYAML(rawWriter(w), v)
 	default:
 		return false
 	}
@@ -169,7 +172,7 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 		fmt.Fprintf(w, "Error: %s\n", st.Error)
 	}
 	fmt.Fprintln(w)
-	printResultTable(w, r.Groups)
+	printResultTable(w, r.Groups, st.Error)
 	slots := st.Slots
 	if len(slots) == 0 {
 		slots = r.Slots
@@ -177,8 +180,11 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 	printSlots(w, slots, s)
 }
 
-// printResultTable prints one row per group and one per call under it.
-func printResultTable(w io.Writer, groups []seq.GroupResult) {
+// printResultTable prints one row per group and one per call under it. An
+// error is said once: a group's error that the run's error (runErr, "" for
+// none) already holds reads "(the run's error)", and a call's error that
+// its group's error holds reads "(the group's error)".
+func printResultTable(w io.Writer, groups []seq.GroupResult, runErr string) {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "GROUP / CALL\tSTATUS\tATTEMPTS\tTIME\tERROR")
 	for i, g := range groups {
@@ -190,18 +196,26 @@ func printResultTable(w io.Writer, groups []seq.GroupResult) {
 		if e == "" {
 			e = g.Reason
 		}
-		fmt.Fprintf(tw, "%d %s\t%s\t\t%s\t%s\n", i+1, g.Name, g.Status, d, oneLine(e, 100))
+		shown := errorLine(e, 100)
+		if g.Error != "" && runErr != "" && strings.Contains(runErr, g.Error) {
+			shown = "(the run's error)"
+		}
+		fmt.Fprintf(tw, "%d %s\t%s\t\t%s\t%s\n", i+1, g.Name, g.Status, d, shown)
 		for _, c := range g.Calls {
 			d := ""
 			if c.Attempts > 0 {
 				d = roundDur(time.Duration(c.Duration)).String()
 			}
-			fmt.Fprintf(tw, "    %s\t%s\t%d\t%s\t%s\n", callLabel(c), c.Status, c.Attempts, d, oneLine(c.Error, 100))
+			ce := errorLine(c.Error, 100)
+			if c.Error != "" && g.Error != "" && strings.Contains(g.Error, c.Error) {
+				ce = "(the group's error)"
+			}
+			fmt.Fprintf(tw, "    %s\t%s\t%d\t%s\t%s\n", callLabel(c), c.Status, c.Attempts, d, ce)
 			if f := c.ForEach; f != nil {
 				fmt.Fprintf(tw, "      for_each\t%s\t\t\t\n", fanOutText(f))
 				lines, more := itemLines(f)
 				for _, it := range lines {
-					fmt.Fprintf(tw, "      item %d\t%s\t%d\t%s\t%s\n", it.Index, it.Status, it.Attempts, roundDur(time.Duration(it.Duration)), oneLine(it.Error, 100))
+					fmt.Fprintf(tw, "      item %d\t%s\t%d\t%s\t%s\n", it.Index, it.Status, it.Attempts, roundDur(time.Duration(it.Duration)), errorLine(it.Error, 100))
 				}
 				if more > 0 {
 					fmt.Fprintf(tw, "      (%d more items not shown; -o json lists them)\t\t\t\t\n", more)
@@ -245,18 +259,20 @@ func printSlots(w io.Writer, slots map[string]json.RawMessage, s *seq.Sequence) 
 	var texts []string
 	for _, k := range names {
 		v := slots[k]
-		var str string
-		if json.Unmarshal(v, &str) == nil && strings.Contains(str, "\n") {
-			texts = append(texts, k)
-			fmt.Fprintf(w, "  %s: text, %d line(s), below\n", k, strings.Count(strings.TrimRight(str, "\n"), "\n")+1)
-			continue
-		}
 		var buf bytes.Buffer
 		if json.Compact(&buf, v) != nil {
 			buf.Reset()
 			buf.Write(v)
 		}
-		line := buf.String()
+		line := readableJSON(buf.String())
+		var str string
+		if json.Unmarshal(v, &str) == nil && (strings.Contains(str, "\n") || len(line) > maxInlineValue) {
+			// Text is shown in full (README): below, when it has several
+			// lines or is too long for the line.
+			texts = append(texts, k)
+			fmt.Fprintf(w, "  %s: text, %d line(s), below\n", k, strings.Count(strings.TrimRight(str, "\n"), "\n")+1)
+			continue
+		}
 		if len(line) > maxInlineValue {
 			line = oneLine(line, maxInlineValue) + fmt.Sprintf(" (%d bytes; --json shows all)", buf.Len())
 		}
@@ -282,4 +298,83 @@ func oneLine(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// errorCode finds a tool error's code in an error text: "(code 503)", as
+// toolcall.Error writes it.
+var errorCode = regexp.MustCompile(`\(code [^()\s]{1,16}\)`)
+
+// errorLine is oneLine for an error in a table: when the cut would drop
+// the tool error's code, the code is kept at the end ("tool "x" failed…
+// (code 503)"), so a 503 is never hidden by the width of a column.
+func errorLine(s string, n int) string {
+	line := oneLine(s, n)
+	if line == strings.Join(strings.Fields(s), " ") {
+		return line
+	}
+	code := errorCode.FindString(s)
+	if code == "" || strings.Contains(line, code) || n <= len(code)+10 {
+		return line
+	}
+	return oneLine(s, n-len(code)-1) + " " + code
+}
+
+// readableJSON returns compact JSON text as a person reads it: the escapes
+// of its strings that stand for a printable character — \u003c, \u003e and
+// \u0026, which Go's encoder writes for <, > and &, and \u00e9 or a
+// surrogate pair from other encoders — are written as the character. The
+// escapes of quotes, backslashes, control characters, line separators and
+// invisible format characters (bidi controls) stay, so the text is still
+// JSON, means the same value, and prints nothing a terminal acts on.
+func readableJSON(s string) string {
+	if !strings.Contains(s, `\u`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		if s[i+1] != 'u' {
+			b.WriteString(s[i : i+2]) // \" \\ \n …: kept, and not read as the start of another escape
+			i += 2
+			continue
+		}
+		r, n := jsonEscape(s[i:])
+		if n > 0 && r != '"' && r != '\\' && unicode.IsPrint(r) {
+			b.WriteRune(r)
+			i += n
+			continue
+		}
+		b.WriteString(s[i : i+2])
+		i += 2
+	}
+	return b.String()
+}
+
+// jsonEscape reads the \uXXXX escape (or surrogate pair of two) at the
+// start of s and returns its rune and length, or 0, 0.
+func jsonEscape(s string) (rune, int) {
+	hex4 := func(s string) (rune, bool) {
+		if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(s[2:6], 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex4(s)
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	r2, ok := hex4(s[6:])
+	if d := utf16.DecodeRune(r, r2); ok && d != unicode.ReplacementChar {
+		return d, 12
+	}
+	return 0, 0
 }

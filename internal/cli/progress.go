@@ -16,6 +16,7 @@ import (
 // isTerminal reports whether w is a character device (a terminal), so that
 // progress can redraw a live line; pipes, files and buffers get plain lines.
 func isTerminal(w io.Writer) bool {
+	w = rawWriter(w) // the terminal-safety step (termsafe.go)
 	if rf, ok := w.(*refusalFilter); ok {
 		w = rf.w // the command line's stderr, filtered (natsclient.go)
 	}
@@ -75,7 +76,8 @@ func (p *progress) start() {
 			p.mu.Lock()
 			if p.next < len(p.s.Groups) {
 				g := p.s.Groups[p.next]
-				fmt.Fprintf(p.w, "\r\033[K%s group %d/%d %s: running %d call(s) %s", spinner[i%len(spinner)], p.next+1, len(p.s.Groups), g.Name, len(g.Tools), time.Since(p.groupT0).Round(100*time.Millisecond))
+				fmt.Fprint(rawWriter(p.w), "\r\033[K")
+				fmt.Fprintf(p.w, "%s group %d/%d %s: running %d call(s) %s", spinner[i%len(spinner)], p.next+1, len(p.s.Groups), g.Name, len(g.Tools), time.Since(p.groupT0).Round(100*time.Millisecond))
 			}
 			p.mu.Unlock()
 		}
@@ -126,7 +128,7 @@ func (p *progress) note(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
+		fmt.Fprint(rawWriter(p.w), "\r\033[K")
 	}
 	fmt.Fprintln(p.w, strings.TrimRight(text, "\n"))
 }
@@ -172,7 +174,7 @@ func (p *progress) printGroup(n int, gr *seq.GroupResult) {
 	}
 	p.printed[n] = true
 	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
+		fmt.Fprint(rawWriter(p.w), "\r\033[K")
 	}
 	mark := map[seq.GroupStatus]string{seq.GroupSucceeded: "✓", seq.GroupPartial: "!", seq.GroupSkipped: "-", seq.GroupFailed: "✗", seq.GroupInterrupted: "✗"}[gr.Status]
 	if mark == "" {
@@ -259,7 +261,7 @@ func (p *progress) stop() {
 	p.mu.Unlock()
 	p.wg.Wait()
 	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
+		fmt.Fprint(rawWriter(p.w), "\r\033[K")
 	}
 }
 

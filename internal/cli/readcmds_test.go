@@ -304,3 +304,29 @@ func TestRunPlaceFlags(t *testing.T) {
 		t.Errorf("run --local --tools-root with NATS_URL set = %d\n%s\n%s", code, out, errb)
 	}
 }
+
+// TestStoredNameDidYouMean: a stored name that is not found (a sequence
+// to run or show, a group to call, a skill) is answered with the closest
+// stored name, when one is near, before how to list them; a name near
+// nothing gets the listing hint alone.
+func TestStoredNameDidYouMean(t *testing.T) {
+	readStack(t)
+	for _, tc := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"run", "cafe-survey"}, `did you mean "` + nfcSeq + `"? (list the stored sequences with ` + "`skillbus seqs`)"},
+		{[]string{"seqs", "show", "café-survy"}, `did you mean "` + nfcSeq + `"? (list the stored sequences with`},
+		{[]string{"call", "café-lst", "--arg", "root=."}, `did you mean "` + nfcGroup + `"? (list the sequences and their groups with`},
+		{[]string{"skills", "info", "read-dmo"}, `did you mean "read-demo"? (list the skills with`},
+		{[]string{"skills", "info", "zzzzzzzzzz"}, "; list the skills with `skillbus skills`"},
+	} {
+		code, _, errb := runMain(t, tc.cmd...)
+		if code != ExitFailure || !strings.Contains(errb, tc.want) {
+			t.Errorf("%q = %d %q; want 1 and %q", tc.cmd, code, errb, tc.want)
+		}
+		if strings.Contains(errb, "did you mean") && strings.Contains(tc.cmd[len(tc.cmd)-1], "zzz") {
+			t.Errorf("%q suggests a name far from it: %q", tc.cmd, errb)
+		}
+	}
+}

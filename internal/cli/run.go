@@ -28,7 +28,7 @@ import (
 func runCommand() command {
 	return command{
 		summary: "run a sequence (a file or a stored name) and show its progress and result",
-		usage: `Usage: skillbus run SEQUENCE [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml] [--local]
+		usage: `Usage: skillbus run SEQUENCE [--arg KEY=VALUE ...] [--args-file FILE] [-o json|yaml] [--local] [flags]
 
 Runs a sequence and waits for it, showing each group and call as it
 finishes (a live line on a terminal, plain lines otherwise, on stderr), then
@@ -213,7 +213,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if s == nil {
 		var raw json.RawMessage
 		if err := request(ctx, nc, registry.SubjectSeqGet, registry.NameRequest{Name: target}, &raw); err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus run: sequence %q: %v\n", target, describe(err, "list the stored sequences with `skillbus seqs`"))
+			fmt.Fprintf(env.Stderr, "skillbus run: sequence %q: %v\n", target, describe(err, storedSeqHint(ctx, nc, target)))
 			return ExitFailure
 		}
 		if s, err = seq.Decode(raw); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/internal/errtext"
+	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -23,7 +25,7 @@ import (
 func runsCommand() command {
 	return command{
 		summary: "list, inspect, cancel, rerun and retry runs (ls, show, cancel, rerun, retry)",
-		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [--before CURSOR] [-o json|yaml|wide]
+		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [--before CURSOR] [-o json|yaml|wide] [flags]
        skillbus runs show RUN_ID [-o json|yaml]
        skillbus runs cancel RUN_ID [--reason TEXT] [--by NAME] [--no-wait]
        skillbus runs rerun RUN_ID [--run-id NEW_ID]
@@ -175,11 +177,14 @@ func runRunsShow(ctx context.Context, env Env, args []string) int {
 func runRunsCancel(ctx context.Context, env Env, args []string) int {
 	fs := newFlags(env, "runs cancel", runsCommand)
 	reason := fs.String("reason", "", "why (recorded in the run)")
-	by := fs.String("by", os.Getenv("USER"), "who asks")
+	by := fs.String("by", "", "who asks (default: $USER, the system user, the credentials' role, or the host)")
 	noWait := fs.Bool("no-wait", false, "do not wait for the run to stop")
 	id, code := runsID(env, "cancel", fs, args)
 	if code >= 0 {
 		return code
+	}
+	if *by == "" {
+		*by = whoAsks(connSettings(env).Creds.V)
 	}
 	return withClient(env, "runs", func(c *client.Client) int { return runsCancel(ctx, env, c, id, *by, *reason, !*noWait) })
 }
@@ -287,7 +292,7 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.RunID, r.Sequence, r.Status, r.Trigger, groups, ago(now, r.CreatedAt))
 		if out.Wide() {
-			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s", r.Worker, r.Attempt, ago(now, r.UpdatedAt), oneLine(r.Error, 80))
+			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s", r.Worker, r.Attempt, ago(now, r.UpdatedAt), errorLine(r.Error, 80))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -529,7 +534,30 @@ func finishedText(st *events.RunState) string {
 	}
 	s = strings.TrimSpace(s + " (" + g + ")")
 	if st.Error != "" {
-		s += ": " + oneLine(st.Error, 200)
+		s += ": " + errorLine(st.Error, 200)
 	}
 	return s
+}
+
+// whoAsks names the person or program behind a command for the record of
+// a run (a cancel's "asked by"), since $USER is unset in containers and CI:
+// $USER; else the system user of this process; else the role of the
+// credentials file creds ("credentials of role runner"); else the host
+// ("someone on HOST"); else "unknown (give --by)".
+func whoAsks(creds string) string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if creds != "" {
+		if role, err := natsconn.RoleOf(creds); err == nil && role != "" {
+			return "credentials of role " + role
+		}
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return "someone on " + h
+	}
+	return "unknown (give --by)"
 }

@@ -28,7 +28,7 @@ func printRunGroups(w io.Writer, st *events.RunState, res *seq.Result) {
 	if st.Status == events.StatusRunning {
 		markRunning(res.Groups)
 	}
-	printResultTable(w, res.Groups)
+	printResultTable(w, res.Groups, st.Error)
 }
 
 // markRunning marks the first group that has not finished as running (its
@@ -62,7 +62,10 @@ func definitionText(d *events.DefinitionRef) string {
 	if d.Revision == 0 {
 		return "inline (" + digest + ")"
 	}
-	return fmt.Sprintf("revision %d of the stored sequence (%s); a resume uses this one even if the sequence was edited since", d.Revision, digest)
+	// The revision is the SEQUENCES bucket's, shared by every sequence, so
+	// it names the version by where it was stored, not by a count of this
+	// sequence's versions.
+	return fmt.Sprintf("the version stored at SEQUENCES revision %d (%s); a resume uses this version even if the sequence was edited since", d.Revision, digest)
 }
 
 // runDuration is a run's duration as every command prints it (docs/runs.md,

@@ -22,7 +22,7 @@ import (
 func seqsCommand() command {
 	return command{
 		summary: "list, show, draw or delete stored sequences",
-		usage: `Usage: skillbus seqs [ls] [-o json|yaml|wide]
+		usage: `Usage: skillbus seqs [ls] [-o json|yaml|wide] [flags]
        skillbus seqs show NAME [-o json|yaml]
        skillbus seqs graph NAME [--format mermaid|dot]
        skillbus seqs rm NAME
@@ -36,6 +36,9 @@ an edge from the call that writes a slot to every later group that reads
 it — as Mermaid (default; paste into Markdown) or Graphviz DOT
 (` + "`| dot -Tsvg`" + `). rm deletes a sequence created over NATS (seq_create); a
 sequence from a file goes when its file is deleted.
+
+Flags of graph:
+  --format F   mermaid (default) or dot
 
 NAME may also be a sequence file for show and graph, which then need no NATS;
 otherwise NATS_URL must be set. A NAME is taken in Unicode NFC, as the
@@ -120,7 +123,7 @@ func runSeqsList(ctx context.Context, env Env, args []string) int {
 				trig = append(trig, "boot")
 			}
 			if s.Schedule != "" {
-				trig = append(trig, s.Schedule)
+				trig = append(trig, scheduleWithZone(s.Schedule, s.TimeZone))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", s.Name, strings.Join(s.Groups, ", "), seq.Signature(sig), strings.Join(trig, ", "), s.Source)
 			if out.Wide() {
@@ -232,7 +235,7 @@ func withSequence(ctx context.Context, env Env, cmd, name string, fn func(*seq.S
 	return withClient(env, cmd, func(c *client.Client) int {
 		raw, err := c.SeqGet(ctx, name)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", cmd, describeRegistry(err, "list the stored sequences with `skillbus seqs`"))
+			fmt.Fprintf(env.Stderr, "skillbus %s: %v\n", cmd, describeRegistry(err, clientSeqHint(ctx, c, name)))
 			return ExitFailure
 		}
 		s, err := seq.Decode(raw)
@@ -258,6 +261,20 @@ func describeRegistry(err error, hint404 string) string {
 	return errtext.Error(err)
 }
 
+// scheduleWithZone is a schedule as a reader needs it: a cron expression
+// with the zone it is read in ("0 0 3 * * * (Europe/Berlin)", "(UTC)" when
+// the sequence names none), an interval (@every 10m) as it is, since an
+// interval is the same in every zone (docs/sequences.md, Schedules).
+func scheduleWithZone(schedule, tz string) string {
+	if strings.HasPrefix(schedule, "@every") {
+		return schedule
+	}
+	if tz == "" {
+		tz = "UTC"
+	}
+	return schedule + " (" + tz + ")"
+}
+
 // describeSequence prints a sequence for a person.
 func describeSequence(w io.Writer, s *seq.Sequence) {
 	fmt.Fprintf(w, "%s %s\n", s.Name, s.Signature)
@@ -268,7 +285,7 @@ func describeSequence(w io.Writer, s *seq.Sequence) {
 		fmt.Fprintln(w, "  runs at every agent boot")
 	}
 	if s.Schedule != "" {
-		fmt.Fprintf(w, "  schedule: %s\n", s.Schedule)
+		fmt.Fprintf(w, "  schedule: %s\n", scheduleWithZone(s.Schedule, s.TimeZone))
 	}
 	for i, g := range s.Groups {
 		mode := "parallel"

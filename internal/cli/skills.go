@@ -11,7 +11,7 @@ import (
 func skillsCommand() command {
 	return command{
 		summary: "list the stored skills, or show one (its table of contents or a section)",
-		usage: `Usage: skillbus skills [ls] [-o json|yaml|wide]
+		usage: `Usage: skillbus skills [ls] [-o json|yaml|wide] [flags]
        skillbus skills info NAME [SECTION] [-o json|yaml]
 
 ls (the default) lists the skills in the SKILLS bucket: name, source file and
@@ -124,7 +124,7 @@ func runSkillsInfo(ctx context.Context, env Env, args []string) int {
 	return withClient(env, "skills info", func(c *client.Client) int {
 		info, err := c.SkillInfo(ctx, name, section)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus skills info: %v\n", describeRegistry(err, "list the skills with `skillbus skills`"))
+			fmt.Fprintf(env.Stderr, "skillbus skills info: %v\n", describeRegistry(err, clientSkillHint(ctx, c, name)))
 			return ExitFailure
 		}
 		if out.Structured(env.Stdout, info) {

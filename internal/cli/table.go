@@ -58,7 +58,9 @@ func (t *table) Flush() error {
 	cells := make([][]string, len(lines))
 	widths := make([][]int, len(lines))
 	for i, l := range lines {
-		cells[i] = strings.Split(l, "\t")
+		// Made terminal-safe before it is measured, so that an escaped
+		// control character (\x1b: 4 columns) keeps its column aligned.
+		cells[i] = strings.Split(termSafe(l), "\t")
 	}
 	// An unended last line whose text ends with a tab: tabwriter's Flush
 	// leaves its last cell out of the columns, as the text after a line's

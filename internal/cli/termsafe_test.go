@@ -17,6 +17,9 @@ func TestTermSafe(t *testing.T) {
 		"c1 \u009b31m and del \x7f":             `c1 \u009b31m and del \x7f`,
 		"bad utf-8 \xff\xfe":                    `bad utf-8 \xff\xfe`,
 		"osc 52 \x1b]52;c;aGk=\x1b\\ clipboard": `osc 52 \x1b]52;c;aGk=\x1b\ clipboard`,
+		"bidi \u202eevil\u202c \u2066iso\u2069": `bidi \u202eevil\u202c \u2066iso\u2069`,
+		"marks kept: \u200f\u05d0 \u2028":       "marks kept: \u200f\u05d0 \u2028",
+		"escaped twice \\x1b":                   `escaped twice \x1b`,
 	} {
 		if got := termSafe(in); got != want {
 			t.Errorf("termSafe(%q) = %q; want %q", in, got, want)
@@ -27,16 +30,19 @@ func TestTermSafe(t *testing.T) {
 // FuzzTermSafe: whatever the text, what is printed holds no control
 // character but newline and tab, no C1 control, and is valid UTF-8.
 func FuzzTermSafe(f *testing.F) {
-	for _, s := range []string{"a\x1b[2Jb", "\r\n", "\xc2\x9b", "\xff", "ok"} {
+	for _, s := range []string{"a\x1b[2Jb", "\r\n", "\xc2\x9b", "\xff", "ok", "\u202e", "\r\r\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		out := termSafe(in)
+		if again := termSafe(out); again != out {
+			t.Fatalf("termSafe(%q) = %q, and again %q: not stable", in, out, again)
+		}
 		if !utf8.ValidString(out) {
 			t.Fatalf("termSafe(%q) = %q: not valid UTF-8", in, out)
 		}
 		for _, r := range out {
-			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
 				t.Fatalf("termSafe(%q) = %q holds the control character %U", in, out, r)
 			}
 		}

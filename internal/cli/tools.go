@@ -42,18 +42,27 @@ serve runs the built-in tool provider until Ctrl-C:
         an allow-listed command (no shell) with a timeout and an output cap
 Replicas share calls (one queue group), so run as many as you like.
 
+Flags of ls:
+  --wait D             how long to wait for providers to answer discovery
+
 Flags of serve:
   --root DIR           the directory the tools are confined to (default .)
   --allow-cmd NAMES    commands cmd.run may run, comma-separated (default none)
   --max-read BYTES     fs.read limit (default 262144)
   --cmd-timeout D      longest cmd.run (default 30s)
   --max-output BYTES   cmd.run stdout/stderr cap each (default 65536)
+  --max-walk-entries N directory entries one fs.glob, fs.grep, fs.lines or
+                       fs.list call may visit (default 100000)
+  --max-walk-bytes BYTES
+                       file bytes one fs.grep or fs.lines call may read
+                       (default 67108864)
   --name NAME          the micro service name (default skillbus-builtin)
   --prefix P           serve the tools as P.fs.read, P.fs.list, ... so providers
                        with different roots can share one bus
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
-  --log-json           log JSON lines; --log-level LEVEL (default info)
+  --log-json           log JSON lines
+  --log-level LEVEL    debug, info, warn or error (default info)
 serve runs like the skillbus services (docs/operations.md): it waits for NATS
 at start, reconnects for ever, exits 1 if its connection is closed for good,
 and takes every flag from SKILLBUS_<FLAG> too (SKILLBUS_HEALTH_ADDR=:8080).
@@ -201,6 +210,8 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	maxRead := fs.Int("max-read", builtin.DefaultMaxReadBytes, "fs.read limit in bytes")
 	cmdTimeout := fs.Duration("cmd-timeout", builtin.DefaultCommandTimeout, "longest cmd.run")
 	maxOutput := fs.Int("max-output", builtin.DefaultMaxOutputBytes, "cmd.run output cap per stream")
+	maxWalkEntries := fs.Int("max-walk-entries", builtin.DefaultMaxWalkEntries, "directory entries one walk may visit")
+	maxWalkBytes := fs.Int("max-walk-bytes", builtin.DefaultMaxWalkBytes, "file bytes one fs.grep or fs.lines may read")
 	name := fs.String("name", "skillbus-builtin", "micro service name")
 	prefix := fs.String("prefix", "", "put P. before every tool name")
 	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
@@ -213,7 +224,7 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus tools serve: unexpected argument %q (the root is given with --root)\n", pos[0])
 		return ExitUsage
 	}
-	cfg := builtin.Config{Root: *root, AllowCommands: allow.values, MaxReadBytes: *maxRead, CommandTimeout: *cmdTimeout, MaxOutputBytes: *maxOutput, Prefix: *prefix}
+	cfg := builtin.Config{Root: *root, AllowCommands: allow.values, MaxReadBytes: *maxRead, CommandTimeout: *cmdTimeout, MaxOutputBytes: *maxOutput, MaxWalkEntries: *maxWalkEntries, MaxWalkBytes: *maxWalkBytes, Prefix: *prefix}
 	if code := checkBuiltin(env, "tools serve", "root", cfg); code >= 0 {
 		return code
 	}

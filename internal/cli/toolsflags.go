@@ -23,6 +23,7 @@ func checkBuiltin(env Env, command, rootFlag string, cfg builtin.Config) int {
 	fields := map[string]string{
 		"Root": rootFlag, "AllowCommands entry": "allow-cmd", "Prefix": "prefix",
 		"MaxReadBytes": "max-read", "CommandTimeout": "cmd-timeout", "MaxOutputBytes": "max-output",
+		"MaxWalkEntries": "max-walk-entries", "MaxWalkBytes": "max-walk-bytes",
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus %s: %s\n", command, servicecmd.ConfigText(err, fields, nil))

@@ -2,14 +2,15 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/skillbus/skillbus/internal/console"
+	"github.com/skillbus/skillbus/internal/httplimit"
 	"github.com/skillbus/skillbus/internal/mcpserver"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/servicecmd"
@@ -18,7 +19,7 @@ import (
 func uiCommand() command {
 	return command{
 		summary: "serve the web console (runs live, sequences, skills, assembly preview, tools)",
-		usage: `Usage: skillbus ui [--listen HOST:PORT] [--token TOKEN] [flags]
+		usage: `Usage: skillbus ui [--listen HOST:PORT] [--token-file FILE] [flags]
 
 Serves the web console against the skillbus at NATS_URL until Ctrl-C: runs
 newest first and live (start, cancel, rerun), each run drawn as its
@@ -40,9 +41,11 @@ the credentials do not allow fails at once, naming the subject and the
 creds, on the page where it was tried.
 
 --listen on any other address (0.0.0.0:4280, a LAN address) REQUIRES a
-token: give it with --token or SKILLBUS_TOKEN; without one, a
-random token is made and printed with the URL to open. The token is asked
-for once and kept in a cookie (or sent as "Authorization: Bearer TOKEN").
+token, from the environment (SKILLBUS_TOKEN) or a file (--token-file), as
+` + "`skillbus mcp serve`" + ` takes its own: never on the command line, where every user
+of the machine can read it, and never printed. Without one the console
+refuses to start. The token is asked for once on the login page and kept in
+a cookie (or sent as "Authorization: Bearer TOKEN").
 Actions are refused from other web sites (same-origin and CSRF checks).
 Over a network, serve HTTPS (--https-cert, --https-key) or put a TLS proxy
 in front, so the token does not travel in clear.
@@ -50,27 +53,34 @@ in front, so the token does not travel in clear.
 Flags:
   --listen HOST:PORT   where to serve (default 127.0.0.1:4280; port 0 picks
                        a free one)
-  --token TOKEN        the token every browser must present; required (made
-                       up when absent) unless --listen is a loopback address
+  --token-file FILE    the token every browser must present, read from FILE
+                       (or SKILLBUS_TOKEN); required unless --listen is a
+                       loopback address; at least 16 characters
   --https-cert FILE    serve HTTPS with this certificate (PEM) ...
   --https-key FILE     ... and its private key (PEM)
   --user NAME          recorded as who cancels runs from the page (default
                        "skillbus console ($USER)")
+  --max-streams N      most live event streams (open pages) at once
+                       (default 64); one more is answered 503
+  --body-timeout D     how long a request body may take to arrive (default
+                       10s); a slower one is answered 408
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
-  --log-json           log JSON lines; --log-level LEVEL (default info)
-Every flag also comes from SKILLBUS_<FLAG> (SKILLBUS_LISTEN, SKILLBUS_TOKEN).
+  --log-json           log JSON lines
+  --log-level LEVEL    debug, info, warn or error (default info)
+Every flag also comes from SKILLBUS_<FLAG> (SKILLBUS_LISTEN, SKILLBUS_TOKEN_FILE).
 Like the services it waits for NATS at start and reconnects for ever.
 
 Examples:
   export NATS_URL=nats://127.0.0.1:4222; skillbus ui
   skillbus ui --creds ./auth/creds/console.creds
   skillbus ui --listen 127.0.0.1:0
-  SKILLBUS_TOKEN=$(openssl rand -hex 16) skillbus ui --listen 0.0.0.0:4280 --https-cert c.pem --https-key k.pem
+  SKILLBUS_TOKEN=$(openssl rand -hex 24) skillbus ui --listen 0.0.0.0:4280 --https-cert c.pem --https-key k.pem
+  skillbus ui --listen 0.0.0.0:4280 --token-file /run/secrets/console-token
 
 Exit codes: 0 stopped with Ctrl-C or SIGTERM; 1 NATS unreachable for good,
-the address in use; 2 bad command line (a non-loopback --listen is fine: a
-token is made).
+the address in use; 2 bad command line (a non-loopback --listen without a
+token, or a token under 16 characters there).
 `,
 		run: runUI,
 	}
@@ -79,10 +89,12 @@ token is made).
 func runUI(ctx context.Context, env Env, args []string) int {
 	fs := newFlags(env, "ui", uiCommand)
 	listen := fs.String("listen", console.DefaultListen, "where to serve, HOST:PORT")
-	token := fs.String("token", "", "the token browsers must present")
+	tokenFile := fs.String("token-file", "", "file holding the token browsers must present")
 	cert := fs.String("https-cert", "", "HTTPS certificate (PEM)")
 	key := fs.String("https-key", "", "HTTPS private key (PEM)")
 	user := fs.String("user", "", "recorded as who cancels runs")
+	maxStreams := fs.Int("max-streams", httplimit.DefaultMaxStreams, "most live event streams (open pages) at once")
+	bodyTimeout := fs.Duration("body-timeout", httplimit.DefaultBodyTimeout, "how long a request body may take to arrive")
 	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
 	sf.register(fs)
 	pos, err := sf.parse(env, fs, args)
@@ -103,15 +115,34 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus ui: --listen %q: write HOST:PORT, e.g. 127.0.0.1:4280 (%v)\n", *listen, err)
 		return ExitUsage
 	}
-	if *token != "" && !console.IsLoopback(host) && len(*token) < mcpserver.MinTokenLength {
-		// The same floor as `skillbus mcp serve`: the console can start
-		// runs and call tools (cmd.run among them) for whoever has it.
-		fmt.Fprintf(env.Stderr, "skillbus ui: the token is %d characters; on %s, which is not loopback, use at least %d random characters (for example `openssl rand -hex 24`), or give none and one is made\n", len(*token), *listen, mcpserver.MinTokenLength)
-		return ExitUsage
+	// One rule with `skillbus mcp serve`: the token comes from the
+	// environment or a file, never the command line (ps shows it to every
+	// user), and is never printed.
+	tok := strings.TrimSpace(os.Getenv(envUIToken))
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus ui: --token-file: %v\n", err)
+			return ExitUsage
+		}
+		tok = strings.TrimSpace(string(b))
 	}
-	made := false
-	if *token == "" && !console.IsLoopback(host) {
-		*token, made = newToken(), true
+	token := &tok
+	if !console.IsLoopback(host) {
+		switch {
+		case *token == "":
+			fmt.Fprintf(env.Stderr, "skillbus ui: --listen %s is not a loopback address, so the console needs a token: put one in %s or in a file given with --token-file (for example `export %s=$(openssl rand -hex 24)`)\n", *listen, envUIToken, envUIToken)
+			return ExitUsage
+		case len(*token) < mcpserver.MinTokenLength:
+			// The same floor as `skillbus mcp serve`: the console can start
+			// runs and call tools (cmd.run among them) for whoever has it.
+			fmt.Fprintf(env.Stderr, "skillbus ui: the token is %d characters; on %s, which is not loopback, use at least %d random characters (for example `openssl rand -hex 24`)\n", len(*token), *listen, mcpserver.MinTokenLength)
+			return ExitUsage
+		}
+	}
+	if *maxStreams < 1 || *bodyTimeout < 100*time.Millisecond {
+		fmt.Fprintf(env.Stderr, "skillbus ui: --max-streams %d, --body-timeout %s: want at least 1 and 100ms\n", *maxStreams, *bodyTimeout)
+		return ExitUsage
 	}
 	if *user == "" {
 		*user = "skillbus console"
@@ -119,7 +150,8 @@ func runUI(ctx context.Context, env Env, args []string) int {
 			*user += " (" + u + ")"
 		}
 	}
-	cfg := console.Config{Listen: *listen, Token: *token, TLSCert: *cert, TLSKey: *key, User: *user, NATSURL: natsconn.Redact(connSettings(env).URL.V)}
+	cfg := console.Config{Listen: *listen, Token: *token, TLSCert: *cert, TLSKey: *key, User: *user, NATSURL: natsconn.Redact(connSettings(env).URL.V),
+		MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout}
 	// The console names its credentials (and their role) when the server
 	// refuses something, and reads what a creds file allows (the Tools
 	// page's form). Unusable settings are reported by serveService.
@@ -137,10 +169,8 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		}
 		url := srv.URL()
 		switch {
-		case made:
-			fmt.Fprintf(env.Stdout, "skillbus console: %s?token=%s\n  (--listen %s is not loopback, so a token is required; none was given, so this one was made: %s — set --token or SKILLBUS_TOKEN to keep one)\n", url, *token, *listen, *token)
 		case *token != "":
-			fmt.Fprintf(env.Stdout, "skillbus console: %s (open it with ?token=TOKEN, or log in with the token)\n", url)
+			fmt.Fprintf(env.Stdout, "skillbus console: %s (log in with the token)\n", url)
 		default:
 			fmt.Fprintf(env.Stdout, "skillbus console: %s\n", url)
 		}
@@ -148,9 +178,5 @@ func runUI(ctx context.Context, env Env, args []string) int {
 	})
 }
 
-// newToken returns 128 random bits, URL-safe.
-func newToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+// envUIToken names the variable holding the console's token (docs/console.md).
+const envUIToken = "SKILLBUS_TOKEN"

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -94,7 +97,7 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 	}
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus validate: %v\n", err)
+			fmt.Fprintf(env.Stderr, "skillbus validate: %s\n", pathProblem(p, err))
 			return ExitUsage
 		}
 	}
@@ -185,4 +188,32 @@ func problemLine(r registry.FileReport, p registry.Problem) string {
 		prefix = fmt.Sprintf("%s:%d", r.Path, p.Line)
 	}
 	return prefix + ": " + warn + p.Message
+}
+
+// pathProblem says in words why a PATH given to validate cannot be read:
+// it does not exist (naming the first missing directory, if a parent is
+// missing), it may not be read, or the system's own words for anything
+// else.
+func pathProblem(p string, err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		missing := ""
+		for dir := filepath.Dir(p); dir != "." && dir != string(filepath.Separator); dir = filepath.Dir(dir) {
+			if _, derr := os.Stat(dir); derr == nil {
+				break
+			}
+			missing = dir
+		}
+		if missing != "" {
+			missing = " (there is no directory " + missing + ")"
+		}
+		return fmt.Sprintf("%s does not exist%s; give the sequence files, skill files or directories to check (such as examples/)", p, missing)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("%s may not be read (permission denied); check its mode or run as a user who may read it", p)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s cannot be read: %v", p, pe.Err)
+	}
+	return err.Error()
 }

@@ -242,3 +242,18 @@ func TestValidateDanglingLink(t *testing.T) {
 		t.Errorf("validate --strict = %d; want 1 on the warning", code)
 	}
 }
+
+// TestValidateMissingPath: a PATH that does not exist is said in words
+// (which part is missing), not as a system call's error.
+func TestValidateMissingPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "nope.seq.yaml"), filepath.Join(dir, "nope.seq.yaml") + " does not exist; give the sequence files"},
+		{filepath.Join(dir, "gone", "x.seq.yaml"), "does not exist (there is no directory " + filepath.Join(dir, "gone") + ")"},
+	} {
+		code, _, errb := runMain(t, "validate", tc.path)
+		if code != ExitUsage || !strings.Contains(errb, tc.want) || strings.Contains(errb, "stat ") {
+			t.Errorf("validate %s = %d %q; want 2 and %q, no 'stat'", tc.path, code, errb, tc.want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,12 +15,13 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 func watchCommand() command {
 	return command{
 		summary: "print skillbus events live: runs, agent boots, registry changes",
-		usage: `Usage: skillbus watch [RUN_ID] [-o json]
+		usage: `Usage: skillbus watch [RUN_ID] [-o json] [flags]
 
 Without RUN_ID, prints every new event of the EVENTS stream as it happens
 (run started / group finished / run finished, agent_ready, registry put,
@@ -61,7 +61,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus watch: give at most one RUN_ID\n%s\n", helpHint("watch"))
 		return ExitUsage
 	}
-	filter, policy := events.SubjectEventsAll, jetstream.DeliverNewPolicy
+	filter, from := events.SubjectEventsAll, uint64(0) // 0: new events only
 	runID := ""
 	if len(pos) == 1 {
 		runID = pos[0]
@@ -73,7 +73,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus watch: %.80q is not a run id: %v\n", runID, err)
 			return ExitUsage
 		}
-		filter, policy = strings.TrimSuffix(subj, events.RunStarted)+">", jetstream.DeliverAllPolicy
+		filter, from = strings.TrimSuffix(subj, events.RunStarted)+">", 1
 	}
 	// Watch outlives server restarts: reconnect without limit, and give up
 	// on our own after watchUnreachableAfter without a server.
@@ -102,9 +102,8 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus watch: %v\n", err)
 		return ExitFailure
 	}
-	r := &eventReader{js: js, filter: filter}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	cons, err := r.create(cctx, policy)
+	f, err := streamread.NewFollower(cctx, nc, streamread.FollowConfig{Stream: events.StreamEvents, Filters: []string{filter}, From: from, Poll: time.Second})
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -113,6 +112,8 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus watch: cannot read the %s stream: %v (is a skillbus service running against NATS_URL? `skillbus dev` starts one)\n", events.StreamEvents, err)
 		return ExitFailure
 	}
+	defer f.Close()
+	r := &eventReader{f: f}
 	var known *events.RunState
 	if runID == "" {
 		fmt.Fprintln(env.Stderr, "watching events (Ctrl-C to stop)…")
@@ -124,7 +125,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		r.run(rctx, cons, items)
+		r.run(rctx, items)
 	}()
 	defer func() {
 		stop()
@@ -151,7 +152,6 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 				if lost != nil {
 					fmt.Fprintf(env.Stderr, "skillbus watch: reconnected to NATS at %s; resuming\n", nc.ConnectedUrlRedacted())
 					lost = nil
-					r.reconnected.Add(1)
 				}
 			case connClosed:
 				if ctx.Err() != nil {
@@ -180,7 +180,7 @@ func runWatch(ctx context.Context, env Env, args []string) int {
 				continue // no message within the wait
 			}
 			seen = true
-			status := printEvent(env.Stdout, it.msg.Subject(), it.msg.Data(), asJSON)
+			status := printEvent(env.Stdout, it.msg.Subject, it.msg.Data, asJSON)
 			if runID != "" && status != "" {
 				if status == events.StatusSucceeded {
 					return ExitOK
@@ -206,57 +206,25 @@ const (
 )
 
 // watchItem is one event message for watch's loop, or (msg nil) word that
-// a fetch waited without a message.
+// a read waited without a message.
 type watchItem struct {
-	msg jetstream.Msg
+	msg *streamread.Msg
 }
 
-// eventReader reads the EVENTS stream in order through an ephemeral
-// consumer it owns, remembering the stream sequence of the last message:
-// when the consumer is gone (the server restarted, a gap in delivery, a
-// reconnect), it makes a new one starting right after that message, so no
-// event is lost or repeated. Unlike jetstream's ordered consumer, every wait
-// is bounded by the context, so watch stops promptly while disconnected.
+// eventReader reads the EVENTS stream in order from a cursor, without a
+// consumer (pkg/streamread: STREAM.MSG.GET, woken by the live core
+// messages): after a lost connection or a restarted server it reads on
+// from the message after the last one it passed on, so no event is lost
+// or repeated, and every wait is bounded by the context, so watch stops
+// promptly while disconnected.
 type eventReader struct {
-	js          jetstream.JetStream
-	filter      string
-	last        uint64       // stream sequence of the last message read
-	delivered   uint64       // consumer delivery sequence of that message
-	reconnected atomic.Int64 // bumped by watch's loop on each reconnect
+	f *streamread.Follower
 }
 
-// create makes a consumer delivering from policy (the first time) or from
-// the message after r.last.
-func (r *eventReader) create(ctx context.Context, policy jetstream.DeliverPolicy) (jetstream.Consumer, error) {
-	cfg := jetstream.ConsumerConfig{
-		DeliverPolicy:     policy,
-		FilterSubject:     r.filter,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: time.Minute,
-		MemoryStorage:     true,
-		Replicas:          1,
-	}
-	if r.last > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, r.last+1
-	}
-	cons, err := r.js.CreateConsumer(ctx, events.StreamEvents, cfg)
-	if err != nil {
-		return nil, err
-	}
-	// For "new" delivery the server starts after the stream's last message:
-	// resume from there, not from "new" again, after a restart.
-	if info := cons.CachedInfo(); info != nil && info.Delivered.Stream > r.last {
-		r.last = info.Delivered.Stream
-	}
-	r.delivered = 0
-	return cons, nil
-}
-
-// run fetches from cons until ctx ends, sending each message (and an empty
-// item after each wait without one) to out, and replaces the consumer when
-// it fails.
-func (r *eventReader) run(ctx context.Context, cons jetstream.Consumer, out chan<- watchItem) {
-	gen := r.reconnected.Load()
+// run reads until ctx ends, sending each message (and an empty item after
+// each second without one) to out; a failed read is tried again half a
+// second later from the same cursor.
+func (r *eventReader) run(ctx context.Context, out chan<- watchItem) {
 	emit := func(it watchItem) bool {
 		select {
 		case out <- it:
@@ -266,56 +234,20 @@ func (r *eventReader) run(ctx context.Context, cons jetstream.Consumer, out chan
 		}
 	}
 	for ctx.Err() == nil {
-		if cons == nil || gen != r.reconnected.Load() {
-			gen = r.reconnected.Load()
-			if cons != nil {
-				name := cons.CachedInfo().Name
-				go func() { // best effort; the inactive threshold removes it anyway
-					dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					defer cancel()
-					_ = r.js.DeleteConsumer(dctx, events.StreamEvents, name)
-				}()
-				cons = nil
-			}
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			c, err := r.create(cctx, jetstream.DeliverByStartSequencePolicy)
-			cancel()
-			if err != nil {
-				select {
-				case <-ctx.Done():
-				case <-time.After(500 * time.Millisecond):
-				}
-				continue
-			}
-			cons = c
-		}
-		// FetchContext, not FetchMaxWait: the end of ctx (Ctrl-C) ends the
-		// wait at once, also on a dead connection.
-		fctx, fcancel := context.WithTimeout(ctx, time.Second)
-		batch, err := cons.Fetch(100, jetstream.FetchContext(fctx))
+		msgs, err := r.f.Read(ctx, time.Second)
 		if err != nil {
-			fcancel()
-			cons = nil
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
 			continue
 		}
-		got := false
-		for msg := range batch.Messages() {
-			meta, err := msg.Metadata()
-			if err != nil || meta.Sequence.Consumer != r.delivered+1 {
-				cons = nil // a gap or a foreign message: start over after r.last
-				break
-			}
-			r.last, r.delivered, got = meta.Sequence.Stream, meta.Sequence.Consumer, true
-			if !emit(watchItem{msg: msg}) {
-				fcancel()
+		for _, m := range msgs {
+			if !emit(watchItem{msg: m}) {
 				return
 			}
 		}
-		fcancel()
-		if err := batch.Error(); cons != nil && err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-			cons = nil // the consumer is gone (server restarted) or the connection broke
-		}
-		if !got && !emit(watchItem{}) {
+		if len(msgs) == 0 && !emit(watchItem{}) {
 			return
 		}
 	}
@@ -348,7 +280,7 @@ func printEvent(w io.Writer, subject string, data []byte, asJSON bool) string {
 		}
 		v["subject"] = subject
 		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "%s\n", b)
+		fmt.Fprintf(rawWriter(w), "%s\n", b) // JSON lines, exact
 		return finished
 	}
 	at := ev.At.Local().Format("15:04:05.000")

@@ -12,13 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 // apiInfo is GET /api/info: what the page shows in its header.
@@ -315,8 +313,9 @@ func (s *Server) runSequence(ctx context.Context, st *events.RunState) (json.Raw
 // maxTimeline bounds the events read for one run.
 const maxTimeline = 500
 
-// timeline reads a run's events from the EVENTS stream (an ordered
-// consumer on events.run.<id>.>), oldest first, without their results.
+// timeline reads a run's events from the EVENTS stream (events.run.<id>.>,
+// by STREAM.MSG.GET from the first sequence on: no consumer, see
+// pkg/streamread), oldest first, without their results.
 func (s *Server) timeline(ctx context.Context, runID string) ([]events.RunEvent, string) {
 	subj, err := events.RunEventSubject(runID, events.RunStarted)
 	if err != nil {
@@ -326,42 +325,21 @@ func (s *Server) timeline(ctx context.Context, runID string) ([]events.RunEvent,
 	defer cancel()
 	ctx, done := s.access.watch.Context(ctx, natsconn.JetStreamAPI(events.StreamEvents)...)
 	defer done()
-	cons, err := s.js.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{strings.TrimSuffix(subj, events.RunStarted) + ">"},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, "the run's events cannot be read from the EVENTS stream: " + natsconn.RefusedCause(ctx, err).Error()
-	}
-	defer func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer dcancel()
-		_ = s.js.DeleteConsumer(dctx, events.StreamEvents, cons.CachedInfo().Name)
-	}()
-	pending := cons.CachedInfo().NumPending
+	filter := strings.TrimSuffix(subj, events.RunStarted) + ">"
 	var out []events.RunEvent
-	for pending > 0 && len(out) < maxTimeline {
-		batch, err := cons.Fetch(int(min(pending, maxTimeline)), jetstream.FetchMaxWait(2*time.Second))
+	for seq := uint64(1); len(out) < maxTimeline; {
+		m, err := streamread.Next(ctx, s.nc, events.StreamEvents, filter, seq, time.Time{})
 		if err != nil {
-			return out, "reading the run's events: " + natsconn.RefusedCause(ctx, err).Error()
+			return out, "the run's events cannot be read from the EVENTS stream: " + natsconn.RefusedCause(ctx, err).Error()
 		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			if md, err := m.Metadata(); err == nil {
-				pending = md.NumPending
-			}
-			var ev events.RunEvent
-			if events.Decode(m.Data(), &ev) == nil {
-				ev.Result = nil
-				out = append(out, ev)
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return out, "reading the run's events: " + natsconn.RefusedCause(ctx, err).Error()
-		}
-		if got == 0 {
+		if m == nil {
 			break
+		}
+		seq = m.Sequence + 1
+		var ev events.RunEvent
+		if events.Decode(m.Data, &ev) == nil {
+			ev.Result = nil
+			out = append(out, ev)
 		}
 	}
 	return out, ""

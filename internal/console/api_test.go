@@ -802,3 +802,31 @@ func fieldsOf(he *httpError) map[string]string {
 	}
 	return he.Body.Fields
 }
+
+// TestLoginPageNamesTokenSettings: the login page and the refusal of a
+// non-loopback address without a token name the settings `skillbus ui`
+// reads the token from, SKILLBUS_TOKEN and --token-file (docs/console.md);
+// they named SKILLBUS_UI_TOKEN, which nothing reads.
+func TestLoginPageNamesTokenSettings(t *testing.T) {
+	e := start(t, console.Config{Token: "s3cret-s3cret-s3cret"})
+	res, err := http.Get(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(body)
+	if res.StatusCode != 200 || !strings.Contains(page, `action="/login"`) {
+		t.Fatalf("GET / without the token = %d %q; want the login page", res.StatusCode, page)
+	}
+	if !strings.Contains(page, "<code>--token-file</code>") || !strings.Contains(page, "<code>SKILLBUS_TOKEN</code>") || strings.Contains(page, "SKILLBUS_UI_TOKEN") {
+		t.Errorf("the login page names %q; want --token-file and SKILLBUS_TOKEN, not SKILLBUS_UI_TOKEN", page)
+	}
+	_, err = console.New(e.nc, console.Config{Listen: "0.0.0.0:0"})
+	if err == nil || !strings.Contains(err.Error(), "SKILLBUS_TOKEN or --token-file") || strings.Contains(err.Error(), "SKILLBUS_UI_TOKEN") {
+		t.Errorf("a non-loopback address without a token: %v; want the error to name SKILLBUS_TOKEN or --token-file", err)
+	}
+}

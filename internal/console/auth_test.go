@@ -416,13 +416,13 @@ func TestRunnerRole(t *testing.T) {
 		return getJSON(e.url+"api/info", &info) == nil && len(info.Refused) > 0
 	})
 	r := info.Refused[0]
-	if r.Op != "publish" || !strings.HasPrefix(r.Subject, "$JS.API.CONSUMER.CREATE.KV_RUNS.") || !strings.Contains(r.Error, "refused to let these credentials publish") ||
+	if r.Op != "subscribe" || r.Subject != "$KV.RUNS.>" || !strings.Contains(r.Error, "refused to let these credentials subscribe") ||
 		!strings.Contains(r.Effect, "not live") || info.RunsLive {
-		t.Errorf("refusal = %+v (runs live %v); want the publish to $JS.API.CONSUMER.CREATE.KV_RUNS... and that the runs list is not live", r, info.RunsLive)
+		t.Errorf("refusal = %+v (runs live %v); want the subscription to $KV.RUNS.> and that the runs list is not live", r, info.RunsLive)
 	}
 	stream := openSSE(t, e.url+"api/stream")
 	stream.until(t, 10*time.Second, "hello with the refusal", func(name, data string) bool {
-		return name == "hello" && strings.Contains(data, `"runs_live":false`) && strings.Contains(data, `$JS.API.CONSUMER.CREATE.KV_RUNS.`)
+		return name == "hello" && strings.Contains(data, `"runs_live":false`) && strings.Contains(data, `$KV.RUNS.`)
 	})
 	a := startRun(t, e.url, "console-nightly", map[string]string{})
 	stream.until(t, 30*time.Second, "a finished summary from the run's events", func(name, data string) bool {
@@ -432,7 +432,7 @@ func TestRunnerRole(t *testing.T) {
 		runsPage
 		NotLive string `json:"not_live"`
 	}
-	if err := getJSON(e.url+"api/runs?trigger=manual", &page); err != nil || page.Live || len(page.Runs) == 0 || page.Runs[0].RunID != a || !strings.Contains(page.NotLive, "$JS.API.CONSUMER.CREATE.KV_RUNS.") {
+	if err := getJSON(e.url+"api/runs?trigger=manual", &page); err != nil || page.Live || len(page.Runs) == 0 || page.Runs[0].RunID != a || !strings.Contains(page.NotLive, "$KV.RUNS.") {
 		t.Errorf("runs through seq.list: %+v, %v; want the run, not live, saying why", page, err)
 	}
 
@@ -458,7 +458,7 @@ func TestRunnerRole(t *testing.T) {
 		}
 	}
 	// The connection's own error handler still saw the refusals.
-	if !e.errs.has(`Publish to "tool.test.sleep"`) || !e.errs.has("KV_RUNS") {
+	if !e.errs.has(`Publish to "tool.test.sleep"`) || !e.errs.has(`Subscription to "$KV.RUNS.>"`) {
 		t.Errorf("the connection's own error handler saw %q; want the refusals too (the console chains onto it)", e.errs.errs)
 	}
 

@@ -189,14 +189,6 @@ func (b *browser) open(hash string) {
 	b.ready(hash)
 }
 
-// goTo moves to hash inside the page (no reload) and waits until ready.
-func (b *browser) goTo(hash string) {
-	b.t.Helper()
-	raw, _ := json.Marshal(hash)
-	eval[bool](b, `(function(){ document.querySelector("main").setAttribute("aria-busy", "true"); location.hash = `+string(raw)+`; return true })()`)
-	b.ready(hash)
-}
-
 func (b *browser) ready(hash string) {
 	b.t.Helper()
 	raw, _ := json.Marshal(hash)

@@ -150,9 +150,11 @@ func (s *Server) forget(drop func(refusalView) bool) {
 	}
 }
 
-// isRunsWatch reports whether r is a refusal of the RUNS watch.
+// isRunsWatch reports whether r is a refusal of the live runs list: its
+// subscription to the RUNS bucket's subjects, or the bucket's info.
 func isRunsWatch(r refusalView) bool {
-	return r.Op == "publish" && strings.HasPrefix(r.Subject, "$JS.API.") && strings.Contains(r.Subject, ".KV_"+events.BucketRuns)
+	return r.Op == "subscribe" && r.Subject == events.RunsKeySubject(">") ||
+		r.Op == "publish" && strings.HasPrefix(r.Subject, "$JS.API.") && strings.Contains(r.Subject, ".KV_"+events.BucketRuns)
 }
 
 // refusals returns the refusals kept, latest first.

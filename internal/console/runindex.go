@@ -8,22 +8,27 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
-// runIndex keeps the summary of every run in the RUNS bucket, live: an
-// ordered, headers-only consumer on the bucket's stream delivers the last
-// entry of each key, then every later write (the seqworker puts the run's
-// summary in Skillbus-Run-* headers on every entry, pkg/events), so the
-// runs page lists, filters and counts runs without reading their states,
-// and learns of each new or changed run at once. Entries written without
-// the headers (by old workers) are read once through seq.status.
+// runIndex keeps the summary of every run in the RUNS bucket, live: it
+// lists them through seq.list (the seqworker reads the bucket's summary
+// headers), then applies every later write it receives as a core message
+// on the bucket's subjects (the seqworker puts the run's summary in
+// Skillbus-Run-* headers on every entry, pkg/events), so the runs page
+// lists, filters and counts runs without reading their states, and learns
+// of each new or changed run at once. It holds no consumer: the console
+// owns no stream, and a consumer's deliver_subject cannot be limited
+// (docs/security.md, "Consumers"). The subscription starts before the
+// list is read, and a summary never replaces a newer one, so no write is
+// lost between the two; after a reconnect (writes may have been missed)
+// the list is read again. Entries written without the headers (by old
+// workers) are read once through seq.status.
 //
-// When the watch cannot start (a NATS user without the permission to
-// create a consumer on KV_RUNS: any role but console, docs/security.md),
+// When the index cannot start (a NATS user that may not subscribe to
+// $KV.RUNS.> or ask seq.list: any role but console, docs/security.md),
 // the runs page lists through seq.list, as `skillbus runs` does, and
 // updates from run events only. A refusal is known at once (perms.go), is
 // shown on the pages with its subject and role, and is tried again only
@@ -139,83 +144,80 @@ func waitReconnect(ctx context.Context, status <-chan nats.Status) bool {
 	}
 }
 
-// follow loads the index and applies every later write until ctx is done
-// or the consumer fails.
+// follow loads the index and applies every later write until ctx is done,
+// the subscription is refused or the connection came back after a loss.
 func (x *runIndex) follow(ctx context.Context) (err error) {
+	subj := events.RunsKeySubject(">")
 	// A refusal of the server ends the watch at once (perms.go).
-	wctx, done := x.s.access.watch.Context(ctx, natsconn.JetStreamAPI("KV_"+events.BucketRuns)...)
+	wctx, done := x.s.access.watch.Context(ctx, subj, events.SeqListSubject, "$JS.API.STREAM.INFO.KV_"+events.BucketRuns)
 	defer done()
 	defer func() { err = natsconn.RefusedCause(wctx, err) }()
 	ctx = wctx
-	kv, err := x.s.js.KeyValue(ctx, events.BucketRuns)
-	if err != nil {
-		return err
-	}
-	if st, err := kv.Status(ctx); err == nil {
-		x.mu.Lock()
-		x.ttl = st.TTL()
-		x.mu.Unlock()
-	}
-	cons, err := x.s.js.OrderedConsumer(ctx, "KV_"+events.BucketRuns, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{events.RunsKeySubject(">")},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-		HeadersOnly:    true,
-	})
-	if err != nil {
-		return err
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
+	status := x.s.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CONNECTED)
+	defer x.s.nc.RemoveStatusListener(status)
 	x.mu.Lock()
 	clear(x.runs)
-	x.err = nil
-	x.ready = info.NumPending == 0
+	x.err, x.ready = nil, false
 	x.mu.Unlock()
-	x.s.forget(isRunsWatch) // the watch runs: a refusal kept is stale
-	if info.NumPending == 0 {
-		x.s.hub.send("", "ready", map[string]bool{"runs_live": true})
-	}
 	prefix := events.RunsKeySubject("")
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		key := strings.TrimPrefix(m.Subject(), prefix)
-		h := m.Headers()
-		md, _ := m.Metadata()
-		switch op := h.Get("KV-Operation"); {
+	sub, err := x.s.nc.Subscribe(subj, func(m *nats.Msg) {
+		key := strings.TrimPrefix(m.Subject, prefix)
+		switch op := m.Header.Get("KV-Operation"); {
 		case op == "DEL" || op == "PURGE":
 			x.mu.Lock()
 			delete(x.runs, key)
 			x.mu.Unlock()
 		default:
-			if sum, ok := events.SummaryFromHeader(key, h); ok {
+			if sum, ok := events.SummaryFromHeader(key, m.Header); ok {
 				x.put(sum)
 			} else {
 				go x.legacy(ctx, key)
 			}
 		}
-		if md != nil && md.NumPending == 0 {
-			x.mu.Lock()
-			was := x.ready
-			x.ready = true
-			x.mu.Unlock()
-			if !was {
-				x.s.hub.send("", "ready", map[string]bool{"runs_live": true})
-			}
-		}
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrNoHeartbeat) {
-			return // the ordered consumer recreates itself
-		}
-		x.s.log.Debug("console: RUNS watch", "err", err)
-	}))
+	})
 	if err != nil {
 		return err
 	}
-	defer cc.Stop()
+	defer sub.Unsubscribe()
+	if err := sub.SetPendingLimits(-1, 256<<20); err != nil {
+		return err
+	}
+	fctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if err := x.s.nc.FlushWithContext(fctx); err != nil {
+		return err
+	}
+	kv, err := x.s.js.KeyValue(fctx, events.BucketRuns)
+	if err != nil {
+		return err
+	}
+	if st, err := kv.Status(fctx); err == nil {
+		x.mu.Lock()
+		x.ttl = st.TTL()
+		x.mu.Unlock()
+	}
+	for before := ""; ; {
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		reply, err := x.s.runs.List(lctx, events.SeqListRequest{Limit: events.MaxListLimit, Before: before})
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, sum := range reply.Runs {
+			x.put(sum)
+		}
+		if before = reply.Next; before == "" {
+			break
+		}
+	}
+	x.mu.Lock()
+	x.ready = true
+	x.mu.Unlock()
+	x.s.forget(isRunsWatch) // the watch runs: a refusal kept is stale
+	x.s.hub.send("", "ready", map[string]bool{"runs_live": true})
 	prune := time.NewTicker(time.Minute)
 	defer prune.Stop()
-	closed := cc.Closed()
+	down := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -223,17 +225,27 @@ func (x *runIndex) follow(ctx context.Context) (err error) {
 				return ctx.Err() // a refusal (deferred RefusedCause)
 			}
 			return nil
-		case <-closed:
-			return errors.New("the RUNS watch stopped")
+		case st := <-status:
+			switch {
+			case st == nats.DISCONNECTED || st == nats.RECONNECTING:
+				down = true
+			case st == nats.CONNECTED && down:
+				return errors.New("reconnected to NATS: the runs list is read again (writes may have been missed)")
+			}
 		case <-prune.C:
 			x.prune(time.Now())
 		}
 	}
 }
 
-// put stores a summary and passes it on to the streams.
+// put stores a summary, unless one updated later is known, and passes it
+// on to the streams.
 func (x *runIndex) put(sum events.RunSummary) {
 	x.mu.Lock()
+	if old, ok := x.runs[sum.RunID]; ok && old.UpdatedAt.After(sum.UpdatedAt) {
+		x.mu.Unlock()
+		return
+	}
 	x.runs[sum.RunID] = sum
 	ready := x.ready
 	x.mu.Unlock()

@@ -138,7 +138,7 @@ func (s *Server) loginPage(w http.ResponseWriter, _ *http.Request, problem strin
 	_, _ = w.Write([]byte(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>skillbus console: log in</title><link rel="stylesheet" href="/app.css"></head>
 <body><main class="login"><h1>skillbus console</h1>` + problem + `
-<p>This console needs its token. It was printed by <code>skillbus ui</code> when it started (or set with <code>--token</code> / <code>SKILLBUS_UI_TOKEN</code>).</p>
+<p>This console needs its token: the one <code>skillbus ui</code> was started with, from the <code>SKILLBUS_TOKEN</code> environment variable or the file its <code>--token-file</code> flag names.</p>
 <form method="post" action="/login"><label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required>
 <button type="submit">Log in</button></form></main></body></html>`))

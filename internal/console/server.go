@@ -40,6 +40,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/internal/httplimit"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -91,6 +92,14 @@ type Config struct {
 	// DiscoverWait is how long tool discovery collects answers; default
 	// 500 ms, as `skillbus tools`.
 	DiscoverWait time.Duration
+	// MaxStreams caps the event streams open at once (GET /api/stream,
+	// one per open page); default httplimit.DefaultMaxStreams (64). One
+	// more is answered 503 naming --max-streams (docs/console.md).
+	MaxStreams int
+	// BodyTimeout is how long a request body may take to arrive; default
+	// httplimit.DefaultBodyTimeout (10 s). A body still arriving then is
+	// answered 408 and its connection closed (docs/console.md).
+	BodyTimeout time.Duration
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -107,6 +116,7 @@ type Server struct {
 
 	loopback bool
 	access   *access
+	streams  *httplimit.Gate // the open event streams
 	hub      *hub
 	index    *runIndex
 	skills   *skillCache
@@ -136,13 +146,19 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 	if cfg.DiscoverWait <= 0 {
 		cfg.DiscoverWait = 500 * time.Millisecond
 	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = httplimit.DefaultMaxStreams
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = httplimit.DefaultBodyTimeout
+	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("%w: listen address %q: %v; write HOST:PORT, e.g. 127.0.0.1:4280", ErrConfig, cfg.Listen, err)
 	}
 	loop := IsLoopback(host)
 	if !loop && cfg.Token == "" {
-		return nil, fmt.Errorf("%w: listen address %q is not a loopback address, so the console would be open to the network: set a token (--token or SKILLBUS_UI_TOKEN), or listen on 127.0.0.1", ErrConfig, cfg.Listen)
+		return nil, fmt.Errorf("%w: listen address %q is not a loopback address, so the console would be open to the network: set a token (SKILLBUS_TOKEN or --token-file), or listen on 127.0.0.1", ErrConfig, cfg.Listen)
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, fmt.Errorf("%w: give both a TLS certificate and its key, or neither", ErrConfig)
@@ -164,6 +180,7 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, nc: nc, js: js, runs: rc, tc: tc, log: log, loopback: loop, access: newAccess(cfg)}
+	s.streams = httplimit.NewGate(cfg.MaxStreams, "event streams (console pages)", "--max-streams")
 	s.hub = newHub()
 	s.hub.refused = s.eventsRefused
 	s.hub.onRegistry = s.onRegistry
@@ -190,7 +207,9 @@ func IsLoopback(host string) bool {
 
 // Handler returns the console's HTTP handler (with its security checks),
 // for tests and for embedding in another server.
-func (s *Server) Handler() http.Handler { return s.secure(s.mux) }
+func (s *Server) Handler() http.Handler {
+	return s.secure(httplimit.Body(s.mux, s.cfg.BodyTimeout, 0, "--body-timeout"))
+}
 
 // Start listens on Config.Listen, starts the live feeds (the EVENTS
 // subscription and the RUNS watch) and serves until Stop or until ctx is
@@ -211,7 +230,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httplimit.DefaultIdleTimeout, BaseContext: func(net.Listener) context.Context { return ctx }}
 	s.mu.Lock()
 	s.ln, s.srv, s.cancel, s.done = ln, srv, cancel, make(chan struct{})
 	s.mu.Unlock()

@@ -284,6 +284,10 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !s.streams.Enter(w) {
+		return
+	}
+	defer s.streams.Leave()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

@@ -375,12 +375,9 @@ func (b *Bridge) current() *mcp.ClientSession {
 // replacing the previous set unless it is the same (names, descriptions
 // and schemas).
 func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) error {
-	var list []*mcp.Tool
-	for t, err := range session.Tools(ctx, nil) {
-		if err != nil {
-			return fmt.Errorf("mcpbridge: list the MCP server's tools: %w", err)
-		}
-		list = append(list, t)
+	list, err := listTools(ctx, session)
+	if err != nil {
+		return err
 	}
 	if len(b.cfg.Only) > 0 {
 		have := map[string]bool{}
@@ -425,7 +422,7 @@ func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) err
 				b.cfg.Logger.Warn("the MCP tool's input schema cannot be checked here; it is published, and calls go to the server unchecked", "tool", t.Name, "err", err)
 			}
 		}
-		tools = append(tools, tool.Tool{Name: name, Description: oneLine(desc), Schema: schema, Unvalidated: unchecked, Func: b.caller(t.Name)})
+		tools = append(tools, tool.Tool{Name: name, Description: desc, Schema: schema, Unvalidated: unchecked, Func: b.caller(t.Name)})
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -465,6 +462,52 @@ func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) err
 	}
 	b.cfg.Logger.Info("serving MCP tools", "tools", names)
 	return nil
+}
+
+// MaxListPages bounds the pages of one tools/list walk (docs/mcp.md,
+// "Bridging an MCP server"): a server that pages further, or that gives a
+// nextCursor it gave before, is in a loop, and the walk ends with an
+// error saying so instead of paging for ever.
+const MaxListPages = 1000
+
+// listTools reads every page of the server's tools/list. Errors: the
+// session's; a cursor repeated or more than MaxListPages pages (the
+// server's paging loops).
+func listTools(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var list []*mcp.Tool
+	seen := map[string]int{} // cursor → the page that gave it
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		res, err := session.ListTools(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("mcpbridge: list the MCP server's tools (page %d): %w", page, err)
+		}
+		list = append(list, res.Tools...)
+		next := res.NextCursor
+		if next == "" {
+			return list, nil
+		}
+		if first, ok := seen[next]; ok {
+			return nil, fmt.Errorf("mcpbridge: list the MCP server's tools: page %d of tools/list gave the nextCursor %q that page %d gave already, so paging would never end; the server's paging is broken (fix or update the server)", page, cut(next, 80), first)
+		}
+		if page == MaxListPages {
+			return nil, fmt.Errorf("mcpbridge: list the MCP server's tools: tools/list still gave a nextCursor after %d pages (%d tools); stopped there, the server's paging does not end (fix or update the server)", MaxListPages, len(list))
+		}
+		seen[next] = page
+		params = &mcp.ListToolsParams{Cursor: next}
+	}
+}
+
+// cut shortens s to at most n bytes for a message (on a rune boundary).
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
 }
 
 func (b *Bridge) refreshLoop() {
@@ -591,18 +634,6 @@ func contentText(cs []mcp.Content) (string, bool) {
 		parts = append(parts, t.Text)
 	}
 	return strings.Join(parts, "\n"), true
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300]
-		for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
-			s = s[:len(s)-1]
-		}
-		s += "…"
-	}
-	return s
 }
 
 // Tools returns the served tool names (without the "tool." prefix), sorted.

@@ -37,6 +37,12 @@ const (
 	envRefuse = "MCPBRIDGE_TEST_REFUSE"
 )
 
+// envList changes the server's tools/list: "loop" answers every page with
+// the same nextCursor (a server whose paging never ends); "long" pages
+// two tools at a time and adds the tool "long" whose description is
+// longDescription.
+const envList = "MCPBRIDGE_TEST_LIST"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envServer) == "1" {
 		if f := os.Getenv(envRefuse); f != "" {
@@ -75,7 +81,30 @@ type echoOut struct {
 // sanitizing, a tool reporting isError, one that adds a tool at run time
 // (list_changed), and one that exits the process.
 func serveTestMCP() {
-	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1.0.0"}, nil)
+	var sopts *mcp.ServerOptions
+	if os.Getenv(envList) == "long" {
+		sopts = &mcp.ServerOptions{PageSize: 2}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1.0.0"}, sopts)
+	switch os.Getenv(envList) {
+	case "loop":
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if lr, ok := req.(*mcp.ListToolsRequest); ok && lr.Params != nil && lr.Params.Cursor == "page-again" {
+					lr.Params.Cursor = "" // the first page again, for ever
+				}
+				res, err := next(ctx, method, req)
+				if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					lt.NextCursor = "page-again"
+				}
+				return res, err
+			}
+		})
+	case "long":
+		s.AddTool(&mcp.Tool{Name: "long", Description: longDescription, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 		return nil, echoOut{Said: in.Text}, nil
 	})

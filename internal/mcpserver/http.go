@@ -6,9 +6,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillbus/skillbus/internal/httplimit"
 )
 
 // HTTPPath is where HTTPHandler serves the streamable HTTP transport.
@@ -25,6 +28,14 @@ type HTTPOptions struct {
 	Token string
 	// SessionTimeout closes a session idle this long; default 30 minutes.
 	SessionTimeout time.Duration
+	// MaxSessions caps the open sessions; default
+	// httplimit.DefaultMaxSessions (256). A new session over it is
+	// answered 503 naming --max-sessions (docs/mcp.md).
+	MaxSessions int
+	// BodyTimeout is how long a request body may take to arrive; default
+	// httplimit.DefaultBodyTimeout (10 s). A body still arriving then is
+	// answered 408 and its connection closed (docs/mcp.md).
+	BodyTimeout time.Duration
 }
 
 // ListenAddr returns the address to listen on for addr (a host, host:port
@@ -68,12 +79,18 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = httplimit.DefaultMaxSessions
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = httplimit.DefaultBodyTimeout
+	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: o.SessionTimeout,
 		Logger:         s.log,
 	})
 	mux := http.NewServeMux()
-	mux.Handle(HTTPPath, http.NewCrossOriginProtection().Handler(h))
+	mux.Handle(HTTPPath, http.NewCrossOriginProtection().Handler(httplimit.Body(s.capSessions(h, o.MaxSessions), o.BodyTimeout, 0, "--body-timeout")))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "skillbus MCP server: the endpoint is "+HTTPPath, http.StatusNotFound)
 	})
@@ -89,5 +106,30 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			return
 		}
 		mux.ServeHTTP(w, r)
+	})
+}
+
+// capSessions refuses a request that would open a session (a POST without
+// an Mcp-Session-Id header: an initialize) while max sessions are open.
+// Such requests are handled one at a time, so the count cannot be passed
+// by requests racing each other; the others go through at once.
+func (s *Server) capSessions(h http.Handler, max int) http.Handler {
+	var opening sync.Mutex
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		opening.Lock()
+		defer opening.Unlock()
+		n := 0
+		for range s.mcp.Sessions() {
+			n++
+		}
+		if n >= max {
+			httplimit.Refuse(w, max, "MCP sessions", "--max-sessions")
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }

@@ -14,10 +14,13 @@ import (
 
 // Reconnect back-off of Dial: the wait after the n-th failed pass over
 // the server list is ReconnectInitial doubled per pass up to ReconnectMax,
-// with ±20% jitter so replicas do not reconnect in step.
+// with ±20% jitter so replicas do not reconnect in step. ReconnectMax is
+// short so that a service is back within about a second of the server
+// (the registry retakes its lease within 2 s of it: docs/operations.md);
+// a pass is one TCP connect per server, cheap for the server to refuse.
 const (
 	ReconnectInitial = 250 * time.Millisecond
-	ReconnectMax     = 5 * time.Second
+	ReconnectMax     = time.Second
 )
 
 // ReconnectDelay returns the wait before reconnect pass attempts (1-based)

@@ -39,7 +39,7 @@ func lockStore(dir string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("natsserver: lock store %s: %w", dir, err)
 	}
-	if err := f.Truncate(0); err == nil {
+	if err = f.Truncate(0); err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {

@@ -103,7 +103,7 @@ func Check(paths []string, opt CheckOptions) ([]FileReport, error) {
 			if kind == kindNone {
 				kind = kindSequence // an explicit file is checked as a sequence
 			}
-			f := &scanned{rel: filepath.ToSlash(root), kind: kind}
+			f := &scanned{rel: filepath.ToSlash(root), dir: filepath.Dir(root), kind: kind}
 			f.data, f.abs, f.mtime, f.err = ReadArg(root, limit)
 			add(&entry{f: f, display: root})
 			continue

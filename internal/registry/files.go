@@ -152,11 +152,31 @@ func refusalMessage(err error) string {
 // or a refused directory (kind kindTree).
 type scanned struct {
 	abs   string // path opened (the resolved path; through symlinks)
+	dir   string // the directory the entry is in (symlinks resolved): a skill's file refs are read from it
 	rel   string // slash path relative to the root: the entry's identity
 	kind  string
 	data  []byte
 	mtime time.Time // modification time of the file read
 	err   error     // reading failed, or the entry was refused
+	// refs is set by loadFile for a skill.yaml that parses: the paths of
+	// its file refs, whose state (refsState) the registry adds to the
+	// file's hash, so a ref file created, removed or relinked reloads it.
+	refs []string
+}
+
+// refsState describes what each of paths is on disk (where it leads, or
+// why it leads nowhere): a change of any is a change of the skill that
+// names them (docs/skills.md, "File refs").
+func refsState(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		target, err := filepath.EvalSymlinks(p)
+		fmt.Fprintf(&b, "\x00%s=%s|%v", p, target, err != nil)
+	}
+	return b.String()
 }
 
 // scanResult is a walk of the tree: the definition files by rel path, the
@@ -301,7 +321,7 @@ func scan(root string, limit int64, others bool) scanResult {
 				if err != nil && errors.Is(err, fs.ErrNotExist) {
 					continue // vanished mid-walk: not there
 				}
-				res.files[r] = &scanned{abs: abs, rel: r, kind: kind, data: data, mtime: mtime, err: err}
+				res.files[r] = &scanned{abs: abs, dir: real, rel: r, kind: kind, data: data, mtime: mtime, err: err}
 			case others && typ.IsRegular() && misnameCandidate(name):
 				res.others = append(res.others, &scanned{abs: abs, rel: r})
 			}

@@ -186,6 +186,9 @@ func (r *Registry) tryAcquire(ctx context.Context) (bool, error) {
 	defer cancel()
 	since := time.Now()
 	rev, err := l.kv.Create(cctx, events.RegistryLeaseKey, r.leaseValue(since))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		rev, err = r.retakeOwn(cctx, since)
+	}
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
 			r.log.Warn("cannot take the registry lease; trying again", "err", err)
@@ -197,6 +200,41 @@ func (r *Registry) tryAcquire(ctx context.Context) (bool, error) {
 	l.mu.Unlock()
 	return true, r.becomeLeader(ctx)
 }
+
+// retakeOwn takes back a lease entry that is still this replica's: one
+// it stopped renewing when NATS was out of reach for more than ttl/2
+// (renew steps down then) and that has not expired yet. Nobody else can
+// have written since — another replica creates the key only once it is
+// gone — so an update on the entry's revision makes this replica the
+// leader again at once instead of after the rest of the TTL
+// (docs/skills.md, "One writer"). Errors: jetstream.ErrKeyExists when
+// the entry is another replica's; the bucket's.
+func (r *Registry) retakeOwn(ctx context.Context, since time.Time) (uint64, error) {
+	l := r.lease
+	e, err := l.kv.Get(ctx, events.RegistryLeaseKey)
+	if err != nil {
+		return 0, err
+	}
+	var v events.RegistryLease
+	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &v) != nil || v.Holder != l.id {
+		return 0, jetstream.ErrKeyExists
+	}
+	rev, err := l.kv.Update(ctx, events.RegistryLeaseKey, r.leaseValue(since), e.Revision())
+	if err != nil {
+		return 0, err
+	}
+	r.log.Info("took the registry lease back: its entry was still this replica's (NATS was out of reach for longer than the renewal allows)", "written", e.Created().UTC().Format(time.RFC3339Nano))
+	return rev, nil
+}
+
+// retryAfterReconnect is how often the elector of a replica that does not
+// lead tries to take the lease during the first retryAfterReconnectFor
+// after its connection came back (JetStream may need a moment to answer
+// after a server restart).
+const (
+	retryAfterReconnect    = 100 * time.Millisecond
+	retryAfterReconnectFor = 5 * time.Second
+)
 
 // renewLoop renews the lease every tick while this replica leads, until
 // ctx ends. It runs apart from the elector and takes no registry lock, so
@@ -296,10 +334,28 @@ func (r *Registry) elect(ctx context.Context) {
 	}()
 	tick := time.NewTicker(l.step)
 	defer tick.Stop()
+	// After a reconnect a replica that lost the lease in the outage takes
+	// it back at once (retakeOwn), trying every retryAfterReconnect for a
+	// while, instead of at the next tick.
+	status := r.nc.StatusChanged(nats.CONNECTED)
+	defer r.nc.RemoveStatusListener(status)
+	var fast <-chan time.Time
+	var fastUntil time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-status:
+			fastUntil = time.Now().Add(retryAfterReconnectFor)
+			fast = time.After(0)
+		case now := <-fast:
+			fast = nil
+			if r.leading.Load() || now.After(fastUntil) {
+				continue
+			}
+			if ok, _ := r.tryAcquire(ctx); !ok {
+				fast = time.After(retryAfterReconnect)
+			}
 		case e, ok := <-updates:
 			if !ok {
 				watch()
@@ -529,6 +585,10 @@ func (r *Registry) release(ctx context.Context) {
 // serveForwarded answers a seq.create or seq.delete forwarded by a
 // replica that does not hold the lease, as the endpoint would.
 func (r *Registry) serveForwarded(m *nats.Msg) {
+	if why := events.Relayed(m.Reply, m.Header); why != "" {
+		r.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", m.Subject, "why", why)
+		return
+	}
 	r.inflight.Add(1)
 	defer r.inflight.Add(-1)
 	var h handlerFunc

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -87,7 +88,7 @@ func loadFile(f *scanned, limit int64) (*definition, []Problem) {
 	var probs []Problem
 	switch f.kind {
 	case kindSkill:
-		d, probs = loadSkill(f.rel, f.abs, f.data)
+		d, probs, f.refs = loadSkill(f.rel, f.abs, f.dir, f.data)
 	default:
 		d, probs = loadSequence(f.rel, f.data)
 	}
@@ -118,12 +119,30 @@ func skillDir(rel, abs string) string {
 	return filepath.Base(filepath.Dir(abs))
 }
 
-func loadSkill(rel, abs string, data []byte) (*definition, []Problem) {
+// loadSkill parses a skill file at rel (read from abs, in the directory
+// dir) and checks its file refs against dir (skill.CheckRefs: a ref
+// leading out through a symlink is an error, a missing file a warning).
+// It also returns the paths of those refs (see scanned.refs).
+func loadSkill(rel, abs, dir string, data []byte) (*definition, []Problem, []string) {
 	format := skill.FormatMarkdown
 	if path.Base(rel) == string(skill.FormatYAML) {
 		format = skill.FormatYAML
 	}
 	s, warns, err := skill.Parse(data, format, skillDir(rel, abs))
+	var refs []string
+	if err == nil && s != nil && dir != "" {
+		for _, r := range s.Refs {
+			if r.Type == skill.RefFile {
+				refs = append(refs, filepath.Join(dir, filepath.FromSlash(strings.ReplaceAll(r.Value, `\`, "/"))))
+			}
+		}
+		var refWarns []skill.Warning
+		refWarns, err = skill.CheckRefs(s, dir)
+		warns = append(warns, refWarns...)
+		if err != nil {
+			s = nil
+		}
+	}
 	var probs []Problem
 	for _, fe := range skill.Problems(err) {
 		probs = append(probs, Problem{File: rel, Line: fe.Line, Message: fe.Message}) // messages name their field
@@ -135,15 +154,15 @@ func loadSkill(rel, abs string, data []byte) (*definition, []Problem) {
 	probs = append(probs, warnProbs...)
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
 	if err != nil || s == nil {
-		return nil, probs
+		return nil, probs, refs
 	}
 	s.Source = rel
 	v, err := json.Marshal(s)
 	if err != nil {
-		return nil, append(probs, Problem{File: rel, Message: "cannot encode the skill record: " + err.Error()})
+		return nil, append(probs, Problem{File: rel, Message: "cannot encode the skill record: " + err.Error()}), refs
 	}
 	return &definition{kind: kindSkill, name: s.Name, source: rel, value: v, sum: sum(v), description: s.Description,
-		summary: skillSummary(s), warnings: warnProbs}, probs
+		summary: skillSummary(s), warnings: warnProbs}, probs, refs
 }
 
 // skillSummary is validate's line for a valid skill: `skill NAME (FORMAT,

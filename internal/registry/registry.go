@@ -137,6 +137,7 @@ type fileState struct {
 	good     *definition // the last good version; nil when there never was one
 	problems []Problem   // the errors; non-nil while the file is invalid
 	warns    []Problem   // the warnings of the last read
+	refs     []string    // a skill.yaml's file ref paths (scanned.refs), part of hash
 }
 
 // Registry loads, watches and serves skills and sequences. Create it with
@@ -595,7 +596,7 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 		if f.err != nil {
 			h = "error: " + f.err.Error()
 		}
-		if st := r.files[rel]; st != nil && st.hash == h {
+		if st := r.files[rel]; st != nil && st.hash == h+refsState(st.refs) {
 			continue
 		}
 		jobs = append(jobs, &job{f: f, hash: h})
@@ -636,7 +637,8 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 			st = &fileState{kind: j.f.kind}
 			r.files[rel] = st
 		}
-		st.hash = j.hash
+		st.refs = j.f.refs
+		st.hash = j.hash + refsState(st.refs)
 		errs, warns := split(j.prob)
 		st.warns = warns
 		if j.def == nil && len(errs) == 0 {

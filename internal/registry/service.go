@@ -108,6 +108,10 @@ func (r *Registry) serve(ctx context.Context) error {
 // structured error reply.
 func (r *Registry) wrap(base context.Context, subject string, h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
+			r.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", subject, "why", why)
+			return
+		}
 		r.inflight.Add(1)
 		defer r.inflight.Add(-1)
 		ctx, span := events.StartSpan(events.Extract(base, nats.Header(req.Headers())), "registry "+subject, trace.SpanKindServer, subject, len(req.Data()))
@@ -343,6 +347,7 @@ func (r *Registry) seqList(ctx context.Context, data []byte) (any, error) {
 		var head struct {
 			Boot      bool              `json:"boot"`
 			Schedule  string            `json:"schedule"`
+			TimeZone  string            `json:"timezone"`
 			Signature map[string]string `json:"signature"`
 		}
 		_ = json.Unmarshal(d.value, &head)
@@ -350,7 +355,7 @@ func (r *Registry) seqList(ctx context.Context, data []byte) (any, error) {
 			head.Signature = map[string]string{}
 		}
 		out.Sequences = append(out.Sequences, SeqSummary{Name: name, Description: d.description, Source: label(d),
-			Groups: d.groups, Boot: head.Boot, Schedule: head.Schedule, Signature: head.Signature})
+			Groups: d.groups, Boot: head.Boot, Schedule: head.Schedule, TimeZone: head.TimeZone, Signature: head.Signature})
 	}
 	return out, nil
 }

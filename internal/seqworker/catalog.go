@@ -56,14 +56,6 @@ func (c *catalog) lookup(ctx context.Context, name string) (*seq.Sequence, error
 	return s, err
 }
 
-// cached returns the catalog's copy of the sequence called name, if any.
-func (c *catalog) cached(name string) (*seq.Sequence, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ce, ok := c.byName[name]
-	return ce.seq, ok
-}
-
 // cachedRaw is cached, also returning the copy's revision and stored JSON.
 func (c *catalog) cachedRaw(name string) (*seq.Sequence, uint64, []byte, bool) {
 	c.mu.Lock()

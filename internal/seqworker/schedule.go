@@ -13,13 +13,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 // startWatcher loads the SEQUENCES bucket into the catalog (returning once
 // the current values are in), then keeps it up to date and reconciles the
 // schedule of every sequence that changes.
 func (w *Worker) startWatcher(ctx context.Context) error {
-	kw, err := w.sequences.WatchAll(w.intakeCtx)
+	// No consumer on SEQUENCES: the registry owns it (docs/security.md,
+	// "Consumers"); direct gets woken by the bucket's core messages.
+	kw, err := streamread.WatchKV(w.intakeCtx, w.nc, events.BucketSequences, func(err error) {
+		w.log.Warn("reading SEQUENCES; trying again", "err", err)
+	})
 	if err != nil {
 		return fmt.Errorf("seqworker: watch %s: %w", events.BucketSequences, err)
 	}

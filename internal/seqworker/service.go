@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 	"github.com/skillbus/skillbus/internal/errtext"
+	"github.com/skillbus/skillbus/internal/runargs"
 	"github.com/skillbus/skillbus/internal/version"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -66,6 +69,10 @@ func (w *Worker) startService() error {
 // that a long seq_call does not hold up the other requests.
 func (w *Worker) async(h func(context.Context, micro.Request)) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
+			w.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", req.Subject(), "why", why)
+			return
+		}
 		if w.intakeCtx.Err() != nil {
 			_ = req.Error("503", "the seqworker is stopping; retry", nil)
 			return
@@ -191,6 +198,29 @@ func (w *Worker) serveRun(ctx context.Context, req micro.Request) {
 	w.startRun(ctx, req, &events.RunRequest{RunID: in.RunID, Sequence: in.Sequence, Inline: in.Inline, Args: in.Args, Trigger: events.TriggerManual, RequestedAt: time.Now().UTC()}, "")
 }
 
+// argProblems returns every problem of args against def's signature
+// (runargs.Problems: unknown, mistyped and missing arguments), sorted by
+// argument name and joined with "; ", or "" when they fit.
+func argProblems(def *seq.Sequence, args map[string]json.RawMessage) string {
+	if def == nil {
+		return ""
+	}
+	probs := runargs.Problems(def.Signature, args)
+	if len(probs) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(probs))
+	for k := range probs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	msgs := make([]string, len(keys))
+	for i, k := range keys {
+		msgs[i] = probs[k]
+	}
+	return "run arguments: " + strings.Join(msgs, "; ")
+}
+
 // startRun checks a run request that seq.run or seq.rerun makes, queues it
 // and answers with its run id; what starts every error's text (seq.rerun:
 // which run it reruns).
@@ -199,12 +229,14 @@ func (w *Worker) startRun(ctx context.Context, mreq micro.Request, r *events.Run
 	in := r
 	// Refuse at once what can never run, rather than queueing a run that
 	// fails.
+	var def *seq.Sequence
+	var err error
 	if len(in.Inline) > 0 {
-		if _, err := seq.Decode(in.Inline); err != nil {
+		if def, err = seq.Decode(in.Inline); err != nil {
 			_ = req.Error("400", "inline sequence: "+err.Error(), nil)
 			return
 		}
-	} else if _, err := w.cat.lookup(ctx, in.Sequence); err != nil {
+	} else if def, err = w.cat.lookup(ctx, in.Sequence); err != nil {
 		code := "503"
 		if errors.Is(err, errNoSequence) {
 			code = "404"
@@ -214,9 +246,26 @@ func (w *Worker) startRun(ctx context.Context, mreq micro.Request, r *events.Run
 		_ = req.Error(code, err.Error(), nil)
 		return
 	}
-	if _, err := decodeArgs(in.Args); err != nil {
+	args, err := decodeArgs(in.Args)
+	if err != nil {
 		_ = req.Error("400", err.Error(), nil)
 		return
+	}
+	// The arguments are checked against the signature before the run is
+	// accepted (docs/architecture.md), with the words of `run --arg`, so a
+	// caller learns of a mistyped or missing argument from its request
+	// instead of from a run that fails at once.
+	if msg := argProblems(def, args); msg != "" {
+		_ = req.Error("400", msg, nil)
+		return
+	}
+	if err := w.roomForRun(ctx); err != nil {
+		// A run already queued under this id (the same request again) is
+		// still answered; a new one is refused.
+		if cur, _, rerr := w.readState(ctx, r.RunID); rerr != nil || cur == nil {
+			_ = req.Error("503", err.Error(), nil)
+			return
+		}
 	}
 	existed, err := w.enqueueOnce(ctx, r)
 	if err != nil {

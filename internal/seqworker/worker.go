@@ -146,6 +146,8 @@ type Worker struct {
 	queuedMu sync.Mutex
 	queued   map[string]queuedMemo
 
+	room roomGauge // how full the stores are (room.go)
+
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
 	conn    *connWatch  // reconnects, for the tries of persist

@@ -178,6 +178,8 @@ func ProvisionFix(ie *events.IncompatibleError) string {
 		return fmt.Sprintf("on a single NATS server start every service with --replicas 1 (SKILLBUS_REPLICAS=1), or connect them to a JetStream cluster of at least %d servers", ie.Replicas)
 	case events.IncompatibleStorage:
 		return fmt.Sprintf("start every service with the storage %s was created with (--memory for memory storage, no --memory for file), or, if its data may go, delete it (nats stream rm %s) and start again", ie.Stream, ie.Stream)
+	case events.IncompatibleSize:
+		return "give the seqworker smaller limits (--runs-max-bytes, --run-slots-max-bytes, --events-max-bytes, --seq-runs-max-bytes; -1 for none), or give the NATS server a larger JetStream store (max_file_store, max_memory_store)"
 	case events.IncompatibleSubjects:
 		if ie.Holder != "" {
 			return fmt.Sprintf("skillbus needs those subjects for %s: take them out of the stream %s (nats stream edit %s) or delete that stream (nats stream rm %s), or run skillbus in another NATS account", ie.Stream, ie.Holder, ie.Holder, ie.Holder)

@@ -188,6 +188,10 @@ func (s *Service) serve() error {
 // service's own counters. Replies carry the trace context.
 func (s *Service) wrap(subject string, h handlerFunc) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if why := events.Relayed(req.Reply(), nats.Header(req.Headers())); why != "" {
+			s.log.Warn("dropped a message the NATS server relayed onto an endpoint (not a request)", "subject", subject, "why", why)
+			return
+		}
 		in := incoming{data: req.Data(), hdr: nats.Header(req.Headers()), reply: req.Reply()}
 		s.sem <- struct{}{}
 		s.begin()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
 // load starts a watch of the whole SKILLS bucket under watchCtx and applies
@@ -17,7 +18,11 @@ import (
 // end-of-initial-values marker until ctx is done. Keys this replica knew but
 // the bucket no longer holds are deleted (a re-watch after a lost watch).
 func (s *Service) load(ctx, watchCtx context.Context) (jetstream.KeyWatcher, error) {
-	w, err := s.skillsKV.WatchAll(watchCtx)
+	// No consumer on SKILLS: the registry owns it (docs/security.md,
+	// "Consumers"); direct gets woken by the bucket's core messages.
+	w, err := streamread.WatchKV(watchCtx, s.nc, events.BucketSkills, func(err error) {
+		s.log.Warn("reading SKILLS; trying again", "err", err)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("skillfacesvc: watch %s: %w", events.BucketSkills, err)
 	}

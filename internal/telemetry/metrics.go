@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/runtime"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
@@ -40,9 +41,11 @@ type Metrics struct {
 //     OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is
 //     set.
 //   - OTEL_METRICS_EXPORTER set: a comma-separated list of "prometheus" and
-//     "otlp" (OTLP over HTTP, protobuf, every OTEL_METRIC_EXPORT_INTERVAL,
-//     default 60 s), or "none" alone. Any other value is an error
-//     (ErrConfig), never ignored.
+//     "otlp" (OTLP every OTEL_METRIC_EXPORT_INTERVAL, default 60 s, over
+//     HTTP or gRPC as OTEL_EXPORTER_OTLP_METRICS_PROTOCOL or
+//     OTEL_EXPORTER_OTLP_PROTOCOL say: "http/protobuf", the default, or
+//     "grpc"), or "none" alone. Any other value is an error (ErrConfig),
+//     never ignored.
 //
 // It also starts the Go runtime metrics (go.memory.used, go.goroutine.count,
 // ... from go.opentelemetry.io/contrib/instrumentation/runtime) and, on the
@@ -75,10 +78,16 @@ func SetupMetrics(ctx context.Context, component string) (*Metrics, error) {
 			opts = append(opts, sdkmetric.WithReader(exp))
 			m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 		case "otlp":
-			if err := checkProtocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"); err != nil {
+			protocol, err := otlpProtocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+			if err != nil {
 				return nil, err
 			}
-			exp, err := otlpmetrichttp.New(ctx)
+			var exp sdkmetric.Exporter
+			if protocol == "grpc" {
+				exp, err = otlpmetricgrpc.New(ctx)
+			} else {
+				exp, err = otlpmetrichttp.New(ctx)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("telemetry: OTLP metric exporter: %w", err)
 			}
@@ -120,23 +129,11 @@ func metricExporters() ([]string, error) {
 			}
 			return nil, nil
 		default:
-			return nil, fmt.Errorf("%w: OTEL_METRICS_EXPORTER=%q: skillbus exports metrics with prometheus (the /metrics endpoint of --health-addr), otlp (OTLP over HTTP) or none, "+
+			return nil, fmt.Errorf("%w: OTEL_METRICS_EXPORTER=%q: skillbus exports metrics with prometheus (the /metrics endpoint of --health-addr), otlp (OTLP over HTTP or gRPC) or none, "+
 				"or a comma-separated list of prometheus and otlp; unset it for the default (prometheus, plus otlp when OTEL_EXPORTER_OTLP_ENDPOINT is set)", ErrConfig, v)
 		}
 	}
 	return out, nil
-}
-
-// checkProtocol refuses an OTLP protocol other than http/protobuf in the
-// signal-specific variable name or in OTEL_EXPORTER_OTLP_PROTOCOL.
-func checkProtocol(specific string) error {
-	for _, name := range []string{specific, "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if p := os.Getenv(name); p != "" && p != "http/protobuf" {
-			return fmt.Errorf("%w: %s=%q: skillbus exports with http/protobuf; "+
-				"point OTEL_EXPORTER_OTLP_ENDPOINT at the collector's OTLP/HTTP port (usually 4318) and unset the protocol", ErrConfig, name, p)
-		}
-	}
-	return nil
 }
 
 // Exporters returns the metric exporters in use ("prometheus", "otlp"),

@@ -164,8 +164,10 @@ func TestMetricsBadProtocol(t *testing.T) {
 	resetMeter(t)
 	t.Setenv("OTEL_METRICS_EXPORTER", "otlp")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	if _, err := telemetry.SetupMetrics(context.Background(), "x"); !errors.Is(err, telemetry.ErrConfig) {
-		t.Fatalf("SetupMetrics with grpc = %v; want ErrConfig", err)
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/json") // the signal's own variable wins, and is checked
+	_, err := telemetry.SetupMetrics(context.Background(), "x")
+	if !errors.Is(err, telemetry.ErrConfig) || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") {
+		t.Fatalf("SetupMetrics with http/json = %v; want ErrConfig naming OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", err)
 	}
 }
 

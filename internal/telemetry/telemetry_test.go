@@ -151,7 +151,8 @@ func TestSetupOffAndErrors(t *testing.T) {
 		{"nothing set", "", "", "", false, nil},
 		{"explicit none", "none", "http://127.0.0.1:1", "", false, nil},
 		{"typo in exporter", "otpl", "", "", false, telemetry.ErrConfig},
-		{"grpc protocol", "otlp", "http://127.0.0.1:1", "grpc", false, telemetry.ErrConfig},
+		{"http/json protocol", "otlp", "http://127.0.0.1:1", "http/json", false, telemetry.ErrConfig},
+		{"typo in protocol", "otlp", "http://127.0.0.1:1", "gprc", false, telemetry.ErrConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,6 +162,7 @@ func TestSetupOffAndErrors(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", tc.endpoint)
 			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", tc.protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "")
 			on, shutdown, err := telemetry.Setup(context.Background(), "x")
 			if on != tc.wantOn || !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Setup() = %v, %v; want %v, %v", on, err, tc.wantOn, tc.wantErr)

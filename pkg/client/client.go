@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/streamread"
 	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
@@ -192,13 +194,101 @@ const StartAttemptTimeout = 2 * time.Second
 
 // Status returns a run's state (normalised: see events.RunState.Normalize).
 // Errors: ErrBadRequest (not a run id), ErrNotFound, ErrUnavailable.
+//
+// The request is a read, so it is hedged (see HedgeAfter): a replica of
+// the queue group that holds the request without answering — a stopped
+// (SIGSTOP) or stuck process, whose subscription the server still routes
+// to — delays the answer by HedgeAfter, not by the client's timeout.
 func (c *Client) Status(ctx context.Context, runID string) (*events.RunState, error) {
-	var st events.RunState
-	if err := c.request(ctx, events.SeqStatusSubject, &events.SeqStatusRequest{RunID: runID}, &st); err != nil {
-		return nil, err
+	return hedged(ctx, c.timeout, func(ctx context.Context) (*events.RunState, error) {
+		var st events.RunState
+		if err := c.request(ctx, events.SeqStatusSubject, &events.SeqStatusRequest{RunID: runID}, &st); err != nil {
+			return nil, err
+		}
+		st.Normalize()
+		return &st, nil
+	})
+}
+
+// HedgeAfter is how long a hedged request (Status) waits for an answer
+// before it sends the same request again, alongside the one still
+// waiting; each copy goes to a replica of the queue group chosen at
+// random by the server, so one replica that does not answer delays the
+// answer by about HedgeAfter per copy it receives. At most MaxHedged
+// copies are in flight; the first answer wins and the others are
+// dropped.
+const (
+	HedgeAfter = 100 * time.Millisecond
+	MaxHedged  = 10
+)
+
+// hedged runs call, and again every HedgeAfter while no call has
+// answered, until one answers (a result, or an error that is an answer:
+// anything but a timeout), ctx ends, or timeout passes when ctx has no
+// deadline. No responders is an answer too: nobody serves the subject.
+// The error of a hedged request that nobody answered is the last
+// timeout's.
+func hedged[T any](ctx context.Context, timeout time.Duration, call func(context.Context) (T, error)) (T, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	st.Normalize()
-	return &st, nil
+	ctx, cancel := context.WithCancel(ctx)
+	type result struct {
+		v   T
+		err error
+	}
+	results := make(chan result, MaxHedged)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	send := func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := call(ctx)
+			results <- result{v, err}
+		}()
+	}
+	send()
+	sent, pending := 1, 1
+	timer := time.NewTimer(HedgeAfter)
+	defer timer.Stop()
+	var zero T
+	var last error
+	done := ctx.Done()
+	for {
+		select {
+		case <-timer.C:
+			if sent < MaxHedged {
+				send()
+				sent++
+				pending++
+				timer.Reset(HedgeAfter)
+			}
+		case r := <-results:
+			pending--
+			var te *toolcall.Error
+			if r.err == nil || !errors.Is(r.err, ErrUnavailable) || errors.As(r.err, &te) || strings.Contains(r.err.Error(), "no seqworker answers") {
+				return r.v, r.err // an answer (an error reply is one), or nobody serves the subject
+			}
+			last = r.err
+			if pending == 0 {
+				if ctx.Err() != nil || sent == MaxHedged {
+					return zero, last // nobody answered: the last timeout, in words
+				}
+				timer.Reset(0) // an attempt that timed out early: send another at once
+			}
+		case <-done:
+			// The copies in flight end with it, each with its timeout's
+			// error: the loop returns the last once all have.
+			done, sent = nil, MaxHedged
+			timer.Stop()
+		}
+	}
 }
 
 // List lists runs, newest first; req filters and pages (see
@@ -279,8 +369,11 @@ func (c *Client) Call(ctx context.Context, group string, args json.RawMessage) (
 }
 
 // Slots returns every slot value of a run state: those kept in the state
-// and those kept in the RUN_SLOTS object store (read through nc's
-// JetStream). Errors: NATS errors reading the object store.
+// and those kept in the RUN_SLOTS object store, read through nc by direct
+// gets of each object's metadata and chunks (no consumer: a client role
+// may not create one, docs/security.md), its SHA-256 digest checked.
+// Errors: NATS errors reading the object store; an object that is missing
+// or does not match its digest (naming the slot).
 func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]json.RawMessage, error) {
 	out := maps.Clone(st.Slots)
 	if out == nil {
@@ -293,12 +386,8 @@ func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]jso
 	if err != nil {
 		return nil, err
 	}
-	obs, err := js.ObjectStore(ctx, events.BucketRunSlots)
-	if err != nil {
-		return nil, fmt.Errorf("object store %s: %w", events.BucketRunSlots, err)
-	}
 	for k, ref := range st.SlotRefs {
-		b, err := obs.GetBytes(ctx, ref.Object)
+		b, err := streamread.ReadObject(ctx, js, events.BucketRunSlots, ref.Object)
 		if err != nil {
 			return nil, fmt.Errorf("slot %q (%s/%s): %w", k, events.BucketRunSlots, ref.Object, err)
 		}
@@ -387,7 +476,13 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 				if time.Since(unavailableSince) > o.WorkerWait {
 					return nil, fmt.Errorf("%w: no seqworker answered for %s while waiting for run %s: %v", ErrWaitedTooLong, o.WorkerWait, runID, err)
 				}
-				say(fmt.Sprintf("no seqworker answers (stopped or restarting); waiting up to %s for one to come back to follow run %s", o.WorkerWait, runID))
+				var te *toolcall.Error
+				if errors.As(err, &te) {
+					// A seqworker answered, with an error (it cannot read RUNS).
+					say(fmt.Sprintf("the seqworker cannot read the state of run %s (%s); trying again for up to %s", runID, te.Description, o.WorkerWait))
+				} else {
+					say(fmt.Sprintf("no seqworker answers (stopped or restarting); waiting up to %s for one to come back to follow run %s", o.WorkerWait, runID))
+				}
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
 			default:

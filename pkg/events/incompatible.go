@@ -38,6 +38,20 @@ const (
 	// IncompatibleConfig: another setting the server cannot change on an
 	// existing stream (its retention, for one).
 	IncompatibleConfig Incompatibility = "config"
+	// IncompatibleSize: the server's JetStream store (max_file_store or
+	// max_memory_store, or the account's limit) has no room for the
+	// resource's byte limit, which the server reserves when it makes the
+	// resource (docs/runs.md, "Retention and sizing").
+	IncompatibleSize Incompatibility = "size"
+)
+
+// Codes of a server's refusals for want of room: "insufficient storage
+// resources available", "insufficient memory resources available". (A
+// cluster that finds no peers with room says "insufficient resources",
+// 10023, as it does while too few servers are up: that one is retried.)
+const (
+	codeStorageExceeded = 10047
+	codeMemoryExceeded  = 10028
 )
 
 // IncompatibleError is Provision's error when the server refuses a
@@ -108,6 +122,10 @@ func provisionErr(ctx context.Context, js StreamManager, resource, stream string
 		if has := storageOf(ctx, js, stream); has != "" {
 			ie.Reason = fmt.Sprintf("it was created with %s storage, and the server cannot change a stream's storage to %s", has, want)
 		}
+	case ae.ErrorCode == codeStorageExceeded || ae.ErrorCode == codeMemoryExceeded:
+		ie.Setting = IncompatibleSize
+		ie.Reason = "the server's JetStream store has no room left for its byte limit, which the server reserves when it makes it " +
+			"(skillbus's defaults add up to 704 MiB: RUNS and RUN_SLOTS 256 MiB, EVENTS 128 MiB, SEQ_RUNS 64 MiB)"
 	case ae.ErrorCode == codeStreamInvalidConfig:
 		ie.Setting = IncompatibleConfig
 		ie.Reason = "it exists with settings the server cannot change to skillbus's: " + strings.TrimPrefix(ae.Description, "stream configuration update ")

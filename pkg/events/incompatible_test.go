@@ -3,6 +3,9 @@ package events_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +86,34 @@ func TestProvisionTransientNotIncompatible(t *testing.T) {
 	err = events.Provision(ctx, js, events.Options{})
 	if err == nil || errors.Is(err, events.ErrIncompatible) {
 		t.Errorf("Provision(cancelled) = %v; want an error that is not ErrIncompatible", err)
+	}
+}
+
+// TestProvisionStoreTooSmall: on a server whose JetStream store (here
+// max_file_store 100 MB) cannot hold the default byte limits, which the
+// server reserves when it makes a stream, Provision fails at once with an
+// IncompatibleError about the size (retrying cannot make room), naming the
+// defaults.
+func TestProvisionStoreTooSmall(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte("jetstream { max_file_store: 100M }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := natsserver.StartTB(t, natsserver.Options{ConfigFile: conf})
+	js, err := jetstream.New(natsserver.ConnectTB(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = events.Provision(ctx, js, events.Options{})
+	var ie *events.IncompatibleError
+	if !errors.As(err, &ie) || ie.Setting != events.IncompatibleSize || !strings.Contains(err.Error(), "704 MiB") {
+		t.Fatalf("Provision on a 100 MB store = %v; want an IncompatibleError about the size naming the defaults", err)
+	}
+	// Smaller limits fit.
+	small := events.Options{RunsMaxBytes: 16 << 20, RunSlotsMaxBytes: 16 << 20, EventsMaxBytes: 16 << 20, SeqRunsMaxBytes: 16 << 20}
+	if err := events.Provision(ctx, js, small); err != nil {
+		t.Fatalf("Provision with 64 MiB of limits on a 100 MB store: %v", err)
 	}
 }

@@ -15,6 +15,19 @@ const (
 	DefaultSessionsTTL     = 24 * time.Hour
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultDuplicateWindow = 10 * time.Minute
+
+	// Byte limits a stream or bucket is created with (docs/runs.md,
+	// "Retention and sizing"): 256 MiB of RUNS hold about 100,000 runs of
+	// 2.5 KB — 7 days (the TTL) of 14,000 runs a day; EVENTS keeps about
+	// 24 h of 85,000 runs (oldest dropped first); RUN_SLOTS one run's
+	// largest slots (the seqworker's run limit); SEQ_RUNS a backlog of
+	// about 30,000 queued requests. Together 704 MiB, within a server's
+	// JetStream store of 800 MB (deploy/k8s, single server), which
+	// reserves each limit when the resource is made.
+	DefaultRunsMaxBytes     = 256 << 20
+	DefaultRunSlotsMaxBytes = 256 << 20
+	DefaultEventsMaxBytes   = 128 << 20
+	DefaultSeqRunsMaxBytes  = 64 << 20
 	// RegistryLeaseTTL is how long an entry of BucketRegistryLease lives:
 	// a registry leader that dies without releasing its lease is replaced
 	// within this time (one that stops releases it at once).
@@ -59,18 +72,22 @@ type Options struct {
 	// DefaultEventsMaxAge (24 h).
 	EventsMaxAge time.Duration
 	// EventsMaxBytes caps the EVENTS stream's size (oldest dropped first);
-	// 0 (default) = unlimited.
+	// default DefaultEventsMaxBytes (128 MiB); -1 = unlimited.
 	EventsMaxBytes int64
-	// RunsMaxBytes caps the RUNS bucket's size; 0 (default) = unlimited.
-	// A write that would exceed it is refused (the oldest runs are not
-	// dropped): size it from the bytes per run (docs/runs.md).
+	// RunsMaxBytes caps the RUNS bucket's size; default
+	// DefaultRunsMaxBytes (256 MiB); -1 = unlimited. A write that would
+	// exceed it is refused (the oldest runs are not dropped), so the
+	// seqworker refuses new runs before it is full (docs/runs.md,
+	// "Retention and sizing"): size it from the bytes per run.
 	RunsMaxBytes int64
 	// RunSlotsMaxBytes caps the RUN_SLOTS object store (large slot
-	// values); 0 (default) = unlimited.
+	// values); default DefaultRunSlotsMaxBytes (256 MiB); -1 = unlimited.
 	RunSlotsMaxBytes int64
 	// SeqRunsMaxBytes caps the SEQ_RUNS stream (queued requests and
-	// schedules); 0 (default) = unlimited. A request that would exceed it
-	// is refused (seq.run answers 503).
+	// schedules); default DefaultSeqRunsMaxBytes (64 MiB); -1 =
+	// unlimited. The stream allows message schedules, which nats-server
+	// refuses with discard-new, so a full stream would drop its oldest
+	// request: seq.run refuses new runs from 90% (docs/runs.md).
 	SeqRunsMaxBytes int64
 	// MaxValueSize caps one KV value in bytes in every bucket; 0 (default)
 	// = the server's max_payload.
@@ -149,6 +166,18 @@ func (o Options) WithDefaults() Options {
 	if o.MaxDeliver == 0 {
 		o.MaxDeliver = DefaultMaxDeliver
 	}
+	if o.RunsMaxBytes == 0 {
+		o.RunsMaxBytes = DefaultRunsMaxBytes
+	}
+	if o.RunSlotsMaxBytes == 0 {
+		o.RunSlotsMaxBytes = DefaultRunSlotsMaxBytes
+	}
+	if o.EventsMaxBytes == 0 {
+		o.EventsMaxBytes = DefaultEventsMaxBytes
+	}
+	if o.SeqRunsMaxBytes == 0 {
+		o.SeqRunsMaxBytes = DefaultSeqRunsMaxBytes
+	}
 	return o
 }
 
@@ -167,14 +196,14 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: SessionsTTL = %s; want at least 1s", ErrOptions, o.SessionsTTL)
 	case o.EventsMaxAge < time.Second:
 		return fmt.Errorf("%w: EventsMaxAge = %s; want at least 1s", ErrOptions, o.EventsMaxAge)
-	case o.EventsMaxBytes < 0:
-		return fmt.Errorf("%w: EventsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.EventsMaxBytes)
-	case o.RunsMaxBytes < 0:
-		return fmt.Errorf("%w: RunsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.RunsMaxBytes)
-	case o.RunSlotsMaxBytes < 0:
-		return fmt.Errorf("%w: RunSlotsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.RunSlotsMaxBytes)
-	case o.SeqRunsMaxBytes < 0:
-		return fmt.Errorf("%w: SeqRunsMaxBytes = %d; want 0 (unlimited) or more", ErrOptions, o.SeqRunsMaxBytes)
+	case o.EventsMaxBytes < -1:
+		return fmt.Errorf("%w: EventsMaxBytes = %d; want -1 (unlimited), 0 (the default) or more", ErrOptions, o.EventsMaxBytes)
+	case o.RunsMaxBytes < -1:
+		return fmt.Errorf("%w: RunsMaxBytes = %d; want -1 (unlimited), 0 (the default) or more", ErrOptions, o.RunsMaxBytes)
+	case o.RunSlotsMaxBytes < -1:
+		return fmt.Errorf("%w: RunSlotsMaxBytes = %d; want -1 (unlimited), 0 (the default) or more", ErrOptions, o.RunSlotsMaxBytes)
+	case o.SeqRunsMaxBytes < -1:
+		return fmt.Errorf("%w: SeqRunsMaxBytes = %d; want -1 (unlimited), 0 (the default) or more", ErrOptions, o.SeqRunsMaxBytes)
 	case o.MaxValueSize < 0:
 		return fmt.Errorf("%w: MaxValueSize = %d; want 0 (server limit) or more", ErrOptions, o.MaxValueSize)
 	case o.DuplicateWindow < time.Second:
@@ -439,8 +468,22 @@ func BootConsumerConfig(o Options) jetstream.ConsumerConfig {
 	}
 }
 
+// orUnlimited is a byte limit as JetStream takes it: -1 for unlimited
+// (Options' -1).
 func orUnlimited(n int64) int64 {
-	if n == 0 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// keptBytes is the Options value that keeps an existing resource's byte
+// limit: the limit, or -1 for an unlimited one (a resource made before
+// the defaults had limits keeps none until a limit is set on purpose:
+// lowering it below what the resource holds would delete its oldest
+// entries).
+func keptBytes(n int64) int64 {
+	if n <= 0 {
 		return -1
 	}
 	return n
@@ -463,8 +506,8 @@ func (o Options) inherit(ctx context.Context, rr ResourceReader) Options {
 			if o.MaxValueSize == 0 {
 				o.MaxValueSize = cfg.MaxValueSize
 			}
-			if o.RunsMaxBytes == 0 && cfg.MaxBytes > 0 {
-				o.RunsMaxBytes = cfg.MaxBytes
+			if o.RunsMaxBytes == 0 {
+				o.RunsMaxBytes = keptBytes(cfg.MaxBytes)
 			}
 		}
 	}
@@ -478,8 +521,8 @@ func (o Options) inherit(ctx context.Context, rr ResourceReader) Options {
 		if o.EventsMaxAge == 0 {
 			o.EventsMaxAge = cfg.MaxAge
 		}
-		if o.EventsMaxBytes == 0 && cfg.MaxBytes > 0 {
-			o.EventsMaxBytes = cfg.MaxBytes
+		if o.EventsMaxBytes == 0 {
+			o.EventsMaxBytes = keptBytes(cfg.MaxBytes)
 		}
 	}
 	if s, err := rr.Stream(ctx, StreamSeqRuns); err == nil {
@@ -487,12 +530,12 @@ func (o Options) inherit(ctx context.Context, rr ResourceReader) Options {
 		if o.DuplicateWindow == 0 {
 			o.DuplicateWindow = cfg.Duplicates
 		}
-		if o.SeqRunsMaxBytes == 0 && cfg.MaxBytes > 0 {
-			o.SeqRunsMaxBytes = cfg.MaxBytes
+		if o.SeqRunsMaxBytes == 0 {
+			o.SeqRunsMaxBytes = keptBytes(cfg.MaxBytes)
 		}
 	}
-	if s, err := rr.Stream(ctx, "OBJ_"+BucketRunSlots); err == nil && o.RunSlotsMaxBytes == 0 && s.CachedInfo().Config.MaxBytes > 0 {
-		o.RunSlotsMaxBytes = s.CachedInfo().Config.MaxBytes
+	if s, err := rr.Stream(ctx, "OBJ_"+BucketRunSlots); err == nil && o.RunSlotsMaxBytes == 0 {
+		o.RunSlotsMaxBytes = keptBytes(s.CachedInfo().Config.MaxBytes)
 	}
 	// Only the seqworker provisions (and may read) its consumer.
 	if c, err := seqworkerConsumer(ctx, rr, o.Owner); err == nil {

@@ -191,6 +191,9 @@ type SequenceSummary struct {
 	Groups   []string `json:"groups"`
 	Boot     bool     `json:"boot,omitempty"`
 	Schedule string   `json:"schedule,omitempty"`
+	// TimeZone is the IANA zone a cron Schedule is read in; "" is UTC
+	// (docs/sequences.md, Schedules).
+	TimeZone string `json:"timezone,omitempty"`
 	// Signature maps each run argument to its type (docs/sequences.md,
 	// "Types").
 	Signature map[string]string `json:"signature"`

@@ -68,14 +68,13 @@ const (
 )
 
 type runConfig struct {
-	maxItems   int
-	progress   func(group, call int, fan FanOut)
-	progEvery  time.Duration
-	observer   Observer
-	resume     *Result
-	retryInit  time.Duration
-	retryMax   time.Duration
-	noRunCheck bool
+	maxItems  int
+	progress  func(group, call int, fan FanOut)
+	progEvery time.Duration
+	observer  Observer
+	resume    *Result
+	retryInit time.Duration
+	retryMax  time.Duration
 }
 
 // RunOption configures Run and RunGroup.

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skillbus/skillbus/internal/yamlplain"
 )
 
 // node is a source-neutral document tree: both the JSON and the YAML form
@@ -270,7 +272,7 @@ func fromYAML(y *yaml.Node, depth int) (*node, error) {
 	}
 	switch y.Kind {
 	case yaml.AliasNode:
-		return nil, &lineError{y.Line, "anchors and aliases (*name) are not supported; write the value out"}
+		return nil, &lineError{y.Line, yamlplain.Alias(y)}
 	case yaml.MappingNode:
 		n := &node{kind: kindObject, line: y.Line}
 		seen := map[string]bool{}
@@ -279,8 +281,8 @@ func fromYAML(y *yaml.Node, depth int) (*node, error) {
 			if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!int" && k.Tag != "!!bool" && k.Tag != "!!float") {
 				return nil, &lineError{k.Line, "a mapping key must be a plain name"}
 			}
-			if k.Value == "<<" {
-				return nil, &lineError{k.Line, "merge keys (<<) are not supported; write the fields out"}
+			if msg := yamlplain.MergeKey(k); msg != "" {
+				return nil, &lineError{k.Line, msg}
 			}
 			if seen[k.Value] {
 				return nil, &lineError{k.Line, fmt.Sprintf("the key %q appears twice in one mapping; keep one", k.Value)}

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillbus/skillbus/internal/suggest"
+	"github.com/skillbus/skillbus/internal/yamlplain"
 	"github.com/skillbus/skillbus/pkg/sections"
 )
 
@@ -34,10 +35,13 @@ const (
 // directory holding exactly one of them. The skill's name must equal the name
 // of the directory that holds the file. Source is set to the file's path.
 //
+// Its file refs are checked against the file's directory (CheckRefs).
+//
 // It returns the record and its warnings, or nil, the warnings found so far
 // and an error: a read error from the file system, a *FieldError wrapping
 // ErrNotFound (no skill file; a file of another name) or ErrConflict (a
-// directory with both files), or the joined *FieldErrors of Parse.
+// directory with both files), or the joined *FieldErrors of Parse and
+// CheckRefs.
 func Load(path string) (*Skill, []Warning, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -81,10 +85,15 @@ func Load(path string) (*Skill, []Warning, error) {
 	}
 	p := &parser{file: file}
 	s := p.parse(src, format, filepath.Base(filepath.Dir(abs)))
-	if s != nil {
-		s.Source = file
+	if s == nil {
+		return nil, p.warns, p.err()
 	}
-	return s, p.warns, p.err()
+	s.Source = file
+	warns, err := CheckRefs(s, filepath.Dir(file))
+	if err != nil {
+		return nil, append(p.warns, warns...), err
+	}
+	return s, append(p.warns, warns...), nil
 }
 
 // Parse reads one skill from src in the given format (FormatMarkdown or
@@ -261,6 +270,12 @@ func (p *parser) decode(text string, format Format) *yaml.Node {
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil
 	}
+	// Aliases and merge keys are refused as sequences refuse them
+	// (internal/yamlplain): a skill's text is what its file shows.
+	// The other fields are still read, for their own problems.
+	yamlplain.Walk(doc.Content[0], func(line int, msg string) {
+		p.errf(line, "", ErrSyntax, "%s", msg)
+	})
 	root := deref(doc.Content[0])
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 		return nil

@@ -128,7 +128,7 @@ type RefType string
 
 // The legal RefType values.
 const (
-	RefFile     RefType = "file"     // a path relative to the skill's directory
+	RefFile     RefType = "file"     // a path relative to the skill's directory, inside it (CheckRefs)
 	RefURL      RefType = "url"      // an absolute http(s) URL
 	RefSkill    RefType = "skill"    // another skill, by name
 	RefTool     RefType = "tool"     // a tool, by name (tool.<name> on NATS)
@@ -141,6 +141,8 @@ type Ref struct {
 	Type     RefType `json:"type"`               // file | url | skill | tool | sequence
 	Value    string  `json:"value"`              // the path, URL or name; non-empty
 	Optional bool    `json:"optional,omitempty"` // the skill still works without it
+
+	line int // of the value in the skill.yaml; 0 for a record read back from JSON
 }
 
 // Guardrail is one rule of a skill.yaml that the model must follow while

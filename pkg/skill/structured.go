@@ -100,9 +100,18 @@ func (p *parser) refs(n *yaml.Node) []Ref {
 			}
 			seen[r.Name] = true
 		}
+		r.line = item.Line
+		if v, ok := f["value"]; ok {
+			r.line = v.Line
+		}
 		if t := p.required(f, item, path, "type"); t != "" {
 			switch RefType(t) {
-			case RefFile, RefSkill, RefTool, RefSequence:
+			case RefFile:
+				r.Type = RefFile
+				if msg := fileRefProblem(r.Value); r.Value != "" && msg != "" {
+					p.errf(r.line, path+".value", ErrBadValue, "%s: %s", path, msg)
+				}
+			case RefSkill, RefTool, RefSequence:
 				r.Type = RefType(t)
 			case RefURL:
 				r.Type = RefURL

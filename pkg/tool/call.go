@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 // The call path of a provider. A call arrives on the endpoint's
@@ -92,15 +94,32 @@ func newEndpoint(s *Server, t Tool, subject string) *endpoint {
 // It replies itself (not through micro.Request), because micro's request
 // bookkeeping is not safe once the handler has returned.
 func (e *endpoint) receive(r micro.Request) {
+	if events.Relayed(r.Reply(), nats.Header(r.Headers())) != "" {
+		return // a stored message replayed onto the tool, not a call (pkg/events.Relayed)
+	}
 	m := requestMsg(r)
 	s := e.s
 	in := &inflight{tool: e.t.Name, start: time.Now()}
+	var every time.Duration
+	if m.Reply != "" {
+		every = parseKeepAlive(m.Header)
+	}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
 		s.replyStopping(m)
 		e.met.record(time.Since(in.start), "503")
 		return
+	}
+	if m.Reply != "" {
+		if prev, dup := s.byReply[m.Reply]; dup && every > 0 && prev.every > 0 {
+			// Its caller sent the call again because our keep-alives did
+			// not reach it: the call runs (or waits) here, so say so
+			// rather than run it twice.
+			s.mu.Unlock()
+			s.sendProgress(m.Reply, true)
+			return
+		}
 	}
 	in.prev, in.next = s.calls.prev, &s.calls
 	s.calls.prev.next = in
@@ -111,6 +130,9 @@ func (e *endpoint) receive(r micro.Request) {
 			in.reply = m.Reply
 			s.byReply[m.Reply] = in
 			in.cancelled = s.tombs.take(m.Reply)
+		}
+		if every > 0 {
+			s.progressedLocked(in, m.Reply, every)
 		}
 	}
 	s.mu.Unlock()
@@ -164,6 +186,9 @@ func (s *Server) done(in *inflight) {
 	in.prev.next, in.next.prev = in.next, in.prev
 	in.prev, in.next = nil, nil
 	s.ncalls--
+	if in.every > 0 {
+		s.nprogress--
+	}
 	if in.reply != "" && s.byReply[in.reply] == in {
 		delete(s.byReply, in.reply)
 	}

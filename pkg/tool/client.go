@@ -42,10 +42,13 @@ const recentWindow = time.Minute
 // with the same reply subject, once it is back (docs/tools.md, "Across
 // NATS faults").
 type Client struct {
-	nc      *nats.Conn
-	timeout time.Duration
-	grace   time.Duration
-	tr      tracing
+	nc        *nats.Conn
+	timeout   time.Duration
+	grace     time.Duration
+	keepAlive time.Duration // asked of providers; 0: no progress messages
+	lostGrace time.Duration
+	progress  []string // the ProgressHeader value sent (shared, never changed)
+	tr        tracing
 
 	tools  sync.Map     // tool name → *toolEntry
 	ntools atomic.Int32 // names stored in tools (at most maxSubjects)
@@ -65,6 +68,10 @@ type Client struct {
 	gen       uint64        // connections so far; a call sent on an older one is sent again
 	up        chan struct{} // closed while connected
 	closed    bool
+	// tracked are the pending calls that had a progress message, which
+	// the watchdog looks after while it runs (watching).
+	tracked  map[string]*pendingCall
+	watching bool
 }
 
 // toolEntry is what the Client keeps per tool name.
@@ -81,6 +88,15 @@ type pendingCall struct {
 	gen    uint64         // the connection it was last sent on
 	lost   bool           // the connection dropped while it was pending
 	resent int            // times sent again after a reconnect
+	// The keep-alive protocol (progress.go): acked says a progress
+	// message came; beat is when the last one came (or the call was last
+	// sent again); silentSince is when the progress messages stopped (zero
+	// while they come); quietResends counts the times it was sent again
+	// for that.
+	acked        bool
+	beat         time.Time
+	silentSince  time.Time
+	quietResends int
 }
 
 // ClientOption configures a Client.
@@ -113,13 +129,48 @@ func WithMissingGrace(d time.Duration) ClientOption {
 	}
 }
 
+// WithKeepAlive sets the keep-alive interval the Client asks providers
+// for (the ProgressHeader, docs/tools.md "Keep-alives"): a call whose
+// provider acknowledged it and then sent nothing for 3 intervals is sent
+// again. 0 asks for none (no header is sent: every call waits for its
+// reply until its deadline). Default DefaultKeepAlive (1 s). Errors:
+// ErrConfig for a d that is negative or, when not 0, under 100 ms or over
+// a minute.
+func WithKeepAlive(d time.Duration) ClientOption {
+	return func(c *Client) error {
+		if d < 0 || (d > 0 && (d < minKeepAlive || d > maxKeepAlive)) {
+			return fmt.Errorf("%w: keep-alive %s; want 0 (none) or from %s to %s", ErrConfig, d, minKeepAlive, maxKeepAlive)
+		}
+		c.keepAlive = d
+		return nil
+	}
+}
+
+// WithLostGrace sets how long, after a call's keep-alives stopped, the
+// Client keeps sending it again (waiting for an acknowledgement, or for a
+// provider after "no responders") before it takes the provider for dead
+// and the call fails with ErrProviderLost (a code "503" tool error).
+// Default DefaultLostGrace (5 s). Errors: ErrConfig for a negative d.
+func WithLostGrace(d time.Duration) ClientOption {
+	return func(c *Client) error {
+		if d < 0 {
+			return fmt.Errorf("%w: lost grace %s; want 0 or more", ErrConfig, d)
+		}
+		c.lostGrace = d
+		return nil
+	}
+}
+
 // NewClient returns a Client over nc. Errors: ErrConfig from an option.
 func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
-	c := &Client{nc: nc, timeout: DefaultCallTimeout, grace: DefaultMissingGrace, tr: newTracing()}
+	c := &Client{nc: nc, timeout: DefaultCallTimeout, grace: DefaultMissingGrace, keepAlive: DefaultKeepAlive, lostGrace: DefaultLostGrace, tr: newTracing()}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
 		}
+	}
+	if c.keepAlive > 0 {
+		c.progress = []string{c.keepAlive.String()}
 	}
 	return c, nil
 }
@@ -154,7 +205,17 @@ var _ toolcall.Caller = (*Client)(nil)
 //   - an error wrapping ErrTimeout and context.DeadlineExceeded, or
 //     context.Canceled: no reply in time. When the connection dropped while
 //     the call was in flight, the timeout also wraps ErrInterrupted.
+//   - an error wrapping ErrProviderLost and a code "503" *Error: the
+//     provider acknowledged the call, its keep-alives stopped, and the
+//     call sent again was taken up by no provider within the lost grace
+//     (WithLostGrace; docs/tools.md, "Keep-alives").
 //   - nats.ErrConnectionClosed: the connection closed for good.
+//
+// A call asks its provider for keep-alives (WithKeepAlive): one whose
+// provider acknowledged it and then fell silent for 3 intervals is sent
+// again, on the same reply subject, without an error (a reply lost on the
+// provider's side, a provider that reconnected). A provider that sends
+// none is waited for until the deadline.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	te, err := c.entry(name)
 	if err != nil {
@@ -183,12 +244,20 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	}
 	ctx, span := c.tr.start(ctx, func() string { return "request " + subject }, trace.SpanKindClient, "request", subject, len(args))
 	msg := &nats.Msg{Subject: subject, Data: args, Header: nats.Header{DeadlineHeader: []string{formatDeadline(deadline)}}}
+	if c.progress != nil {
+		msg.Header[ProgressHeader] = c.progress
+	}
 	c.tr.inject(ctx, msg.Header)
 	start := time.Now()
 	reply, interrupted, err := c.roundTrip(ctx, plain, deadline, te, msg)
 	end(span, err)
+	var lost *lostCall
 	switch {
 	case err == nil:
+	case errors.As(err, &lost):
+		return nil, fmt.Errorf("%w: %w", ErrProviderLost, &toolcall.Error{Tool: name, Code: "503", Description: fmt.Sprintf(
+			"its provider acknowledged the call, then sent no keep-alive for %s, and the call sent again %d time(s) was taken up by no provider: it died, or lost its connection to NATS (docs/tools.md, \"Keep-alives\")",
+			lost.quiet.Round(time.Millisecond), lost.resends)})
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, fmt.Errorf("tool %q: no provider serves %s: %w (%w)", name, subject, toolcall.ErrMissing, err)
 	case errors.Is(err, nats.ErrMaxPayload):
@@ -285,6 +354,12 @@ func (c *Client) roundTrip(ctx context.Context, plain bool, deadline time.Time, 
 		}
 		p.gen = c.gen
 		c.pending[token] = p
+		if p.acked {
+			// Sent again after "no responders": the watchdog looks after
+			// it again, from now.
+			p.beat = time.Now()
+			c.trackLocked(token, p)
+		}
 		c.mu.Unlock()
 		if err := c.nc.PublishMsg(msg); err != nil {
 			c.mu.Lock()
@@ -299,9 +374,24 @@ func (c *Client) roundTrip(ctx context.Context, plain bool, deadline time.Time, 
 			}
 			c.mu.Lock()
 			interrupted = p.lost || p.resent > 0
+			silentSince, quiet := p.silentSince, p.quietResends
 			c.mu.Unlock()
+			if m == lostMsg {
+				c.sendCancel(te, msg.Reply) // in case a provider still holds it, unheard
+				return nil, interrupted, &lostCall{quiet: time.Since(silentSince), resends: quiet}
+			}
 			if len(m.Data) == 0 && m.Header.Get(statusHeader) == noRespondersStatus {
-				wait := c.missingWait(te, &missingSince, &missingTries, deadline)
+				var wait time.Duration
+				if !silentSince.IsZero() {
+					// Sent again because its keep-alives stopped, and now
+					// nobody serves the tool: its provider is reconnecting,
+					// or dead once the lost grace is over.
+					if wait = c.lostWait(silentSince, &missingTries, deadline); wait <= 0 {
+						return nil, interrupted, &lostCall{quiet: time.Since(silentSince), resends: quiet}
+					}
+				} else {
+					wait = c.missingWait(te, &missingSince, &missingTries, deadline)
+				}
 				if wait <= 0 {
 					return nil, interrupted, nats.ErrNoResponders
 				}
@@ -318,10 +408,13 @@ func (c *Client) roundTrip(ctx context.Context, plain bool, deadline time.Time, 
 				if err := ended(); errors.Is(err, context.Canceled) {
 					return nil, interrupted, err
 				}
+				if !silentSince.IsZero() {
+					return nil, interrupted, &lostCall{quiet: time.Since(silentSince), resends: quiet}
+				}
 				return nil, interrupted, nats.ErrNoResponders
 			}
 			te.lastOK.Store(time.Now().UnixNano())
-			if interrupted {
+			if interrupted || quiet > 0 {
 				// The call went out twice: a provider may still be
 				// running the other copy.
 				c.sendCancel(te, msg.Reply)
@@ -430,6 +523,12 @@ func (c *Client) watch(status chan nats.Status) {
 // twice may be answered twice).
 func (c *Client) onReply(m *nats.Msg) {
 	token := m.Subject[len(c.prefix):]
+	if isProgress(m) {
+		if c.keepAlive > 0 { // else asked for none: ignored
+			c.onProgress(token)
+		}
+		return
+	}
 	c.mu.Lock()
 	p := c.pending[token]
 	if p != nil {
@@ -458,10 +557,12 @@ func (c *Client) onConnected() {
 	c.gen++
 	close(c.up)
 	var again []*nats.Msg
+	now := time.Now()
 	for _, p := range c.pending {
 		if p.gen < c.gen {
 			p.gen = c.gen
 			p.resent++
+			p.beat = now // the watchdog counts its silence from here
 			again = append(again, p.msg)
 		}
 	}

@@ -96,6 +96,11 @@
 // the last minute and has no responders is waited for up to the missing
 // grace (WithMissingGrace), and a deadline reached after a lost
 // connection is an ErrInterrupted rather than a plain timeout. A call
+// also asks its provider for keep-alives (ProgressHeader; a Server sends
+// them for a call not answered within 100 ms): one that falls silent is
+// sent again, and one that no provider takes up again within the lost
+// grace fails with ErrProviderLost, a code "503" tool error
+// (docs/tools.md, "Keep-alives"). A call
 // whose context is cancelled tells its provider (tool.<name>.$cancel),
 // which cancels the tool function's context (docs/tools.md, "Cancel").
 //

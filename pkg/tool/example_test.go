@@ -47,3 +47,41 @@ func Example() {
 	// true 400
 	// true
 }
+
+// ExampleTyped serves a tool of typed arguments and result: the arguments
+// are decoded (and checked against the derived schema) once, before the
+// function runs.
+func ExampleTyped() {
+	s, _ := natsserver.Start(natsserver.Options{})
+	defer s.Shutdown()
+	nc, _ := s.Connect()
+	defer nc.Close()
+
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	type sum struct {
+		Sum int `json:"sum"`
+	}
+	add, err := tool.Typed("math.add", "Adds a and b.", func(ctx context.Context, in addArgs) (sum, error) {
+		return sum{Sum: in.A + in.B}, nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv, _ := tool.Serve(nc, tool.ServerConfig{Name: "math-tools"}, add)
+	defer srv.Stop(context.Background())
+
+	c, _ := tool.NewClient(nc)
+	out, _ := c.Call(context.Background(), "math.add", json.RawMessage(`{"a":2,"b":3}`))
+	fmt.Println(string(out))
+
+	_, err = c.Call(context.Background(), "math.add", json.RawMessage(`{"a":"two","b":3}`))
+	var te *toolcall.Error
+	fmt.Println(errors.As(err, &te), te.Code == tool.CodeBadRequest)
+	// Output:
+	// {"sum":5}
+	// true true
+}

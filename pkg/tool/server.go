@@ -159,6 +159,14 @@ type Server struct {
 	// cancel message; tombs holds cancels that came before their call.
 	byReply map[string]*inflight
 	tombs   tombstones
+	// nprogress counts the calls in the ring that ask for progress
+	// messages; ticking says the keep-alive loop runs (progress.go).
+	nprogress int
+	ticking   bool
+	// noProgress: the server refused a progress message or a reply after
+	// one (one response per request allowed): none are sent any more.
+	noProgress bool
+	lastErr    error // the connection's last error seen by the keep-alive loop (only it reads it)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -177,6 +185,14 @@ type inflight struct {
 	reply     string
 	ctx       *callCtx
 	cancelled bool
+	// The keep-alive protocol (progress.go): every is the interval its
+	// caller asked for (0: none), progressTo the reply subject, nextBeat
+	// when the next progress message is due, acked that the first was
+	// sent. Guarded by Server.mu.
+	every      time.Duration
+	progressTo string
+	nextBeat   time.Time
+	acked      bool
 }
 
 // tombstones remembers the reply subjects of the last maxTombstones
@@ -223,7 +239,9 @@ func (t *tombstones) take(reply string) bool {
 // does not compile, wrapping ErrBadSchema),
 // ErrBadName, or the micro service's or connection's error. When Serve
 // returns, the server knows the endpoints: calls from any connection reach
-// them.
+// them. A call whose request asks for progress (ProgressHeader) and is not
+// answered within 100 ms gets an acknowledgement and then keep-alives on
+// its reply subject until its reply (docs/tools.md, "Keep-alives").
 func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

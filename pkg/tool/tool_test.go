@@ -303,7 +303,7 @@ func TestStopWaitsForInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := tool.NewClient(natsserver.ConnectTB(t, s))
+	c, _ := tool.NewClient(natsserver.ConnectTB(t, s), tool.WithMissingGrace(100*time.Millisecond)) // not 15 s for the last Call
 	res := make(chan string, 1)
 	go func() {
 		out, err := c.Call(context.Background(), "test.work", nil)

@@ -215,7 +215,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storeSequence(ctx, t, js)
+	storeSequence(ctx, t, js, chaosSeq)
 	tc, err := tool.NewClient(conn.Conn)
 	if err != nil {
 		t.Fatal(err)
@@ -353,9 +353,11 @@ func procsOf(ws []*worker) []*proc {
 }
 
 // storeSequence stores chaosSeq in SEQUENCES as the registry would.
-func storeSequence(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+// storeSequence stores the sequence src in SEQUENCES, retrying until the
+// cluster takes it.
+func storeSequence(ctx context.Context, t *testing.T, js jetstream.JetStream, src string) {
 	t.Helper()
-	sq, err := seq.Parse([]byte(chaosSeq))
+	sq, err := seq.Parse([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}

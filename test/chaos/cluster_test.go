@@ -15,19 +15,15 @@ import (
 // JetStream store (kept across restarts: a restart is on the same store).
 type node struct {
 	*proc
-	i          int
-	host       string // the address it listens on
-	client     int    // client port
-	monitor    int    // monitoring port (/healthz)
-	storeDir   string
-	partitions int
+	i        int
+	host     string // the address it listens on
+	client   int    // client port
+	monitor  int    // monitoring port (/healthz)
+	storeDir string
 }
 
 func (n *node) url() string                      { return fmt.Sprintf("nats://%s:%d", n.host, n.client) }
 func (n *node) healthURL() string                { return fmt.Sprintf("http://%s:%d/healthz", n.host, n.monitor) }
-func (n *node) varzURL() string                  { return fmt.Sprintf("http://%s:%d/varz", n.host, n.monitor) }
-func (n *node) jszURL() string                   { return fmt.Sprintf("http://%s:%d/jsz", n.host, n.monitor) }
-func (n *node) healthy() bool                    { return httpOK(n.healthURL()) }
 func (n *node) String() string                   { return n.name }
 func (n *node) waitHealthy(d time.Duration) bool { return waitHTTP(n.healthURL(), d) }
 

@@ -92,6 +92,11 @@ func TestChaosToolsProcess(t *testing.T) {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+			if a.MS >= 1000 {
+				// TestChaosLostReply waits for this line to kill the node
+				// the reply goes through.
+				fmt.Fprintf(os.Stderr, "chaos tools: replying to %s group %d call %d\n", a.Run, a.Group, a.Call)
+			}
 			return map[string]any{"run": a.Run, "group": a.Group, "call": a.Call}, nil
 		},
 	})

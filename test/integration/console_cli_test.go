@@ -3,6 +3,8 @@ package integration
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,18 +63,41 @@ func TestCLIConsole(t *testing.T) {
 		t.Errorf("ui stopped with %d; want 0", code)
 	}
 
-	// Not loopback: a token is required, and made up when not given.
-	tokOut, _, tokStop := cliBackground(t, "ui", "--listen", "0.0.0.0:0")
-	tokRe := regexp.MustCompile(`skillbus console: (http://localhost:[0-9]+/)\?token=([A-Za-z0-9_-]+)`)
-	cliEventually(t, "ui to print its URL with a token", func() bool { return tokRe.MatchString(tokOut.String()) })
+	// Not loopback: a token is required, from SKILLBUS_TOKEN or
+	// --token-file, never the command line, and never printed.
+	if code, _, errOut := cliRun(t, "ui", "--listen", "0.0.0.0:0"); code != cli.ExitUsage || !strings.Contains(errOut, "needs a token: put one in SKILLBUS_TOKEN or in a file given with --token-file") {
+		t.Errorf("ui --listen 0.0.0.0:0 without a token = %d, %q; want 2 saying where to put one", code, errOut)
+	}
+	if code, _, errOut := cliRun(t, "ui", "--listen", "0.0.0.0:0", "--token", "x"); code != cli.ExitUsage || !strings.Contains(errOut, "--token") {
+		t.Errorf("ui --token on the command line = %d, %q; want 2 (the flag is gone)", code, errOut)
+	}
+	const secret = "a-console-token-of-32-characters"
+	tokFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokOut, _, tokStop := cliBackground(t, "ui", "--listen", "0.0.0.0:0", "--token-file", tokFile)
+	tokRe := regexp.MustCompile(`skillbus console: (http://localhost:[0-9]+/) \(log in with the token\)`)
+	cliEventually(t, "ui to print its URL", func() bool { return tokRe.MatchString(tokOut.String()) })
 	m := tokRe.FindStringSubmatch(tokOut.String())
+	if strings.Contains(tokOut.String(), secret) {
+		t.Errorf("ui printed its token:\n%s", tokOut.String())
+	}
 	if code, _ := consoleGet(t, m[1]+"api/runs", ""); code != http.StatusUnauthorized {
 		t.Errorf("ui on 0.0.0.0 without the token = %d; want 401", code)
 	}
-	if code, _ := consoleGet(t, m[1]+"api/runs", m[2]); code != 200 {
+	if code, _ := consoleGet(t, m[1]+"api/runs", secret); code != 200 {
 		t.Errorf("ui on 0.0.0.0 with the token = %d; want 200", code)
 	}
 	tokStop()
+	t.Setenv("SKILLBUS_TOKEN", secret)
+	envOut, _, envStop := cliBackground(t, "ui", "--listen", "0.0.0.0:0")
+	cliEventually(t, "ui with SKILLBUS_TOKEN to print its URL", func() bool { return tokRe.MatchString(envOut.String()) })
+	if code, _ := consoleGet(t, tokRe.FindStringSubmatch(envOut.String())[1]+"api/runs", secret); code != 200 {
+		t.Errorf("ui with SKILLBUS_TOKEN, with the token = %d; want 200", code)
+	}
+	envStop()
+	t.Setenv("SKILLBUS_TOKEN", "")
 
 	if code, _, errOut := cliRun(t, "ui", "--listen", "nonsense"); code != cli.ExitUsage || !strings.Contains(errOut, "HOST:PORT") {
 		t.Errorf("ui --listen nonsense = %d, %q; want 2", code, errOut)
@@ -80,9 +105,11 @@ func TestCLIConsole(t *testing.T) {
 	if code, _, errOut := cliRun(t, "ui", "--listen", "127.0.0.1:abc"); code != cli.ExitUsage || !strings.Contains(errOut, `the port "abc" is not a number`) {
 		t.Errorf("ui --listen 127.0.0.1:abc = %d, %q; want 2 naming the port", code, errOut)
 	}
-	if code, _, errOut := cliRun(t, "ui", "--listen", "0.0.0.0:0", "--token", "short"); code != cli.ExitUsage || !strings.Contains(errOut, "use at least 16 random characters") {
-		t.Errorf("ui --listen 0.0.0.0:0 --token short = %d, %q; want 2: a guessable token on a public address", code, errOut)
+	t.Setenv("SKILLBUS_TOKEN", "short")
+	if code, _, errOut := cliRun(t, "ui", "--listen", "0.0.0.0:0"); code != cli.ExitUsage || !strings.Contains(errOut, "use at least 16 random characters") {
+		t.Errorf("ui --listen 0.0.0.0:0 with SKILLBUS_TOKEN=short = %d, %q; want 2: a guessable token on a public address", code, errOut)
 	}
+	t.Setenv("SKILLBUS_TOKEN", "")
 	if code := stop(); code != cli.ExitOK {
 		t.Errorf("dev stopped with %d; want 0", code)
 	}

@@ -173,12 +173,16 @@ func TestMCPFilesystemServer(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		code, out, _ = cliRun(t, "tools")
-		if !strings.Contains(out, "files.") || time.Now().After(deadline) {
+		if code != cli.ExitOK || !strings.Contains(out, "files.") || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if strings.Contains(out, "files.") {
+	if code != cli.ExitOK {
+		// Without this, a failing `skillbus tools` (no output) would pass
+		// the check below for the wrong reason.
+		t.Errorf("tools after the bridge stopped exited %d; want 0:\n%s", code, out)
+	} else if strings.Contains(out, "files.") {
 		t.Errorf("tools after the bridge stopped still lists MCP tools:\n%s", out)
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 
+	"github.com/skillbus/skillbus/internal/bench"
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/internal/seqworker"
 	"github.com/skillbus/skillbus/pkg/events"
@@ -41,7 +43,9 @@ func swBenchSeq() string {
 // floors measured in the same run on the same server with the same shape
 // (3 rounds of 8 parallel calls): "raw" is plain nats.go request/reply (a
 // QueueSubscribe echo answered with Respond, RequestWithContext), "floor"
-// the same 24 calls through the pkg/tool client and server. "engine" is
+// the same 24 calls through the pkg/tool client and server, "durable" the
+// durable floor (internal/bench.DurableFloor: the same rounds made durable
+// with JetStream alone, the least a durable run does; BENCHMARKS.md). "engine" is
 // pkg/seq's engine alone over that client (no queue, no checkpoints).
 // "worker" publishes the run request on the SEQ_RUNS queue; "seqrun"
 // starts the run through the skillbus.seq.run endpoint (a queued state
@@ -53,7 +57,8 @@ func swBenchSeq() string {
 // raw's runs/s, higher is better; raw's figure is the median of its
 // measurements so far), and the process CPU time per run (cpu-µs/run:
 // server, worker, tool and client together). Issue 15's goals: x-raw-p50
-// ≤ 2 and x-raw-runs/s ≥ 0.5 for worker and seqrun.
+// ≤ 2 and x-raw-runs/s ≥ 0.5 for worker and seqrun; issue 24's, against
+// the durable floor (x-durable-p50, x-durable-runs/s): ≤ 1.25 and ≥ 0.9.
 //
 //	go test -run '^$' -bench 'BenchmarkSeqworker$' -benchtime 400x -count 6 ./test/integration/
 func BenchmarkSeqworker(b *testing.B) {
@@ -122,6 +127,23 @@ func BenchmarkSeqworker(b *testing.B) {
 			}
 		}
 		return nil
+	}
+
+	// The durable floor: the same rounds made durable with JetStream alone
+	// (internal/bench.DurableFloor: a work-queue stream, a durable pull
+	// consumer, a KV compare-and-set checkpoint per round, a core
+	// "finished" message): the least a durable run does.
+	durable, err := bench.StartDurableFloor(context.Background(), natsserver.ConnectTB(b, env.srv), rawProvider, "sw"+nuid.Next()[16:], "_bench.raw.echo", 3, 8,
+		func(g, c int) []byte { return fmt.Appendf(nil, `{"g":%d,"c":%d}`, g, c) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer durable.Close()
+	durableRun := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := durable.Run(ctx)
+		return err
 	}
 
 	// The engine alone: pkg/seq's Run over the same tool client, no
@@ -218,14 +240,14 @@ func BenchmarkSeqworker(b *testing.B) {
 		}
 	}
 
-	// Raw's measurements so far, by mode: the ratios divide by their
-	// median.
-	var rawP50, rawRate []float64
+	// Raw's and the durable floor's measurements so far, by mode: the
+	// ratios divide by their median.
+	var rawP50, rawRate, durP50, durRate []float64
 	for _, mode := range []string{"latency", "throughput"} {
 		for _, path := range []struct {
 			name string
 			run  func() error
-		}{{"raw", rawRun}, {"floor", floorRun}, {"engine", engineRun}, {"worker", workerRun}, {"seqrun", seqrunRun}} {
+		}{{"raw", rawRun}, {"durable", durableRun}, {"floor", floorRun}, {"engine", engineRun}, {"worker", workerRun}, {"seqrun", seqrunRun}} {
 			b.Run(mode+"/"+path.name, func(b *testing.B) {
 				cpu0 := processCPU()
 				if mode == "latency" {
@@ -244,10 +266,16 @@ func BenchmarkSeqworker(b *testing.B) {
 					slices.Sort(took)
 					p50 := float64(took[len(took)/2].Nanoseconds())
 					b.ReportMetric(p50, "p50-ns")
-					if path.name == "raw" {
+					switch path.name {
+					case "raw":
 						rawP50 = append(rawP50, p50)
+					case "durable":
+						durP50 = append(durP50, p50)
 					}
 					b.ReportMetric(p50/median(rawP50), "x-raw-p50")
+					if len(durP50) > 0 {
+						b.ReportMetric(p50/median(durP50), "x-durable-p50")
+					}
 					return
 				}
 				b.SetParallelism(8) // 16 in flight on 2 cores
@@ -265,8 +293,14 @@ func BenchmarkSeqworker(b *testing.B) {
 				if path.name == "raw" && b.N > 1 {
 					rawRate = append(rawRate, rate)
 				}
+				if path.name == "durable" && b.N > 1 {
+					durRate = append(durRate, rate)
+				}
 				if len(rawRate) > 0 {
 					b.ReportMetric(rate/median(rawRate), "x-raw-runs/s")
+				}
+				if len(durRate) > 0 {
+					b.ReportMetric(rate/median(durRate), "x-durable-runs/s")
 				}
 			})
 		}
