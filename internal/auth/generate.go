@@ -35,6 +35,10 @@ var ErrKeys = errors.New("auth: unusable key file")
 const (
 	DefaultAccount = "SKILLBUS"
 	DefaultURL     = "nats://127.0.0.1:4222"
+	// DefaultLeafPort is the port the hub listens on for the leaf node
+	// connections of edge sites (nats-server.conf's leafnodes block, the
+	// default of Options.LeafURL): NATS's own default.
+	DefaultLeafPort = 7422
 	// MaxControlLine is the max_control_line auth.conf sets: room for the
 	// largest user JWT in a CONNECT line (the server's default is 4 KiB).
 	MaxControlLine = 16384
@@ -89,6 +93,17 @@ type Options struct {
 	// DropToolPrefixes removes the roles of these prefixes: their users
 	// are revoked.
 	DropToolPrefixes []string
+	// EdgeSites adds one leaf node role per edge site (EdgeRole,
+	// docs/edge.md) and, under edge/SITE/, the site's leaf server
+	// configuration. Kept for later runs in Dir like ToolPrefixes.
+	EdgeSites []string
+	// DropEdgeSites removes these sites: their users are revoked and their
+	// edge/SITE files removed.
+	DropEdgeSites []string
+	// LeafURL is the hub's leaf node URL(s), comma-separated, that the
+	// edge sites dial; default the last run's, else nats-leaf://HOST:7422
+	// for each HOST of URL.
+	LeafURL string
 	// ConsoleCallsTools, when set, says whether the console role may call
 	// tools directly (TableOptions.ConsoleCallsTools; `skillbus auth
 	// --console-calls-tools`); nil keeps the choice of the last run in Dir
@@ -114,6 +129,8 @@ type settings struct {
 	URL          string   `json:"url,omitempty"`
 	Account      string   `json:"account,omitempty"`
 	ToolPrefixes []string `json:"tool_prefixes,omitempty"`
+	EdgeSites    []string `json:"edge_sites,omitempty"`
+	LeafURL      string   `json:"leaf_url,omitempty"`
 	// ConsoleCallsTools is Options.ConsoleCallsTools as last chosen.
 	ConsoleCallsTools bool   `json:"console_calls_tools,omitempty"`
 	Limits            Limits `json:"limits"`
@@ -163,10 +180,18 @@ func (o Options) merge(dir string) (Options, settings, error) {
 		}
 	}
 	o.ToolPrefixes = prefixes
+	var sites []string
+	for _, p := range append(slices.Clone(last.EdgeSites), o.EdgeSites...) {
+		if !slices.Contains(sites, p) && !slices.Contains(o.DropEdgeSites, p) {
+			sites = append(sites, p)
+		}
+	}
+	o.EdgeSites = sites
+	pick(&o.LeafURL, last.LeafURL, leafURLs(o.URL))
 	if o.ConsoleCallsTools == nil {
 		o.ConsoleCallsTools = &last.ConsoleCallsTools
 	}
-	return o, settings{URL: o.URL, Account: o.Account, ToolPrefixes: prefixes, ConsoleCallsTools: *o.ConsoleCallsTools, Limits: o.Limits}, nil
+	return o, settings{URL: o.URL, Account: o.Account, ToolPrefixes: prefixes, EdgeSites: sites, LeafURL: o.LeafURL, ConsoleCallsTools: *o.ConsoleCallsTools, Limits: o.Limits}, nil
 }
 
 // Setup is a generated set of users and the server configuration that
@@ -184,6 +209,9 @@ type Setup struct {
 	// SystemKey their public keys.
 	OperatorJWT, AccountJWT, SystemJWT string
 	AccountKey, SystemKey              string
+	// LeafURL is the hub's leaf node URL(s) the edge sites dial
+	// (Options.LeafURL after the last run's choice).
+	LeafURL string
 	// Revoked lists users (public keys) of roles no longer in the table,
 	// revoked in the account JWT.
 	Revoked []string
@@ -267,11 +295,14 @@ func Generate(o Options) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	roles, err := Table(TableOptions{ToolPrefixes: o.ToolPrefixes, ConsoleCallsTools: *o.ConsoleCallsTools})
+	roles, err := Table(TableOptions{ToolPrefixes: o.ToolPrefixes, EdgeSites: o.EdgeSites, ConsoleCallsTools: *o.ConsoleCallsTools})
 	if err != nil {
 		return nil, err
 	}
-	g := &generator{dir: dir, s: &Setup{Dir: dir, Roles: roles, ConsoleCallsTools: *o.ConsoleCallsTools}}
+	if err := checkLeafURL(o.LeafURL); err != nil {
+		return nil, err
+	}
+	g := &generator{dir: dir, s: &Setup{Dir: dir, Roles: roles, ConsoleCallsTools: *o.ConsoleCallsTools, LeafURL: o.LeafURL}}
 	if err := g.mkdirs(); err != nil {
 		return nil, err
 	}
@@ -337,6 +368,11 @@ func Generate(o Options) (*Setup, error) {
 	}
 	ac.Limits.Conn = lim.Connections
 	ac.Limits.LeafNodeConn = 0
+	if len(o.EdgeSites) > 0 {
+		// Each site's user may connect only as a leaf node, and only with
+		// its site's grants (docs/edge.md).
+		ac.Limits.LeafNodeConn = jwt.NoLimit
+	}
 	ac.Limits.Imports, ac.Limits.Exports, ac.Limits.WildcardExports = 0, 0, false
 	ac.Limits.DisallowBearer = true
 	for pub, at := range revoked {
@@ -353,15 +389,20 @@ func Generate(o Options) (*Setup, error) {
 	// Users.
 	for _, r := range roles {
 		uc := userClaims(r, users[r.Name], accPub)
-		if err := g.user(r.Name, uc, users[r.Name], signer, o.URL, r.InboxPrefix(), r.Summary); err != nil {
+		if err := g.user(r.Name, uc, users[r.Name], signer, o.URL, r.InboxPrefix(), r.Summary, r.Site != ""); err != nil {
 			return nil, err
+		}
+		if r.Site != "" {
+			if err := g.edgeFiles(r); err != nil {
+				return nil, err
+			}
 		}
 	}
 	suPub, _ := sysUser.PublicKey()
 	suc := jwt.NewUserClaims(suPub)
 	suc.Name = SystemUser
 	suc.IssuerAccount = ""
-	if err := g.user(SystemUser, suc, sysUser, sys, o.URL, "", "the system account: server monitoring with the nats CLI (nats server report jetstream); not used by skillbus"); err != nil {
+	if err := g.user(SystemUser, suc, sysUser, sys, o.URL, "", "the system account: server monitoring with the nats CLI (nats server report jetstream); not used by skillbus", false); err != nil {
 		return nil, err
 	}
 
@@ -404,6 +445,15 @@ func userClaims(r Role, kp nkeys.KeyPair, account string) *jwt.UserClaims {
 		if r.Progresses {
 			uc.Permissions.Resp.MaxMsgs = -1 // any number: progress messages, then the reply
 		}
+	}
+	if r.Site != "" {
+		// Every client of the site's leaf server shares this one
+		// connection: each of its services answers a discovery request.
+		if uc.Permissions.Resp != nil {
+			uc.Permissions.Resp.MaxMsgs = -1
+		}
+		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeLeafnode, jwt.ConnectionTypeLeafnodeWS)
+		return uc
 	}
 	uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeStandard)
 	return uc
@@ -514,6 +564,11 @@ func (g *generator) retire(roles []Role, rotate bool) (map[string]int64, error) 
 				return nil, err
 			}
 		}
+		if site, ok := strings.CutPrefix(name, RoleEdge+"-"); ok {
+			if err := os.RemoveAll(g.path(filepath.Join(edgeDir, site))); err != nil {
+				return nil, err
+			}
+		}
 		g.s.Changed = append(g.s.Changed, filepath.Join(credsDir, name+".creds")+" (removed, user revoked)")
 	}
 	return revoked, nil
@@ -539,8 +594,10 @@ func (g *generator) jwt(name string, c encoder, kp nkeys.KeyPair) (string, error
 }
 
 // user writes role's creds (0600) and context, reusing the JWT of the
-// existing creds file when its claims are unchanged.
-func (g *generator) user(name string, uc *jwt.UserClaims, kp, signer nkeys.KeyPair, url, inbox, desc string) error {
+// existing creds file when its claims are unchanged. The context of a
+// leaf role is the one of the site's own clients instead: the site's leaf
+// server (EdgeLocalURL), no creds, the role's inbox prefix.
+func (g *generator) user(name string, uc *jwt.UserClaims, kp, signer nkeys.KeyPair, url, inbox, desc string, leaf bool) error {
 	tok, err := uc.Encode(signer)
 	if err != nil {
 		return fmt.Errorf("auth: encode the %s user: %w", name, err)
@@ -560,6 +617,9 @@ func (g *generator) user(name string, uc *jwt.UserClaims, kp, signer nkeys.KeyPa
 		return err
 	}
 	ctx := map[string]string{"description": "skillbus " + name + ": " + desc, "url": url, "creds": g.path(credsRel)}
+	if leaf {
+		ctx = map[string]string{"description": "skillbus " + name + ": the clients at the site (tools serve --prefix, skillbus mcp --prefix), connecting to the site's leaf server", "url": EdgeLocalURL}
+	}
 	if inbox != "" {
 		ctx["inbox_prefix"] = inbox
 	}
@@ -650,5 +710,10 @@ func serverConf(s *Setup) string {
 	fmt.Fprintf(&b, "  store_dir: %q\n", filepath.Join(s.Dir, "jetstream"))
 	b.WriteString("}\n\n")
 	b.WriteString("include " + AuthConfFile + "\n")
+	if edges := edgeSites(s.Roles); len(edges) > 0 {
+		b.WriteString("\n# The leaf servers of the edge sites (" + strings.Join(edges, ", ") + ") dial this port with\n")
+		b.WriteString("# their creds/edge-SITE.creds (docs/edge.md).\n")
+		fmt.Fprintf(&b, "leafnodes {\n  port: %d\n}\n", DefaultLeafPort)
+	}
 	return b.String()
 }

@@ -14,17 +14,21 @@ import (
 // provider role.
 const DocPrefix = "PREFIX"
 
+// DocSite is the edge site Markdown shows for the per-site leaf node role.
+const DocSite = "SITE"
+
 // Markdown renders the permission table for docs/security.md: for each
-// role of the table with a tool provider for DocPrefix, who uses it, how it
+// role of the table with a tool provider for DocPrefix and an edge site
+// DocSite, who uses it, how it
 // answers requests, its inbox, and its publish, subscribe and refused
 // subjects grouped by reason; a grant that only an option of `skillbus
 // auth` adds (Grant.OptIn) is shown under that option's name. The text
 // between the roles markers of docs/security.md is exactly this (a test
 // checks it).
 func Markdown() string {
-	roles, err := Table(TableOptions{ToolPrefixes: []string{DocPrefix}, ConsoleCallsTools: true})
+	roles, err := Table(TableOptions{ToolPrefixes: []string{DocPrefix}, EdgeSites: []string{DocSite}, ConsoleCallsTools: true})
 	if err != nil {
-		panic(err) // DocPrefix is a valid prefix
+		panic(err) // DocPrefix and DocSite are valid
 	}
 	var b strings.Builder
 	for _, r := range roles {
@@ -32,6 +36,8 @@ func Markdown() string {
 		fmt.Fprintf(&b, "%s%s.\n\n", strings.ToUpper(r.Summary[:1]), r.Summary[1:])
 		fmt.Fprintf(&b, "Creds `creds/%s.creds`, Kubernetes Secret `%s`, inbox prefix `%s`", r.Name, SecretName(r.Name), r.InboxPrefix())
 		switch {
+		case r.Site != "":
+			fmt.Fprintf(&b, "; a leaf node connection only (`%s`, `%s`), its lists applied by the hub to what crosses the link — publish: from the site to the hub, subscribe: from the hub to the site; its replies cross the link only to the inboxes it may publish to (allow_responses, set for up to %s, does not cross a leaf node connection: nats-server issue #2949)", LeafNodesConfFile, LeafConfFile, hours(ResponseWindow))
 		case r.Responds && r.Progresses:
 			fmt.Fprintf(&b, "; answers the requests it receives (allow_responses: any number of messages each — an acknowledgement and keep-alives, then the reply — within %s)", hours(ResponseWindow))
 		case r.Responds:
@@ -77,7 +83,9 @@ func SecretName(role string) string { return "skillbus-" + role + "-creds" }
 const AuthSecretName = "skillbus-nats-auth"
 
 // K8sSecrets returns the setup as Kubernetes Secrets, one YAML document
-// each: skillbus-<role>-creds (key nats.creds) for every role, and
+// each: skillbus-<role>-creds (key nats.creds) for every role — an edge
+// site's with its leafnodes.conf too, reading the creds from
+// EdgeMountDir (docs/edge.md) — and
 // skillbus-nats-auth (key auth.conf) for the servers; the system user's
 // creds stay in the directory (no pod needs them). An
 // empty namespace leaves it to kubectl's -n. Errors: a creds file that
@@ -102,16 +110,17 @@ func (s *Setup) K8sSecrets(namespace string) ([]byte, error) {
 			StringData: map[string]string{key: value}}
 	}
 	var docs []secret
-	names := []string{}
 	for _, r := range s.Roles {
-		names = append(names, r.Name)
-	}
-	for _, n := range names {
-		b, err := os.ReadFile(s.CredsFile(n))
+		b, err := os.ReadFile(s.CredsFile(r.Name))
 		if err != nil {
 			return nil, err
 		}
-		docs = append(docs, mk(SecretName(n), n, "nats.creds", string(b)))
+		d := mk(SecretName(r.Name), r.Name, "nats.creds", string(b))
+		if r.Site != "" {
+			// The site's leaf server mounts the Secret at EdgeMountDir.
+			d.StringData[LeafNodesConfFile] = leafNodesConf(r.Site, s.LeafURL, EdgeMountDir+"/nats.creds")
+		}
+		docs = append(docs, d)
 	}
 	b, err := os.ReadFile(s.AuthConfig())
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 )
 
 // Role names. A tool provider for a prefix P is the role "tools-P"
-// (ToolRole).
+// (ToolRole); the leaf node connection of an edge site S is the role
+// "edge-S" (EdgeRole).
 const (
 	RoleRegistry  = "registry"
 	RoleSeqworker = "seqworker"
@@ -19,6 +20,7 @@ const (
 	RoleRunner    = "runner"
 	RoleReader    = "reader"
 	RoleConsole   = "console"
+	RoleEdge      = "edge"
 )
 
 // ConsoleCallsToolsFlag is the option of `skillbus auth` that lets the
@@ -68,6 +70,14 @@ type Role struct {
 	// ResponseWindow): a tool provider's acknowledgement and keep-alives
 	// before its reply (docs/tools.md, "Keep-alives").
 	Progresses bool
+	// Site, when set, makes the user the leaf node connection of that
+	// edge site (its leaf server dialling the hub, docs/edge.md) and
+	// nothing else: the server refuses it as a client. Pub is then what
+	// the site may send to the hub and Sub what the hub may send to the
+	// site, for every client of the leaf server together; a reply is
+	// allowed per request for as many services of the site as answer it
+	// (discovery), within ResponseWindow.
+	Site string
 }
 
 // InboxPrefix returns the role's private inbox prefix, _INBOX.<name>: its
@@ -80,6 +90,10 @@ func (r Role) InboxPrefix() string { return "_INBOX." + r.Name }
 // ToolRole returns the role name of a tool provider for prefix:
 // "tools-" + prefix with the prefix's dots replaced by '-'.
 func ToolRole(prefix string) string { return RoleTools + "-" + strings.ReplaceAll(prefix, ".", "-") }
+
+// EdgeRole returns the role name of the leaf node connection of edge site
+// site: "edge-" + site with the site's dots replaced by '-'.
+func EdgeRole(site string) string { return RoleEdge + "-" + strings.ReplaceAll(site, ".", "-") }
 
 // The JetStream names a role's grants are made of. KV bucket B is the
 // stream KV_B with subjects $KV.B.>; object store B is OBJ_B with $O.B.>.
@@ -103,6 +117,9 @@ type TableOptions struct {
 	// ToolPrefixes adds one tool provider role per prefix (each may answer
 	// only tool.<prefix>.>).
 	ToolPrefixes []string
+	// EdgeSites adds one leaf node role per edge site (EdgeRole): the leaf
+	// server of site S may answer only tool.S.> (docs/edge.md).
+	EdgeSites []string
 	// ConsoleCallsTools lets the console role publish on tool.>, so the
 	// Tools page's form can call any tool on the bus directly (skillbus
 	// auth --console-calls-tools). Off by default: a direct call is not a
@@ -121,7 +138,8 @@ func Roles(toolPrefixes ...string) ([]Role, error) {
 // provider, one tool provider per prefix of o.ToolPrefixes (each may answer
 // only tool.<prefix>.>), and the client roles, the console among them.
 // The table is data: Generate turns it into user JWTs and docs/security.md
-// renders it (Markdown). Errors: ErrConfig for a bad tool prefix.
+// renders it (Markdown). Errors: ErrConfig for a bad tool prefix or edge
+// site, or a site that is also a tool prefix.
 func Table(o TableOptions) ([]Role, error) {
 	roles := []Role{registryRole(), seqworkerRole(), skillfaceRole(), toolsRole(RoleTools, "the built-in tools (`skillbus tools serve`, skillbus dev)", BuiltinToolFamilies)}
 	seen := map[string]bool{}
@@ -135,6 +153,11 @@ func Table(o TableOptions) ([]Role, error) {
 		seen[p] = true
 		roles = append(roles, toolsRole(ToolRole(p), fmt.Sprintf("a tool provider for the prefix `%s` (`tools serve --prefix %s`, `skillbus mcp --prefix %s`)", p, p, p), []string{p}))
 	}
+	edges, err := edgeRoles(o.EdgeSites, seen)
+	if err != nil {
+		return nil, err
+	}
+	roles = append(roles, edges...)
 	roles = append(roles, agentRole(), runnerRole(), readerRole(), consoleRole(o.ConsoleCallsTools))
 	names := map[string]bool{}
 	for _, r := range roles {
@@ -149,22 +172,26 @@ func Table(o TableOptions) ([]Role, error) {
 // checkToolPrefix reports a prefix that is not one or more subject tokens
 // of letters, digits, '-' and '_' separated by dots, or that is a built-in
 // family (its tools belong to the "tools" role).
-func checkToolPrefix(p string) error {
+func checkToolPrefix(p string) error { return checkPrefix("--tool-prefix", p) }
+
+// checkPrefix is checkToolPrefix for the option flag (--tool-prefix,
+// --edge), which the message names.
+func checkPrefix(flag, p string) error {
 	if p == "" {
-		return fmt.Errorf("%w: --tool-prefix is empty", ErrConfig)
+		return fmt.Errorf("%w: %s is empty", ErrConfig, flag)
 	}
 	for _, part := range strings.Split(p, ".") {
 		if part == "" {
-			return fmt.Errorf("%w: --tool-prefix %q has an empty part", ErrConfig, p)
+			return fmt.Errorf("%w: %s %q has an empty part", ErrConfig, flag, p)
 		}
 		for _, c := range part {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return fmt.Errorf("%w: --tool-prefix %q: use letters, digits, '-' and '_', with dots between parts (as tools serve --prefix)", ErrConfig, p)
+				return fmt.Errorf("%w: %s %q: use letters, digits, '-' and '_', with dots between parts (as tools serve --prefix)", ErrConfig, flag, p)
 			}
 		}
 	}
 	if slices.Contains(BuiltinToolFamilies, strings.Split(p, ".")[0]) {
-		return fmt.Errorf("%w: --tool-prefix %q starts with a built-in tool family (%s), which the \"tools\" role answers; pick another prefix", ErrConfig, p, strings.Join(BuiltinToolFamilies, ", "))
+		return fmt.Errorf("%w: %s %q starts with a built-in tool family (%s), which the \"tools\" role answers; pick another prefix", ErrConfig, flag, p, strings.Join(BuiltinToolFamilies, ", "))
 	}
 	return nil
 }
@@ -356,6 +383,39 @@ func toolsRole(name, who string, families []string) Role {
 			microService()),
 		Progresses: true,
 	}
+}
+
+// edgeRoles returns the leaf node role of each edge site (docs/edge.md),
+// refusing a bad site name and a site that is also one of the tool
+// prefixes (both roles would answer tool.<site>.>).
+func edgeRoles(sites []string, prefixes map[string]bool) ([]Role, error) {
+	var out []Role
+	seen := map[string]bool{}
+	for _, site := range sites {
+		if err := checkPrefix("--edge", site); err != nil {
+			return nil, err
+		}
+		if prefixes[site] {
+			return nil, fmt.Errorf("%w: --edge %q is also a --tool-prefix: both would answer tool.%s.>; serve the site's tools at the site only (--drop-tool-prefix %s), or name the site otherwise", ErrConfig, site, site, site)
+		}
+		if seen[site] {
+			continue
+		}
+		seen[site] = true
+		r := toolsRole(EdgeRole(site), "", []string{site})
+		r.Summary = fmt.Sprintf("the leaf node connection of the edge site `%s` (its leaf nats-server dials the hub; `tools serve --prefix %s` and `skillbus mcp --prefix %s` at the site connect to that server, docs/edge.md): connects only as a leaf node; the site receives nothing but its own tools' calls (`%s`) and discovery, and sends nothing but replies and `$SRV.INFO`", site, site, site, events.ToolPrefix+site+".>")
+		r.Site = site
+		// allow_responses does not carry a reply across a leaf node
+		// connection (nats-server#2949: the hub sends a leaf interest only
+		// in subjects its user may publish), so the callers' inboxes are
+		// granted: the seqworker's for the calls, the reader's and the
+		// console's for discovery. docs/security.md says what that allows.
+		r.Pub = cat(r.Pub,
+			grants("replies to its tools' calls, which only the seqworker makes (a reply crosses a leaf node connection only to a subject its user may publish to)", Role{Name: RoleSeqworker}.InboxPrefix()+".>"),
+			grants("replies to discovery: `skillbus tools` as the reader, the console's Tools page", Role{Name: RoleReader}.InboxPrefix()+".>", Role{Name: RoleConsole}.InboxPrefix()+".>"))
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // reads are the requests and stream reads of every client role: list and

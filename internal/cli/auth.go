@@ -15,7 +15,7 @@ import (
 func authCommand() command {
 	return command{
 		summary: "generate NATS users with least-privilege permissions, their creds and a server configuration",
-		usage: `Usage: skillbus auth [--dir DIR] [--tool-prefix P]... [--console-calls-tools] [--rotate] [-o files|k8s] [flags]
+		usage: `Usage: skillbus auth [--dir DIR] [--tool-prefix P]... [--edge SITE]... [--console-calls-tools] [--rotate] [-o files|k8s] [flags]
 
 Creates, or brings up to date, a locked-down NATS setup for skillbus in DIR
 (docs/security.md): an operator, the skillbus account (JetStream on, with
@@ -25,6 +25,8 @@ the subjects its role needs:
   registry, seqworker, skillface   the services
   tools                            the built-in tools (tool.fs.>, tool.text.>, tool.cmd.>)
   tools-P                          a tool provider for --tool-prefix P (tool.P.> only)
+  edge-SITE                        the leaf node connection of an edge site (--edge SITE):
+                                   its leaf server carries the calls of tool.SITE.> only
   agent                            an agent runtime: runs, prompt assembly, seq_create
   runner                           starts, watches and cancels runs (skillbus.seq.* only)
   reader                           lists and reads; starts nothing
@@ -35,14 +37,23 @@ the subjects its role needs:
 It writes DIR/creds/ROLE.creds (0600), nats CLI contexts DIR/contexts/ROLE.json,
 and the server configuration: DIR/auth.conf (operator mode, MEMORY resolver
 with the accounts preloaded; include it from your nats-server.conf) and a
-complete DIR/nats-server.conf. Re-running keeps every key and changes no file
-unless something changed; the tool prefixes of earlier runs are kept.
+complete DIR/nats-server.conf. For each edge site (docs/edge.md) it writes
+DIR/edge/SITE/leafnodes.conf (the remote that dials the hub with the site's
+creds) and DIR/edge/SITE/leaf.conf (a whole leaf server for the site), and
+nats-server.conf listens for leaf nodes on 7422. Re-running keeps every key and
+changes no file unless something changed; the tool prefixes and edge sites of
+earlier runs are kept.
 
 Flags:
   --dir DIR             where the keys, creds and configuration live
                         (default $XDG_CONFIG_HOME/skillbus/auth or ~/.config/skillbus/auth)
   --tool-prefix P       add a tool provider role for tools named P.* (repeatable)
   --drop-tool-prefix P  remove that role: its user is revoked (repeatable)
+  --edge SITE           add an edge site: a leaf server there serves tool.SITE.>
+                        (repeatable; docs/edge.md)
+  --drop-edge SITE      remove that site: its user is revoked (repeatable)
+  --leaf-url URLS       the hub's leaf node URL(s) the sites dial (default
+                        nats-leaf://HOST:7422 for each host of --url, or the last run's)
   --console-calls-tools let the console role publish on tool.>, so the
                         console's Tools page can call tools directly (a
                         direct call is not a run: no record in RUNS or
@@ -72,6 +83,8 @@ Examples:
   skillbus runs ls --context ./auth/contexts/reader.json
   skillbus ui --creds ./auth/creds/console.creds
   skillbus auth --dir ./auth --tool-prefix web -o k8s --namespace skillbus | kubectl apply -f -
+  skillbus auth --dir ./auth --edge home --leaf-url nats-leaf://hub.example.com:7422
+  nats-server -c ./auth/edge/home/leaf.conf          # at the site
 
 Exit codes: 0 written, 1 a key file cannot be used or a file cannot be
 written, 2 bad command line.
@@ -97,6 +110,10 @@ func runAuth(ctx context.Context, env Env, args []string) int {
 	var add, drop stringList
 	fs.Var(&add, "tool-prefix", "add a tool provider role")
 	fs.Var(&drop, "drop-tool-prefix", "remove a tool provider role")
+	var edges, dropEdges stringList
+	fs.Var(&edges, "edge", "add an edge site")
+	fs.Var(&dropEdges, "drop-edge", "remove an edge site")
+	leafURL := fs.String("leaf-url", "", "the hub's leaf node URL(s)")
 	rotate := fs.Bool("rotate", false, "new user keys and signing key")
 	callsTools := fs.Bool(strings.TrimPrefix(auth.ConsoleCallsToolsFlag, "--"), false, "let the console role call tools")
 	output := choiceFlag(fs, "o", "files", "files or k8s", "files", "k8s")
@@ -134,7 +151,8 @@ func runAuth(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus auth: --namespace is the namespace of the Kubernetes Secrets, which only -o k8s prints; add -o k8s, or leave --namespace out\n")
 		return ExitUsage
 	}
-	o := auth.Options{Dir: *dir, ToolPrefixes: add.values, DropToolPrefixes: drop.values, Rotate: *rotate, URL: *url, Account: *account, Limits: lim}
+	o := auth.Options{Dir: *dir, ToolPrefixes: add.values, DropToolPrefixes: drop.values, EdgeSites: edges.values, DropEdgeSites: dropEdges.values, LeafURL: *leafURL,
+		Rotate: *rotate, URL: *url, Account: *account, Limits: lim}
 	if given(fs, strings.TrimPrefix(auth.ConsoleCallsToolsFlag, "--")) {
 		o.ConsoleCallsTools = callsTools // else the last run's choice
 	}
@@ -180,6 +198,10 @@ func printAuthSetup(w interface{ Write([]byte) (int, error) }, s *auth.Setup, ro
 		calls = "may call tools directly; " + auth.ConsoleCallsToolsFlag + "=false takes it back"
 	}
 	fmt.Fprintf(w, "  console: skillbus ui --creds %s   (the web console %s)\n", s.CredsFile(auth.RoleConsole), calls)
+	for _, site := range s.EdgeSites() {
+		fmt.Fprintf(w, "  edge:    %s: at the site, nats-server -c %s (dials %s);\n", site, s.LeafConfig(site), s.LeafURL)
+		fmt.Fprintf(w, "           then skillbus tools serve --prefix %s --site %s --context %s\n", site, site, s.ContextFile(auth.EdgeRole(site)))
+	}
 	for _, pub := range s.Revoked {
 		fmt.Fprintf(w, "  revoked: %s\n", pub)
 	}

@@ -61,6 +61,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"validate":    validateCommand(),
+		"test":        testCommand(),
 		"sections":    sectionsCommand(),
 		"run":         runCommand(),
 		"runs":        runsCommand(),

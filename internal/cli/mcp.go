@@ -40,6 +40,8 @@ Flags:
   --prefix P      subject prefix of the tools (default mcp)
   --only NAMES    serve only these MCP tools (comma-separated MCP names)
   --name NAME     micro service name (default mcp-<prefix>)
+  --site SITE     the edge site this bridge runs at, shown by skillbus tools
+                  (default none: the NATS server's name is shown; docs/edge.md)
   --no-restart    stop when the MCP server exits instead of starting it again
   --verbose       log the bridge's activity on stderr (warnings are always shown)
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
@@ -77,6 +79,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	only.split = true
 	fs.Var(&only, "only", "serve only these MCP tools")
 	name := fs.String("name", "", "micro service name")
+	site := fs.String("site", "", "the edge site this bridge runs at")
 	verbose := fs.Bool("verbose", false, "log on stderr")
 	noRestart := fs.Bool("no-restart", false, "stop when the MCP server exits")
 	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
@@ -89,7 +92,11 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "skillbus mcp: give the MCP server's command after --, for example: skillbus mcp -- npx -y @modelcontextprotocol/server-filesystem .\n")
 		return ExitUsage
 	}
-	cfg := mcpbridge.Config{Prefix: *prefix, Only: only.values, ServiceName: *name, Command: pos[0], Args: pos[1:], Stderr: env.Stderr, NoRestart: *noRestart}
+	if err := checkSite(*site); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
+		return ExitUsage
+	}
+	cfg := mcpbridge.Config{Prefix: *prefix, Only: only.values, ServiceName: *name, Site: *site, Command: pos[0], Args: pos[1:], Stderr: env.Stderr, NoRestart: *noRestart}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo

@@ -368,7 +368,7 @@ func unknownSubcommand(env Env, command string, pos []string, subs []string, lis
 // named name talks to NATS and so takes the connection flags.
 func connects(name string) bool {
 	switch strings.Fields(name + " x")[0] {
-	case "validate", "sections", "dev", "help", "auth", "version", "completion":
+	case "validate", "sections", "dev", "help", "auth", "version", "completion", "test":
 		return false
 	}
 	return true

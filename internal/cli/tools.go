@@ -26,8 +26,10 @@ func toolsCommand() command {
        skillbus tools serve [--root DIR] [--allow-cmd NAMES] [flags]
 
 ls (the default) discovers the tool providers through NATS micro ($SRV.INFO):
-every endpoint on tool.<name>, with its provider, the number of instances
-answering and its description; -o wide adds the subject and the arguments
+every endpoint on tool.<name>, with its provider, where it runs (its --site,
+else the NATS server it is connected to: an edge site's leaf server,
+docs/edge.md), the number of instances answering there and its
+description; -o wide adds the server, the subject and the arguments
 (name? for an optional one), -o json or -o yaml (--json) each argument
 schema as well. When
 instances of one tool disagree — different roots, allow-lists, versions or
@@ -59,6 +61,8 @@ Flags of serve:
   --name NAME          the micro service name (default skillbus-builtin)
   --prefix P           serve the tools as P.fs.read, P.fs.list, ... so providers
                        with different roots can share one bus
+  --site SITE          the edge site this provider runs at, shown by skillbus
+                       tools (default none: the NATS server's name is shown)
   --health-addr ADDR   serve /livez, /readyz and /metrics on ADDR (e.g. :8080)
   --shutdown-budget D  the whole graceful shutdown at SIGTERM (default 25s)
   --log-json           log JSON lines
@@ -71,6 +75,7 @@ Examples:
   skillbus tools
   skillbus tools --json | jq '.[].tool'
   skillbus tools serve --root ~/src/myproject --allow-cmd git,go
+  skillbus tools serve --prefix home --site home --context auth/contexts/edge-home.json
 
 Exit codes: 0 success, 1 NATS unreachable or serving failed, 2 bad command line.
 Needs NATS_URL.
@@ -96,6 +101,11 @@ type ToolInfo struct {
 	Instances   int             `json:"instances"`
 	Description string          `json:"description,omitempty"`
 	Schema      json.RawMessage `json:"schema,omitempty"`
+	// Site and Server are where these instances run: the provider's
+	// --site (tool.MetadataSite) and the NATS server its connection was
+	// on (tool.MetadataServer; at an edge site, the site's leaf server).
+	Site   string `json:"site,omitempty"`
+	Server string `json:"server,omitempty"`
 	// Disagree is true when the instances serving this tool (of any
 	// provider) have different configurations or schemas: calls go to
 	// either at random.
@@ -133,20 +143,24 @@ func runTools(ctx context.Context, env Env, args []string) int {
 		}
 		tw := newTable(env.Stdout)
 		if out.Wide() {
-			fmt.Fprintln(tw, "TOOL\tPROVIDER\tINSTANCES\tSUBJECT\tARGUMENTS\tDESCRIPTION")
+			fmt.Fprintln(tw, "TOOL\tPROVIDER\tSITE\tSERVER\tINSTANCES\tSUBJECT\tARGUMENTS\tDESCRIPTION")
 		} else {
-			fmt.Fprintln(tw, "TOOL\tPROVIDER\tINSTANCES\tDESCRIPTION")
+			fmt.Fprintln(tw, "TOOL\tPROVIDER\tSITE\tINSTANCES\tDESCRIPTION")
 		}
 		for _, t := range list {
 			inst := strconv.Itoa(t.Instances)
 			if t.Disagree {
 				inst += " (disagree)"
 			}
+			site := termSafe(t.Site)
+			if site == "" {
+				site = orDash(termSafe(t.Server))
+			}
 			if out.Wide() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Tool, t.Provider, inst, t.Subject, schemaArgs(t.Schema), oneLine(t.Description, 200))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Tool, t.Provider, orDash(termSafe(t.Site)), orDash(termSafe(t.Server)), inst, t.Subject, schemaArgs(t.Schema), oneLine(t.Description, 200))
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Tool, t.Provider, inst, oneLine(t.Description, 90))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Tool, t.Provider, site, inst, oneLine(t.Description, 90))
 		}
 		tw.Flush()
 		return ExitOK
@@ -177,7 +191,30 @@ func schemaArgs(schema json.RawMessage) string {
 	return strings.Join(names, ", ")
 }
 
-// toolInfos groups discovered endpoints by tool and provider.
+// checkSite reports a --site that is not up to 64 letters, digits, '-',
+// '_' and '.' (it is shown in tables and kept in micro metadata).
+func checkSite(site string) error {
+	if len(site) > 64 {
+		return fmt.Errorf("--site %.20q... is %d bytes; want at most 64", site, len(site))
+	}
+	for _, c := range site {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("--site %q: use letters, digits, '-', '_' and '.' (the site's name, as in skillbus auth --edge)", site)
+		}
+	}
+	return nil
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// toolInfos groups discovered endpoints by tool, provider and where they
+// run (site and server).
 func toolInfos(eps []tool.Endpoint, conflicts []tool.Conflict) []ToolInfo {
 	disagree := map[string]bool{}
 	for _, c := range conflicts {
@@ -186,12 +223,12 @@ func toolInfos(eps []tool.Endpoint, conflicts []tool.Conflict) []ToolInfo {
 	var out []ToolInfo
 	index := map[string]int{}
 	for _, e := range eps { // sorted by tool and provider
-		key := e.Tool + "\x00" + e.Provider
+		key := e.Tool + "\x00" + e.Provider + "\x00" + e.Site + "\x00" + e.Server
 		i, ok := index[key]
 		if !ok {
 			i = len(out)
 			index[key] = i
-			out = append(out, ToolInfo{Tool: e.Tool, Subject: e.Subject, Provider: e.Provider, Description: e.Description, Schema: e.Schema, Disagree: disagree[e.Tool]})
+			out = append(out, ToolInfo{Tool: e.Tool, Subject: e.Subject, Provider: e.Provider, Description: e.Description, Schema: e.Schema, Site: e.Site, Server: e.Server, Disagree: disagree[e.Tool]})
 		}
 		out[i].Instances++
 	}
@@ -214,6 +251,7 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	maxWalkBytes := fs.Int("max-walk-bytes", builtin.DefaultMaxWalkBytes, "file bytes one fs.grep or fs.lines may read")
 	name := fs.String("name", "skillbus-builtin", "micro service name")
 	prefix := fs.String("prefix", "", "put P. before every tool name")
+	site := fs.String("site", "", "the edge site this provider runs at")
 	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
 	sf.register(fs)
 	pos, err := sf.parse(env, fs, args)
@@ -222,6 +260,10 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "skillbus tools serve: unexpected argument %q (the root is given with --root)\n", pos[0])
+		return ExitUsage
+	}
+	if err := checkSite(*site); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus tools serve: %v\n", err)
 		return ExitUsage
 	}
 	cfg := builtin.Config{Root: *root, AllowCommands: allow.values, MaxReadBytes: *maxRead, CommandTimeout: *cmdTimeout, MaxOutputBytes: *maxOutput, MaxWalkEntries: *maxWalkEntries, MaxWalkBytes: *maxWalkBytes, Prefix: *prefix}
@@ -237,7 +279,7 @@ func runToolsServe(ctx context.Context, env Env, args []string) int {
 	// a call still in flight never finds it closed.
 	defer p.Close()
 	return serveService(ctx, env, "tools serve", &sf, func(ctx context.Context, rt servicecmd.Runtime) (func(context.Context) error, error) {
-		srv, err := tool.Serve(rt.Conn, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root(), Metadata: p.Metadata(), Meters: rt.Meters}, p.Tools()...)
+		srv, err := tool.Serve(rt.Conn, tool.ServerConfig{Name: *name, Version: version.String(), Description: "skillbus built-in tools rooted at " + p.Root(), Metadata: p.Metadata(), Site: *site, Meters: rt.Meters}, p.Tools()...)
 		if err != nil {
 			return nil, err
 		}

@@ -41,6 +41,9 @@ run arguments it needs). Warnings do not make a file invalid: the registry
 loads it (an unknown skill field such as allowed_tools is one: the
 restriction it meant is not applied). A file the registry would ignore
 because of its name — a sequence in deploy.yaml, a skill.md — is a warning.
+Test files of skillbus test (*.test.yaml, docs/testing.md) are parsed too:
+one that does not parse is invalid, and a mocked tool that its sequence
+never calls is a warning.
 
 Flags (anywhere on the line; -- ends them):
   --strict             warnings fail too (exit 1): for CI
@@ -101,7 +104,11 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 			return ExitUsage
 		}
 	}
-	reports, err := registry.Check(paths, registry.CheckOptions{MaxPayload: mp})
+	defPaths, testPaths := splitTestPaths(paths) // validate_tests.go
+	var reports []registry.FileReport
+	if len(defPaths) > 0 {
+		reports, err = registry.Check(defPaths, registry.CheckOptions{MaxPayload: mp})
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus validate: %v\n", err)
 		return ExitFailure
@@ -110,9 +117,13 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 		return ExitFailure
 	}
 	reports = checkToolArgs(ctx, env, reports) // against the cluster's tool schemas, when one is named (validate_schema.go)
+	reports = append(reports, checkTestFiles(defPaths, testPaths)...)
 	rep := validateReport{Files: reports, Strict: *strict}
+	tests := 0 // test files (kind "test"), not counted as definitions
 	for _, r := range reports {
-		if r.Kind != "" {
+		if r.Kind == "test" {
+			tests++
+		} else if r.Kind != "" {
 			rep.Checked++
 		}
 		if !r.Valid {
@@ -126,7 +137,7 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 	}
 	code := ExitOK
 	switch {
-	case rep.Checked == 0:
+	case rep.Checked == 0 && tests == 0:
 		code = ExitUsage
 	case rep.Invalid > 0, *strict && rep.Warnings > 0:
 		code = ExitFailure
@@ -135,7 +146,7 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 	if !out.Structured(env.Stdout, rep) {
 		printValidate(env.Stdout, rep)
 	}
-	if rep.Checked == 0 {
+	if rep.Checked == 0 && tests == 0 {
 		fmt.Fprintf(env.Stderr, "skillbus validate: no sequence (*.seq.json, *.seq.yaml, *.seq.yml) or skill (SKILL.md, skill.yaml) file under %s\n", strings.Join(paths, " "))
 	}
 	return code

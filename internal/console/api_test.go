@@ -265,7 +265,13 @@ func TestAPIRunsList(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	bad, err := e.runs.Start(ctx, events.SeqRunRequest{Sequence: "console-long", Args: json.RawMessage(`{"ms": "x"}`)})
+	// A mistyped argument is refused before a run is made (seq.run checks
+	// the signature); a null one passes it and the tool refuses it, so the
+	// run fails.
+	if _, err := e.runs.Start(ctx, events.SeqRunRequest{Sequence: "console-long", Args: json.RawMessage(`{"ms": "x"}`)}); err == nil || !strings.Contains(err.Error(), "ms is declared integer") {
+		t.Fatalf("Start with ms \"x\" = %v; want refused: ms is declared integer", err)
+	}
+	bad, err := e.runs.Start(ctx, events.SeqRunRequest{Sequence: "console-long", Args: json.RawMessage(`{"ms": null}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,6 +625,7 @@ func TestAPISkillsAndTools(t *testing.T) {
 			Tool      string `json:"tool"`
 			Providers []struct {
 				Provider  string   `json:"provider"`
+				Site      string   `json:"site"`
 				Instances []string `json:"instances"`
 			} `json:"providers"`
 			Schema json.RawMessage `json:"schema"`
@@ -631,6 +638,9 @@ func TestAPISkillsAndTools(t *testing.T) {
 	for _, tl := range tools.Tools {
 		if len(tl.Providers) > 0 {
 			have[tl.Tool] = tl.Providers[0].Provider
+			if tl.Providers[0].Site == "" {
+				t.Errorf("tool %s: provider %s has no site; want its NATS server's name (docs/edge.md)", tl.Tool, tl.Providers[0].Provider)
+			}
 		}
 	}
 	if have["fs.read"] != "skillbus-builtin" || have["test.sleep"] != "console-test-tools" {

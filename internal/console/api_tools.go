@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -31,11 +32,15 @@ type toolView struct {
 	Providers   []providerGroup `json:"providers"`
 }
 
-// providerGroup is one provider (micro service name) of a tool, with the
-// instances that answered discovery.
+// providerGroup is one provider (micro service name) of a tool at one
+// place, with the instances that answered discovery there.
 type providerGroup struct {
-	Provider  string   `json:"provider"`
-	Version   string   `json:"version"`
+	Provider string `json:"provider"`
+	Version  string `json:"version"`
+	// Site is where the instances run: the provider's site
+	// (tool.MetadataSite), else its NATS server's name (an edge site's
+	// leaf server, docs/edge.md); "" when it publishes neither.
+	Site      string   `json:"site,omitempty"`
 	Instances []string `json:"instances"`
 	Config    string   `json:"config,omitempty"`
 }
@@ -63,12 +68,18 @@ func (s *Server) apiTools(w http.ResponseWriter, r *http.Request) {
 			byTool[e.Tool] = v
 			order = append(order, e.Tool)
 		}
-		n := len(v.Providers)
-		if n == 0 || v.Providers[n-1].Provider != e.Provider || v.Providers[n-1].Version != e.Version {
-			v.Providers = append(v.Providers, providerGroup{Provider: e.Provider, Version: e.Version, Config: e.Config})
-			n++
+		site := e.Site
+		if site == "" {
+			site = e.Server
 		}
-		v.Providers[n-1].Instances = append(v.Providers[n-1].Instances, e.ProviderID)
+		i := slices.IndexFunc(v.Providers, func(g providerGroup) bool {
+			return g.Provider == e.Provider && g.Version == e.Version && g.Site == site
+		})
+		if i < 0 {
+			i = len(v.Providers)
+			v.Providers = append(v.Providers, providerGroup{Provider: e.Provider, Version: e.Version, Site: site, Config: e.Config})
+		}
+		v.Providers[i].Instances = append(v.Providers[i].Instances, e.ProviderID)
 	}
 	sort.Strings(order)
 	out := make([]*toolView, 0, len(order))

@@ -69,6 +69,9 @@ type Config struct {
 	// ServerLogger, when set, receives the embedded server's log
 	// (permission violations among it).
 	ServerLogger server.Logger
+	// LeafNodes, when LeafNodes.Listen is set, makes the embedded server a
+	// hub that edge sites' leaf servers dial (docs/edge.md; Stack.LeafURL).
+	LeafNodes natsserver.LeafNodeOptions
 }
 
 // Stack is a running all-in-one skillbus.
@@ -110,7 +113,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	so := natsserver.Options{Name: "skillbus-dev", Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.DataDir, Logger: cfg.ServerLogger}
+	so := natsserver.Options{Name: "skillbus-dev", Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.DataDir, Logger: cfg.ServerLogger, LeafNodes: cfg.LeafNodes}
 	if cfg.Auth != nil {
 		so.ConfigFile = cfg.Auth.AuthConfig()
 	}
@@ -217,6 +220,14 @@ func (s *Stack) URL() string { return s.srv.ClientURL() }
 
 // StoreDir returns the JetStream store directory in use.
 func (s *Stack) StoreDir() string { return s.srv.StoreDir() }
+
+// LeafURL returns the URL edge sites' leaf servers dial
+// (nats-leaf://HOST:PORT), or "" without Config.LeafNodes.
+func (s *Stack) LeafURL() string { return s.srv.LeafURL() }
+
+// LeafNodes returns the number of leaf servers connected to the stack's
+// server.
+func (s *Stack) LeafNodes() int { return s.srv.LeafNodes() }
 
 // ToolsRoot returns the built-in tools' root (absolute), or "" when the
 // stack serves no built-in tools.

@@ -92,6 +92,9 @@ type Config struct {
 	// ServiceName is the micro service name; default "mcp-" + Prefix with
 	// dots as '-'.
 	ServiceName string
+	// Site is the edge site the bridge runs at (tool.ServerConfig.Site,
+	// docs/edge.md); default none.
+	Site string
 	// StartTimeout bounds starting the server and listing its tools;
 	// default 30 s (npx may download the package first).
 	StartTimeout time.Duration
@@ -441,7 +444,7 @@ func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) err
 	if same {
 		return nil
 	}
-	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName, Metadata: b.metadata(), Meters: b.cfg.Meters}, tools...)
+	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName, Metadata: b.metadata(), Site: b.cfg.Site, Meters: b.cfg.Meters}, tools...)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: serve the tools: %w", err)
 	}

@@ -65,6 +65,33 @@ type Options struct {
 	// Logger, when set, receives the server's notices, warnings and errors
 	// (permission violations among them) instead of Logs' stderr.
 	Logger server.Logger
+	// LeafNodes configures leaf node connections (docs/edge.md): a hub
+	// accepts them, an edge site's server dials a hub. They add to those
+	// of ConfigFile.
+	LeafNodes LeafNodeOptions
+	// NoJetStream runs the server without JetStream, and with no store
+	// directory or lock: an edge site's leaf server, which only carries
+	// the site's tool calls to the hub, needs none. Default false.
+	NoJetStream bool
+}
+
+// LeafNodeOptions are an embedded server's leaf node connections.
+type LeafNodeOptions struct {
+	// Listen accepts leaf node connections (a hub) on Port; 0 picks a
+	// random port (Server.LeafURL tells which).
+	Listen bool
+	Port   int
+	// Remotes are hubs this server dials as a leaf node.
+	Remotes []LeafRemote
+}
+
+// LeafRemote is one hub a leaf server dials.
+type LeafRemote struct {
+	// URLs of the hub's leaf node port (nats-leaf://HOST:PORT).
+	URLs []string
+	// Credentials is the creds file of the leaf's user on the hub ("":
+	// none, for a hub without authentication).
+	Credentials string
 }
 
 // ClusterOptions places an embedded server in a cluster.
@@ -81,8 +108,9 @@ type ClusterOptions struct {
 // Server is a running embedded nats-server.
 type Server struct {
 	srv     *server.Server
-	tempDir string   // removed at Shutdown; "" when the caller gave StoreDir
-	lock    *os.File // the store lock, released at Shutdown
+	opts    *server.Options // the server's; its leaf node port is set once it listens
+	tempDir string          // removed at Shutdown; "" when the caller gave StoreDir
+	lock    *os.File        // the store lock, released at Shutdown
 
 	once sync.Once
 }
@@ -100,8 +128,11 @@ func Start(opts Options) (*Server, error) {
 		}
 		so = fo
 	}
-	so.ServerName, so.Host, so.Port = opts.Name, opts.Host, opts.Port
-	so.JetStream, so.StoreDir, so.NoSigs = true, opts.StoreDir, true
+	if opts.Name != "" || opts.ConfigFile == "" {
+		so.ServerName = opts.Name // else the configuration's server_name
+	}
+	so.Host, so.Port = opts.Host, opts.Port
+	so.JetStream, so.StoreDir, so.NoSigs = !opts.NoJetStream, opts.StoreDir, true
 	so.NoLog = !opts.Logs && opts.Logger == nil
 	if opts.MaxPayload != 0 || opts.ConfigFile == "" {
 		so.MaxPayload = opts.MaxPayload
@@ -118,20 +149,27 @@ func Start(opts Options) (*Server, error) {
 	if opts.Port < 0 {
 		return nil, fmt.Errorf("natsserver: Port %d is negative; use 0 for a random port", opts.Port)
 	}
-	s := &Server{}
-	if so.StoreDir == "" {
+	if err := leafNodes(so, opts.LeafNodes); err != nil {
+		return nil, err
+	}
+	s := &Server{opts: so}
+	if opts.NoJetStream {
+		so.StoreDir = ""
+	} else if so.StoreDir == "" {
 		d, err := os.MkdirTemp("", "skillbus-nats-*")
 		if err != nil {
 			return nil, fmt.Errorf("natsserver: temporary store directory: %w", err)
 		}
 		s.tempDir, so.StoreDir = d, d
 	}
-	lock, err := lockStore(so.StoreDir)
-	if err != nil {
-		s.removeTemp()
-		return nil, err
+	if so.JetStream {
+		lock, err := lockStore(so.StoreDir)
+		if err != nil {
+			s.removeTemp()
+			return nil, err
+		}
+		s.lock = lock
 	}
-	s.lock = lock
 	if opts.Cluster.Name != "" {
 		so.Cluster.Name = opts.Cluster.Name
 		so.Cluster.Host = so.Host
@@ -174,6 +212,23 @@ func Start(opts Options) (*Server, error) {
 
 // ClientURL returns the URL clients connect to (nats://127.0.0.1:PORT).
 func (s *Server) ClientURL() string { return s.srv.ClientURL() }
+
+// LeafURL returns the URL leaf servers dial (nats-leaf://HOST:PORT), or ""
+// when the server accepts no leaf node connections.
+func (s *Server) LeafURL() string {
+	if s.opts.LeafNode.Port == 0 {
+		return ""
+	}
+	host := s.opts.LeafNode.Host
+	if host == "" || host == "0.0.0.0" {
+		host = "127.0.0.1"
+	}
+	return fmt.Sprintf("nats-leaf://%s:%d", host, s.opts.LeafNode.Port)
+}
+
+// LeafNodes returns the number of leaf node connections the server has
+// (to leaf servers, or to hubs).
+func (s *Server) LeafNodes() int { return s.srv.NumLeafNodes() }
 
 // ClusterURL returns the route URL other cluster members connect to, or ""
 // when the server is not clustered.
@@ -313,4 +368,40 @@ func ShutdownAll(nodes []*Server) {
 	for _, s := range nodes {
 		s.Shutdown()
 	}
+}
+
+// leafNodes adds lo's listener and remotes to so.
+func leafNodes(so *server.Options, lo LeafNodeOptions) error {
+	if lo.Listen {
+		if lo.Port < 0 {
+			return fmt.Errorf("natsserver: LeafNodes.Port %d is negative; use 0 for a random port", lo.Port)
+		}
+		so.LeafNode.Host = so.Host
+		if so.LeafNode.Host == "" {
+			so.LeafNode.Host = "127.0.0.1"
+		}
+		so.LeafNode.Port = lo.Port
+		if so.LeafNode.Port == 0 {
+			so.LeafNode.Port = server.RANDOM_PORT
+		}
+		// One server: no other hub address to tell the leaves of, and
+		// leaves keep dialling the URL they were given (a proxy or load
+		// balancer in front stays in the path).
+		so.LeafNode.NoAdvertise = true
+	}
+	for i, r := range lo.Remotes {
+		rem := &server.RemoteLeafOpts{Credentials: r.Credentials}
+		for _, raw := range r.URLs {
+			u, err := url.Parse(raw)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("natsserver: LeafNodes.Remotes[%d]: URL %q: want nats-leaf://HOST:PORT", i, raw)
+			}
+			rem.URLs = append(rem.URLs, u)
+		}
+		if len(rem.URLs) == 0 {
+			return fmt.Errorf("natsserver: LeafNodes.Remotes[%d] has no URL", i)
+		}
+		so.LeafNode.Remotes = append(so.LeafNode.Remotes, rem)
+	}
+	return nil
 }

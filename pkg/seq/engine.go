@@ -75,6 +75,7 @@ type runConfig struct {
 	resume    *Result
 	retryInit time.Duration
 	retryMax  time.Duration
+	clock     Clock // WithClock; realClock{} by default (clock.go)
 }
 
 // RunOption configures Run and RunGroup.
@@ -175,17 +176,17 @@ func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.R
 	if s == nil || caller == nil {
 		return &Result{Status: StatusFailed, Error: "seq: Run needs a sequence and a caller"}, &Error{Kind: ErrInvalidValue, Message: "seq: Run needs a sequence and a caller"}
 	}
-	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, maxItems: MaxItemsDefault}
+	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, clock: realClock{}, maxItems: MaxItemsDefault}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	start := time.Now()
+	start := cfg.clock.Now()
 	r := &Result{Sequence: s.Name, Status: StatusRunning, Args: args, Slots: map[string]json.RawMessage{}, Groups: make([]GroupResult, len(s.Groups))}
 	for i := range s.Groups {
 		r.Groups[i] = pendingGroup(&s.Groups[i])
 	}
 	finish := func(err error) (*Result, error) {
-		r.Duration = Duration(time.Since(start))
+		r.Duration = Duration(since(cfg.clock, start))
 		switch {
 		case err == nil:
 			r.Status = StatusSucceeded
@@ -252,7 +253,7 @@ func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.R
 // the group's out slots and its result. Errors are as for Run, plus
 // ErrNoGroup for an unknown name.
 func RunGroup(ctx context.Context, s *Sequence, name string, caller Caller, args map[string]json.RawMessage, opts ...RunOption) (map[string]json.RawMessage, *GroupResult, error) {
-	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, maxItems: MaxItemsDefault}
+	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, clock: realClock{}, maxItems: MaxItemsDefault}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -404,13 +405,13 @@ type callOutcome struct {
 func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.RawMessage, slots map[string]json.RawMessage) (res GroupResult, _ error) {
 	g := &e.s.Groups[gi]
 	gr := pendingGroup(g)
-	gr.Status, gr.Started = GroupRunning, time.Now()
+	gr.Status, gr.Started = GroupRunning, e.cfg.clock.Now()
 	// res, not gr: a deferred write to gr would come after the return
 	// value was copied and be lost.
-	defer func() { res.Duration = Duration(time.Since(gr.Started)) }()
+	defer func() { res.Duration = Duration(since(e.cfg.clock, gr.Started)) }()
 	fail := func(err error) (GroupResult, error) {
 		gr.Status, gr.Error = GroupFailed, err.Error()
-		gr.Duration = Duration(time.Since(gr.Started))
+		gr.Duration = Duration(since(e.cfg.clock, gr.Started))
 		// A call the failed group never started (its `when` could not be
 		// evaluated) is not_run, not pending: the group is over.
 		for i := range gr.Calls {
@@ -421,7 +422,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 		return gr, err
 	}
 	// The group's timeout starts now: it bounds the `when` evaluation too.
-	gctx, cancelTimeout := context.WithTimeout(ctx, time.Duration(g.Timeout))
+	gctx, cancelTimeout := e.cfg.clock.WithTimeout(ctx, time.Duration(g.Timeout))
 	defer cancelTimeout()
 	if g.When != "" {
 		prog := g.when
@@ -454,7 +455,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 			for k := range g.Out {
 				slots[k] = json.RawMessage("null")
 			}
-			gr.Duration = Duration(time.Since(gr.Started))
+			gr.Duration = Duration(since(e.cfg.clock, gr.Started))
 			return gr, nil
 		}
 	}
@@ -567,8 +568,8 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 	g := &e.s.Groups[gi]
 	c := &g.Tools[ci]
 	out = callOutcome{res: CallResult{Tool: c.Tool, As: c.As, Status: CallPending}}
-	start := time.Now()
-	defer func() { out.res.Duration = Duration(time.Since(start)) }()
+	start := e.cfg.clock.Now()
+	defer func() { out.res.Duration = Duration(since(e.cfg.clock, start)) }()
 	where := func(kind error, msg string, cause error) *Error {
 		return &Error{Kind: kind, Group: gi + 1, GroupName: g.Name, Tool: ci + 1, ToolName: c.Tool, Message: msg, Err: cause}
 	}
@@ -579,7 +580,9 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 	}
 	var bo backoff.BackOff
 	if g.OnError == OnErrorRetry {
-		bo = backoff.WithMaxRetries(newRetryBackoff(e.cfg.retryInit, e.cfg.retryMax, rand.Float64), uint64(g.Retries))
+		rb := newRetryBackoff(e.cfg.retryInit, e.cfg.retryMax, rand.Float64)
+		rb.exp.Clock = backoffClock{e.cfg.clock}
+		bo = backoff.WithMaxRetries(rb, uint64(g.Retries))
 	}
 	var lastErr error
 	permanent := ""
@@ -627,11 +630,11 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 		if wait == backoff.Stop {
 			break
 		}
-		t := time.NewTimer(wait)
+		tc, stop := e.cfg.clock.NewTimer(wait)
 		select {
-		case <-t.C:
+		case <-tc:
 		case <-cctx.Done():
-			t.Stop()
+			stop()
 		}
 		if cctx.Err() != nil {
 			break

@@ -26,6 +26,13 @@ const (
 	// MetadataConfig holds the configuration in readable form ("root=/srv
 	// allow-cmd=git"), for the warning that names what differs.
 	MetadataConfig = "config"
+	// MetadataSite holds ServerConfig.Site: the edge site the provider
+	// runs at (docs/edge.md).
+	MetadataSite = "site"
+	// MetadataServer holds the name of the NATS server the provider's
+	// connection was on when it started serving: at an edge site, the
+	// site's leaf server.
+	MetadataServer = "server"
 )
 
 // Fingerprint returns the fingerprint of a configuration given as
@@ -53,6 +60,10 @@ type Endpoint struct {
 	// MetadataConfig ("" when it publishes none).
 	Fingerprint string `json:"fingerprint,omitempty"`
 	Config      string `json:"config,omitempty"`
+	// Site and Server are where the instance runs: its MetadataSite and
+	// MetadataServer ("" when it publishes none).
+	Site   string `json:"site,omitempty"`
+	Server string `json:"server,omitempty"`
 }
 
 // Discover asks every NATS micro service for its info ($SRV.INFO) and
@@ -103,6 +114,7 @@ func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]Endpoin
 					Provider: info.Name, ProviderID: info.ID, Version: info.Version,
 					Description: ep.Metadata["description"],
 					Fingerprint: info.Metadata[MetadataFingerprint], Config: info.Metadata[MetadataConfig],
+					Site: info.Metadata[MetadataSite], Server: info.Metadata[MetadataServer],
 				}
 				if s := ep.Metadata["schema"]; s != "" && json.Valid([]byte(s)) {
 					e.Schema = json.RawMessage(s)

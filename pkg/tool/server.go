@@ -67,6 +67,12 @@ type ServerConfig struct {
 	// MetadataConfig), so that instances of one tool that disagree can be
 	// told apart (Conflicts). Default none.
 	Metadata map[string]string
+	// Site names where the provider runs (an edge site, docs/edge.md); it
+	// is published in the service metadata under MetadataSite, beside the
+	// name of the NATS server the connection was on at Serve
+	// (MetadataServer), so `skillbus tools` shows which tools are at
+	// which edge. Default none (the server name alone).
+	Site string
 	// QueueGroup in which replicas share calls; default "skillbus-tools".
 	QueueGroup string
 	// MaxConcurrent bounds the calls of one tool running at once in this
@@ -279,7 +285,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig, tools ...Tool) (*Server, error) {
 		Version:     cfg.Version,
 		Description: cfg.Description,
 		QueueGroup:  cfg.QueueGroup,
-		Metadata:    cfg.Metadata,
+		Metadata:    whereMetadata(nc, cfg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tool: start micro service %q: %w", cfg.Name, err)
@@ -384,6 +390,23 @@ func (s *Server) unsubscribeCancels() {
 	for _, sub := range s.cancelSubs {
 		_ = sub.Unsubscribe()
 	}
+}
+
+// whereMetadata returns cfg.Metadata (copied) with where the provider is:
+// MetadataSite (cfg.Site, when set) and MetadataServer (the server nc is
+// connected to now, when known).
+func whereMetadata(nc *nats.Conn, cfg ServerConfig) map[string]string {
+	md := make(map[string]string, len(cfg.Metadata)+2)
+	for k, v := range cfg.Metadata {
+		md[k] = v
+	}
+	if cfg.Site != "" {
+		md[MetadataSite] = cfg.Site
+	}
+	if name := nc.ConnectedServerName(); name != "" {
+		md[MetadataServer] = name
+	}
+	return md
 }
 
 // endpointName maps a tool name onto the micro endpoint-name alphabet.

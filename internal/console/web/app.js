@@ -1205,7 +1205,7 @@
           h("thead", {}, h("tr", {}, ["Tool", "Provider (instances)", "Description"].map((t) => h("th", { scope: "col" }, t)))),
           h("tbody", {}, r.tools.map((t) => h("tr", {},
             h("td", { "data-label": "Tool" }, h("a", { class: "mono", href: "#/tools/" + encodeURIComponent(t.tool) }, t.tool), t.disagree ? h("div", {}, warnBadge("instances disagree")) : null),
-            h("td", { "data-label": "Provider" }, t.providers.map((p) => `${p.provider} (${p.instances.length})`).join(", ")),
+            h("td", { "data-label": "Provider" }, t.providers.map((p) => `${p.provider} (${p.instances.length})${p.site ? " at " + p.site : ""}`).join(", ")),
             h("td", { "data-label": "Description", class: "wrap" }, t.description || ""))))),
       ]);
   }
@@ -1271,7 +1271,7 @@
       t.disagree ? h("p", { class: "notice" }, "Instances of this tool disagree (different configurations or schemas): calls go to either at random.") : null,
       h("dl", { class: "kv" },
         h("dt", {}, "Subject"), h("dd", { class: "mono" }, t.subject),
-        h("dt", {}, "Providers"), h("dd", {}, h("ul", {}, t.providers.map((p) => h("li", {}, `${p.provider} ${p.version}: ${p.instances.length} instance${p.instances.length === 1 ? "" : "s"}`, p.config ? h("div", { class: "muted small mono wrap" }, p.config) : null))))),
+        h("dt", {}, "Providers"), h("dd", {}, h("ul", {}, t.providers.map((p) => h("li", {}, `${p.provider} ${p.version}: ${p.instances.length} instance${p.instances.length === 1 ? "" : "s"}${p.site ? " at " + p.site : ""}`, p.config ? h("div", { class: "muted small mono wrap" }, p.config) : null))))),
       h("div", { class: "cols two" },
         h("div", {}, form, out),
         h("div", {}, h("h2", {}, "Argument schema"), t.schema ? h("pre", { class: "block", tabindex: "0", "aria-label": "Argument schema" }, pretty(t.schema)) : h("p", { class: "muted" }, "The provider publishes no schema."))));

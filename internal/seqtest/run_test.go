@@ -1,0 +1,317 @@
+package seqtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/seq"
+)
+
+const testSeq = `
+name: fetch-and-post
+groups:
+  - name: fetch
+    in: {repo: string}
+    out: {meta: object}
+    timeout: 10m
+    on_error: retry
+    retries: 4
+    tools:
+      - tool: gh.info
+        args: {repo: $args.repo, note: "about $args.repo"}
+        as: meta
+  - name: post
+    in: {meta: object}
+    out: {posted: object}
+    when: $args.meta != null && $args.meta.stars > 10
+    missing: degrade
+    tools:
+      - tool: chat.post
+        args: {text: $args.meta}
+        as: posted
+        fallback: '{"posted": false}'
+`
+
+// runOne parses a test file of one case against testSeq and runs it.
+func runOne(t *testing.T, tests string) Result {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.seq.yaml"), []byte(testSeq), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "x.test.yaml")
+	if err := os.WriteFile(p, []byte(tests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := RunFile(context.Background(), f, nil)
+	if len(rs) != 1 {
+		t.Fatalf("%d results, want 1", len(rs))
+	}
+	return rs[0]
+}
+
+func TestPassingCase(t *testing.T) {
+	r := runOne(t, `
+cases:
+  - name: posts a popular repo
+    args: {repo: a/b}
+    mocks:
+      gh.info: {result: {stars: 50}}
+      chat.post: {result: {posted: true}}
+    expect:
+      status: succeeded
+      groups: {fetch: succeeded, post: ran}
+      slots: {meta: {stars: 50}, posted: {posted: true}}
+      calls:
+        - tool: chat.post
+          args: {text: {stars: 50}}
+        - tool: gh.info
+          args: {repo: a/b, note: about a/b}
+      call_counts: {gh.info: 1}
+      attempts: {fetch/gh.info: 1}
+`)
+	if !r.Passed {
+		t.Fatalf("failed: %v\n%s", r.Failures, strings.Join(r.Trace, "\n"))
+	}
+}
+
+func TestEveryExpectationFails(t *testing.T) {
+	r := runOne(t, `
+cases:
+  - name: all wrong
+    args: {repo: a/b}
+    mocks:
+      gh.info: {result: {stars: 5}}
+    expect:
+      status: failed
+      error: boom
+      groups: {post: succeeded}
+      slots: {meta: {stars: 6}}
+      slots_subset: {meta: {forks: 1}}
+      calls: [{tool: gh.info, args: {repo: c/d}}]
+      call_counts: {gh.info: 2}
+      attempts: {gh.info: 3}
+`)
+	if r.Passed {
+		t.Fatal("passed, want every expectation to fail")
+	}
+	all := strings.Join(r.Failures, "\n")
+	for _, want := range []string{
+		"status\n    expected: failed\n    actual:   succeeded",
+		`error
+    expected: an error containing "boom"`,
+		"group post\n    expected: succeeded\n    actual:   skipped",
+		"slot meta\n    expected: {\"stars\":6}\n    actual:   {\"stars\":5}",
+		"slot meta (subset)",
+		`gh.info {"note":"about a/b","repo":"a/b"}`,
+		"calls of gh.info\n    expected: 2\n    actual:   1",
+		"attempts of gh.info\n    expected: 3\n    actual:   1",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("failures lack %q:\n%s", want, all)
+		}
+	}
+	if len(r.Failures) != 8 {
+		t.Errorf("%d failures, want 8:\n%s", len(r.Failures), all)
+	}
+}
+
+func TestRetriesInVirtualTime(t *testing.T) {
+	r := runOne(t, `
+cases:
+  - name: flaky then fine
+    args: {repo: a/b}
+    mocks:
+      gh.info:
+        - {error: {code: "503", message: busy}, delay: 1m}
+        - {error: {code: "503", message: busy}, delay: 1m}
+        - {error: {code: "503", message: busy}, delay: 1m}
+        - {result: {stars: 1}, delay: 1m}
+    expect:
+      status: succeeded
+      attempts: {gh.info: 4}
+      groups: {post: skipped}
+`)
+	if !r.Passed {
+		t.Fatalf("failed: %v\n%s", r.Failures, strings.Join(r.Trace, "\n"))
+	}
+	if r.Virtual < 4*time.Minute {
+		t.Errorf("virtual duration %s, want at least 4m (four delays of 1m plus backoff)", r.Virtual)
+	}
+	if r.Wall > 2*time.Second {
+		t.Errorf("wall time %s: virtual time took real time", r.Wall)
+	}
+}
+
+func TestTimeoutFiresInVirtualTime(t *testing.T) {
+	r := runOne(t, `
+cases:
+  - name: slow tool
+    args: {repo: a/b}
+    mocks:
+      gh.info: {result: {}, delay: 1h}
+    expect:
+      status: failed
+      error: group timeout of 10m0s
+      groups: {fetch: failed}
+`)
+	if !r.Passed {
+		t.Fatalf("failed: %v\n%s", r.Failures, strings.Join(r.Trace, "\n"))
+	}
+	if r.Virtual != 10*time.Minute {
+		t.Errorf("virtual duration %s, want exactly 10m", r.Virtual)
+	}
+	if r.Wall > 2*time.Second {
+		t.Errorf("wall time %s", r.Wall)
+	}
+}
+
+func TestUnmockedToolFailsTheCase(t *testing.T) {
+	r := runOne(t, `
+cases:
+  - name: forgot chat
+    args: {repo: a/b}
+    mocks:
+      gh.info: {result: {stars: 50}}
+`)
+	if r.Passed || !strings.Contains(strings.Join(r.Failures, "\n"), `the tool "chat.post" is not mocked`) {
+		t.Fatalf("want an unmocked failure, got %v", r.Failures)
+	}
+}
+
+func TestMissingDegrades(t *testing.T) {
+	r := runOne(t, `
+cases:
+  - name: no chat deployed
+    args: {repo: a/b}
+    mocks:
+      gh.info: {result: {stars: 50}}
+      chat.post: missing
+    expect:
+      status: succeeded
+      slots: {posted: {posted: false}}
+`)
+	if !r.Passed {
+		t.Fatalf("failed: %v\n%s", r.Failures, strings.Join(r.Trace, "\n"))
+	}
+}
+
+func TestMatchByArguments(t *testing.T) {
+	r := runOne(t, `
+cases:
+  - name: per repo
+    args: {repo: x/y}
+    mocks:
+      gh.info:
+        - {match: {repo: a/b}, error: nope}
+        - {match: {repo: x/y}, result: {stars: 1}}
+    expect:
+      status: succeeded
+      slots: {meta: {stars: 1}}
+`)
+	if !r.Passed {
+		t.Fatalf("failed: %v\n%s", r.Failures, strings.Join(r.Trace, "\n"))
+	}
+}
+
+func TestParseErrorHasLine(t *testing.T) {
+	_, err := ParseFile("t.test.yaml", []byte("sequence: x.seq.yaml\ncases:\n  - name: a\n    mocks:\n      t: {delay: soon}\n"))
+	pe, ok := err.(*ParseError)
+	if !ok || pe.Line != 5 || !strings.Contains(pe.Message, "delay") {
+		t.Fatalf("got %#v, want a ParseError at line 5 about delay", err)
+	}
+}
+
+// Hundreds of cases with retries and timeouts run in well under a second each.
+func TestManyCasesAreFast(t *testing.T) {
+	s, err := seq.ParseYAML([]byte(testSeq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFile("x.test.yaml", []byte(`
+sequence: x.seq.yaml
+cases:
+  - name: retry
+    args: {repo: a/b}
+    mocks:
+      gh.info: [{error: {code: "503"}}, {error: {code: "503"}}, {result: {stars: 1}}]
+    expect: {status: succeeded}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for range 200 {
+		if r := RunCase(context.Background(), s, &f.Cases[0]); !r.Passed {
+			t.Fatal(r.Failures)
+		}
+	}
+	t.Logf("200 cases in %s", time.Since(start))
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("200 cases took %s", d)
+	}
+}
+
+// A parallel group: the run goroutine waits on a wait group while the calls
+// wait on virtual time; the slow call's delay ends the group at 2h.
+func TestParallelDelays(t *testing.T) {
+	s, err := seq.ParseYAML([]byte(`
+name: par
+groups:
+  - name: both
+    in: {}
+    out: {a: object, b: object}
+    timeout: 3h
+    on_error: retry
+    retries: 2
+    tools:
+      - {tool: t.a, as: a}
+      - {tool: t.b, as: b}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFile("p.test.yaml", []byte(`
+sequence: p.seq.yaml
+cases:
+  - name: two delays
+    mocks:
+      t.a: {result: {x: 1}, delay: 1h}
+      t.b: [{error: {code: "503"}, delay: 30m}, {result: {y: 2}, delay: 2h}]
+    expect:
+      status: succeeded
+      slots: {a: {x: 1}, b: {y: 2}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		r := RunCase(context.Background(), s, &f.Cases[0])
+		if !r.Passed {
+			t.Fatalf("%v\n%s", r.Failures, strings.Join(r.Trace, "\n"))
+		}
+	}
+}
+
+func TestLintWarnsOfUncalledMock(t *testing.T) {
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "x.seq.yaml"), []byte(testSeq), 0o644)
+	p := filepath.Join(dir, "x.test.yaml")
+	_ = os.WriteFile(p, []byte("cases:\n  - name: a\n    mocks:\n      gh.info: {result: {}}\n      gh.infos: {result: {}}\n"), 0o644)
+	f, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := Lint(f)
+	if err != nil || len(ws) != 1 || ws[0].Line != 5 || !strings.Contains(ws[0].Message, `"gh.infos"`) {
+		t.Fatalf("Lint = %+v, %v; want one warning at line 5 about gh.infos", ws, err)
+	}
+}
