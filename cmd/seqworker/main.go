@@ -43,7 +43,7 @@ func main() {
 var configFlags = map[string]string{
 	"Provision": "", "Concurrency": "concurrency", "RedeliveryDelay": "redelivery-delay",
 	"RedeliveryMaxDelay": "redelivery-max-delay", "Heartbeat": "heartbeat", "WorkerID": "worker-id",
-	"SlotMaxBytes": "slot-max-bytes", "RunSlotsMaxBytes": "run-slots-limit-bytes",
+	"SlotMaxBytes": "slot-max-bytes", "MaxItems": "max-items", "RunSlotsMaxBytes": "run-slots-limit-bytes",
 	"Provision: RunSlotsMaxBytes": "run-slots-max-bytes", "AckWait": "ack-wait", "MaxDeliver": "max-deliver",
 	"RunsTTL": "runs-ttl", "RunsMaxBytes": "runs-max-bytes", "EventsMaxAge": "events-max-age",
 	"EventsMaxBytes": "events-max-bytes", "SeqRunsMaxBytes": "seq-runs-max-bytes", "Replicas": "replicas",
@@ -77,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		queueBytes  = fs.Int64("seq-runs-max-bytes", 0, "size limit of the SEQ_RUNS stream in bytes; new runs are refused at 90% (0 = keep; 64 MiB when created; -1 = unlimited)")
 		slotMax     = fs.Int64("slot-max-bytes", 0, "largest slot value a run may write (0 = 64 MiB)")
 		runSlotsMax = fs.Int64("run-slots-limit-bytes", 0, "largest total of slot values of one run (0 = 256 MiB)")
+		maxItems    = fs.Int("max-items", 0, "most items of one for_each call; a longer list fails its group (0 = 10000)")
 		maxDeliver  = fs.Int("max-deliver", 0, "deliveries of one run request before it is recorded as failed (0 = 10, -1 = unlimited)")
 		redelivery  = fs.Duration("redelivery-delay", seqworker.DefaultRedeliveryDelay, "first delay before redelivering a run after a passing failure (doubles per delivery)")
 		redelivMax  = fs.Duration("redelivery-max-delay", seqworker.DefaultRedeliveryMaxDelay, "largest redelivery delay")
@@ -97,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		WorkerID:           *workerID,
 		SlotMaxBytes:       *slotMax,
 		RunSlotsMaxBytes:   *runSlotsMax,
+		MaxItems:           *maxItems,
 		Logger:             log,
 		Provision:          common.Provision(),
 		Provisioned:        true, // by common.Run (servicecmd), with retries

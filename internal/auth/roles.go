@@ -458,8 +458,8 @@ func runnerRole() Role {
 		Name:    RoleRunner,
 		Summary: "a client that starts, watches and cancels runs (`skillbus run`, `call`, `runs cancel`, `agent-ready`, CI jobs): runs start only through the `skillbus.seq` endpoints",
 		Pub: cat(
-			grants("start, cancel and re-run runs, run one group (`skillbus run`, `call`, `runs cancel`, `runs rerun`)",
-				events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqCallSubject),
+			grants("start, cancel, re-run and retry runs, run one group (`skillbus run`, `call`, `runs cancel`, `runs rerun`, `runs retry`)",
+				events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject, events.SeqCallSubject),
 			grants("announce an agent boot (`skillbus agent-ready`): boot sequences run once per boot id", events.SubjectAgentReadyAll),
 			reads(RoleRunner),
 		),
@@ -504,7 +504,7 @@ func readerRole() Role {
 func consoleRole(callsTools bool) Role {
 	ev := events.StreamEvents
 	pub := cat(
-		grants("start, cancel and re-run runs (the run form, Cancel run…, Rerun)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject),
+		grants("start, cancel, re-run and retry runs (the run form, Cancel run…, Rerun, Retry from group N)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject),
 		grants("a run's page (seq.status); the runs list (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
 		grants("the runs list: the RUNS bucket's TTL (runs it expired leave the list)", jsAPI+"STREAM.INFO."+kvRU),
 		clientRead("a run's large slot values (RUN_SLOTS, STREAM.MSG.GET)", objRS),

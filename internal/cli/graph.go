@@ -48,10 +48,17 @@ func dataflow(s *seq.Sequence) []flowEdge {
 }
 
 func callText(c seq.Call) string {
-	if c.As != "" {
-		return c.Tool + " → " + c.As
+	t := c.Tool
+	if c.ForEach != "" { // a fan-out: one call per item (docs/sequences.md, "for_each")
+		t = "for each " + c.ForEachKey() + ": " + t
+		if c.MaxParallel > 0 {
+			t += fmt.Sprintf(" (≤%d at once)", c.MaxParallel)
+		}
 	}
-	return c.Tool
+	if c.As != "" {
+		return t + " → " + c.As
+	}
+	return t
 }
 
 // mermaidText escapes text for a quoted Mermaid label: quotes and the HTML
@@ -79,6 +86,10 @@ func GraphMermaid(s *seq.Sequence) string {
 		}
 		fmt.Fprintf(&b, "  subgraph g%d[\"%s\"]\n    direction TB\n", i+1, q(label))
 		for ci, c := range g.Tools {
+			if c.ForEach != "" { // a stacked shape: many calls
+				fmt.Fprintf(&b, "    g%dc%d[[\"%s\"]]\n", i+1, ci+1, q(callText(c)))
+				continue
+			}
 			fmt.Fprintf(&b, "    g%dc%d[\"%s\"]\n", i+1, ci+1, q(callText(c)))
 		}
 		if !g.Parallel {
@@ -120,6 +131,10 @@ func GraphDOT(s *seq.Sequence) string {
 		}
 		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%s;\n    style=rounded;\n", i+1, q(label))
 		for ci, c := range g.Tools {
+			if c.ForEach != "" { // a stacked shape: many calls
+				fmt.Fprintf(&b, "    g%dc%d [label=%s, shape=box3d, style=\"\"];\n", i+1, ci+1, q(callText(c)))
+				continue
+			}
 			fmt.Fprintf(&b, "    g%dc%d [label=%s];\n", i+1, ci+1, q(callText(c)))
 		}
 		if !g.Parallel {

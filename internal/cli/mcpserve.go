@@ -38,7 +38,7 @@ Serves skillbus as a Model Context Protocol server, so that an agent runtime
 configuration (docs/mcp.md):
 
   tools      seq_create, seq_list, seq_show, seq_delete, seq_run, seq_status,
-             seq_cancel, seq_call, skill_list, skill_info (and with --tools,
+             seq_cancel, seq_retry, seq_call, skill_list, skill_info (and with --tools,
              the cluster's own tools)
   prompts    one per user-invocable skill (arguments: task, section)
   resources  skill://NAME (a skill's text) and skill://NAME/SECTION (one

@@ -211,6 +211,16 @@ func printResultTable(w io.Writer, groups []seq.GroupResult, runErr string) {
 				ce = "(the group's error)"
 			}
 			fmt.Fprintf(tw, "    %s\t%s\t%d\t%s\t%s\n", callLabel(c), c.Status, c.Attempts, d, ce)
+			if f := c.ForEach; f != nil {
+				fmt.Fprintf(tw, "      for_each\t%s\t\t\t\n", fanOutText(f))
+				lines, more := itemLines(f)
+				for _, it := range lines {
+					fmt.Fprintf(tw, "      item %d\t%s\t%d\t%s\t%s\n", it.Index, it.Status, it.Attempts, roundDur(time.Duration(it.Duration)), errorLine(it.Error, 100))
+				}
+				if more > 0 {
+					fmt.Fprintf(tw, "      (%d more items not shown; -o json lists them)\t\t\t\t\n", more)
+				}
+			}
 		}
 	}
 	tw.Flush()

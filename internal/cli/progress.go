@@ -201,6 +201,20 @@ func (p *progress) printGroup(n int, gr *seq.GroupResult) {
 				fmt.Fprintf(p.w, ": %s", c.Error)
 			}
 			fmt.Fprintln(p.w)
+			if f := c.ForEach; f != nil {
+				fmt.Fprintf(p.w, "      for_each: %s\n", fanOutText(f))
+				lines, more := itemLines(f)
+				for _, it := range lines {
+					fmt.Fprintf(p.w, "      item %d: %s after %d attempt(s)", it.Index, it.Status, it.Attempts)
+					if it.Error != "" {
+						fmt.Fprintf(p.w, ": %s", oneLine(it.Error, 200))
+					}
+					fmt.Fprintln(p.w)
+				}
+				if more > 0 {
+					fmt.Fprintf(p.w, "      (%d more items not shown; --json lists them)\n", more)
+				}
+			}
 		}
 		if len(gr.Calls) == 0 && gr.Error != "" {
 			fmt.Fprintf(p.w, "    %s\n", gr.Error)

@@ -24,11 +24,12 @@ import (
 
 func runsCommand() command {
 	return command{
-		summary: "list, inspect, cancel and rerun runs (ls, show, cancel, rerun)",
+		summary: "list, inspect, cancel, rerun and retry runs (ls, show, cancel, rerun, retry)",
 		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [--before CURSOR] [-o json|yaml|wide] [flags]
        skillbus runs show RUN_ID [-o json|yaml]
        skillbus runs cancel RUN_ID [--reason TEXT] [--by NAME] [--no-wait]
        skillbus runs rerun RUN_ID [--run-id NEW_ID]
+       skillbus runs retry RUN_ID [--run-id NEW_ID] [--latest]
 
 ls lists the runs kept in the RUNS bucket, newest first: id, sequence,
 status (queued, running, interrupted, succeeded, failed, cancelled), trigger
@@ -52,7 +53,14 @@ nor one that finishes on its own before the cancel reaches its worker.
 
 rerun starts a new run with the same sequence and arguments and prints its
 id; with --run-id it is idempotent: asked again, it prints the same id and
-says that the run already exists. Each subcommand takes only its own flags, before or after RUN_ID.
+says that the run already exists.
+
+retry continues a failed or cancelled run in a new run: from its first
+group that did not finish, with its arguments and the finished groups'
+slots (no tool of a finished group is called again), and the definition
+the run ran — with --latest the stored one, refused when its signature
+or its groups before that point differ. The new run records retry_of; show
+prints the chain both ways. Each subcommand takes only its own flags, before or after RUN_ID.
 Needs NATS_URL. docs/runs.md describes run states and retention.
 
 Flags:
@@ -65,7 +73,8 @@ Flags:
   --reason TEXT     cancel: why (recorded in the run)
   --by NAME         cancel: who asks (default $USER)
   --no-wait         cancel: do not wait for the worker to stop the run
-  --run-id ID       rerun: the new run's id (default a new one)
+  --run-id ID       rerun, retry: the new run's id (default a new one)
+  --latest          retry: use the stored definition, not the one the run ran
 
 Examples:
   skillbus runs
@@ -73,6 +82,7 @@ Examples:
   skillbus runs show run-Xq3... -o json
   skillbus runs cancel run-Xq3... --reason "wrong arguments"
   skillbus runs rerun run-Xq3...
+  skillbus runs retry run-Xq3...
 
 Exit codes: 0 done (cancel: the run is cancelled, or was already); 1 no
 such run, a succeeded or failed run cancelled, a run that did not stop
@@ -87,6 +97,7 @@ within 30 s, NATS or the seqworker unreachable; 2 bad command line.
 				"show":   runsSub("show one run: arguments, groups, calls, outputs", operandRun, runRunsShow),
 				"cancel": runsSub("cancel a queued or running run", operandLiveRun, runRunsCancel),
 				"rerun":  runsSub("start a run again with the same sequence and arguments", operandRun, runRunsRerun),
+				"retry":  runsSub("continue a failed or cancelled run from its first unfinished group", operandRun, runRunsRetry),
 			}
 		},
 	}
@@ -135,7 +146,7 @@ func runRunsList(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 0 {
-		return unknownSubcommand(env, "runs", pos, []string{"ls", "show", "cancel", "rerun"}, "ls, show RUN_ID, cancel RUN_ID and rerun RUN_ID")
+		return unknownSubcommand(env, "runs", pos, []string{"ls", "show", "cancel", "rerun", "retry"}, "ls, show RUN_ID, cancel RUN_ID, rerun RUN_ID and retry RUN_ID")
 	}
 	if *limit < 1 || *limit > events.MaxListLimit {
 		return runsUsage(env, "ls", "--limit %d: want 1 to %d", *limit, events.MaxListLimit)
@@ -194,6 +205,34 @@ func runRunsRerun(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	return withClient(env, "runs", func(c *client.Client) int { return runsRerun(ctx, env, c, id, *newID) })
+}
+
+func runRunsRetry(ctx context.Context, env Env, args []string) int {
+	fs := newFlags(env, "runs retry", runsCommand)
+	newID := fs.String("run-id", "", "the new run's id")
+	latest := fs.Bool("latest", false, "use the stored definition, not the one the run ran")
+	id, code := runsID(env, "retry", fs, args)
+	if code >= 0 {
+		return code
+	}
+	if *newID != "" {
+		if err := events.CheckRunID(*newID); err != nil {
+			return runsUsage(env, "retry", "--run-id: %s", errtext.Error(err))
+		}
+		if *newID == id {
+			return runsUsage(env, "retry", "--run-id %s is the run to retry; give the new run an id of its own, or leave --run-id out for a new one", id)
+		}
+	}
+	return withClient(env, "runs", func(c *client.Client) int {
+		nid, err := c.Retry(ctx, id, *newID, *latest)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus runs retry: %v\n", describeClient(err, "list the failed runs with `skillbus runs --status failed`"))
+			return ExitFailure
+		}
+		fmt.Fprintln(env.Stdout, nid)
+		fmt.Fprintf(env.Stderr, "skillbus runs retry: run %s continues %s from its first group that did not finish; follow it with `skillbus watch %s`\n", nid, id, nid)
+		return ExitOK
+	})
 }
 
 // runsRerun asks for the rerun and says what happened: a new run started,
@@ -350,6 +389,12 @@ func printRunDetails(w io.Writer, st *events.RunState) {
 		groups = fmt.Sprintf("%d of %d finished", st.FinishedGroups, st.Groups)
 	}
 	row("Status", st.Status+" ("+groups+")")
+	if st.RetryOf != "" {
+		row("Retry of", st.RetryOf+" (its finished groups are reused: `skillbus runs show "+st.RetryOf+"`)")
+	}
+	if len(st.RetriedBy) > 0 {
+		row("Retried by", strings.Join(st.RetriedBy, ", "))
+	}
 	trig := st.Trigger
 	if st.Agent != "" {
 		trig += fmt.Sprintf(" (agent %s, boot %s)", st.Agent, st.BootID)

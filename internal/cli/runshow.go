@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/skillbus/skillbus/pkg/events"
@@ -76,4 +77,42 @@ func runDuration(st *events.RunState) time.Duration {
 		return 0
 	}
 	return st.FinishedAt.Sub(st.StartedAt)
+}
+
+// fanOutText sums up a for_each call's items (docs/sequences.md,
+// "for_each"): "100 items: 97 ok, 2 failed, 1 canceled", the counts that
+// are not zero, in a fixed order.
+func fanOutText(f *seq.FanOut) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{f.Succeeded, "ok"}, {f.Failed, "failed"}, {f.Running, "running"}, {f.Degraded, "degraded"}, {f.Skipped, "skipped"}, {f.Canceled, "canceled"}, {f.NotRun, "not run"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	items := fmt.Sprintf("%d items", f.Items)
+	if f.Items == 1 {
+		items = "1 item"
+	}
+	if len(parts) == 0 {
+		return items
+	}
+	return items + ": " + strings.Join(parts, ", ")
+}
+
+// maxItemLines is how many of a fan-out's items (FanOut.Details) the
+// tables and the progress print; -o json has them all.
+const maxItemLines = 5
+
+// itemLines returns the fan-out's items worth a line of their own (those
+// that did not succeed at their first attempt), at most maxItemLines, and
+// how many of them were left out.
+func itemLines(f *seq.FanOut) ([]seq.ItemResult, int) {
+	d := f.Details
+	if len(d) <= maxItemLines {
+		return d, f.Omitted
+	}
+	return d[:maxItemLines], len(d) - maxItemLines + f.Omitted
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +70,55 @@ func TestRunDuration(t *testing.T) {
 			t.Errorf("runDuration(%+v) = %v; want 0", st, d)
 		}
 	}
+}
+
+// TestFanOutShown: runs show, run's progress, watch and seqs graph show a
+// for_each call's items: the counts, the items that failed with their
+// errors (at most maxItemLines), and a stacked node.
+func TestFanOutShown(t *testing.T) {
+	fan := &seq.FanOut{Items: 100, Succeeded: 90, Failed: 8, Canceled: 2, FailedItems: []int{3, 5, 7, 9, 11, 13, 15, 17}}
+	for _, i := range fan.FailedItems {
+		fan.Details = append(fan.Details, seq.ItemResult{Index: i, Status: seq.CallFailed, Attempts: 1, Error: "boom " + string(rune('a'+i))})
+	}
+	fan.Details = append(fan.Details, seq.ItemResult{Index: 40, Status: seq.CallCanceled}, seq.ItemResult{Index: 41, Status: seq.CallCanceled})
+	res := &seq.Result{Groups: []seq.GroupResult{{Name: "g", Status: seq.GroupPartial, Calls: []seq.CallResult{{Tool: "fs.stat", As: "r", Status: seq.CallFailed, Attempts: 98, ForEach: fan}}}}}
+	var b strings.Builder
+	printRunGroups(&b, &events.RunState{Status: events.StatusSucceeded, FinishedGroups: 1}, res)
+	out := b.String()
+	for _, want := range []string{"100 items: 90 ok, 8 failed, 2 canceled", "item 3 ", "boom d", "item 11 ", "(5 more items not shown; -o json lists them)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "item 13 ") {
+		t.Errorf("runs show prints more than %d items:\n%s", maxItemLines, out)
+	}
+	line := eventLine(&events.RunEvent{RunID: "r", Kind: events.RunGroup, Group: 1, GroupName: "g", Status: "partial", Result: mustJSONText(t, res.Groups[0])})
+	if !strings.Contains(line, "(call 1 fs.stat for_each: 100 items: 90 ok, 8 failed, 2 canceled)") {
+		t.Errorf("watch line: %s", line)
+	}
+	live := seq.GroupResult{Name: "g", Status: seq.GroupRunning, Calls: []seq.CallResult{{Tool: "fs.stat", Status: seq.CallPending, ForEach: &seq.FanOut{Items: 100, Succeeded: 97, Failed: 2, Running: 1}}}}
+	line = eventLine(&events.RunEvent{RunID: "r", Kind: events.RunItems, Group: 1, GroupName: "g", Status: "running", Result: mustJSONText(t, live)})
+	if line != "run r: group 1 g running (call 1 fs.stat for_each: 100 items: 97 ok, 2 failed, 1 running)" {
+		t.Errorf("watch line of an items event: %s", line)
+	}
+	s, err := seq.ParseFile("x.seq.yaml", []byte("name: s\ngroups:\n  - name: g\n    in: {p: array<string>}\n    out: {r: array<object>}\n    tools: [{tool: fs.stat, for_each: $args.p, max_parallel: 4, args: {path: $item}, as: r}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := GraphMermaid(s); !strings.Contains(m, `g1c1[["for each p: fs.stat (≤4 at once) → r"]]`) {
+		t.Errorf("mermaid:\n%s", m)
+	}
+	if d := GraphDOT(s); !strings.Contains(d, `[label="for each p: fs.stat (≤4 at once) → r", shape=box3d`) {
+		t.Errorf("dot:\n%s", d)
+	}
+}
+
+func mustJSONText(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -312,6 +312,12 @@ func describeSequence(w io.Writer, s *seq.Sequence) {
 		for _, c := range g.Tools {
 			args, _ := json.Marshal(c.Args)
 			fmt.Fprintf(w, "   - %s %s", c.Tool, oneLine(string(args), 120))
+			if c.ForEach != "" {
+				fmt.Fprintf(w, " for each of %s", c.ForEach)
+				if c.MaxParallel > 0 {
+					fmt.Fprintf(w, " (at most %d at once)", c.MaxParallel)
+				}
+			}
 			if c.As != "" {
 				fmt.Fprintf(w, " → %s", c.As)
 			}

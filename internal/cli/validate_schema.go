@@ -22,7 +22,8 @@ import (
 // tool publishes on the cluster when one is named (NATS_URL or a context)
 // and answers (tool.Discover), else the built-in tools' own schemas
 // (builtin.Schemas), which are known without a cluster. A value holding
-// "$args." is only known at run time and is left out (ArgsSchema.CheckKnown).
+// "$args." (or, in a for_each call, $item or $index) is only known at run
+// time and is left out (ArgsSchema.CheckKnown).
 // Each call that does not fit gets a warning — the provider would answer
 // it with code 400 — so --strict fails on it. When the named cluster does
 // not answer, reports are returned as they are (a note on stderr says the
@@ -120,7 +121,10 @@ func argProblems(file string, s *seq.Sequence, schemas map[string]*publishedSche
 				}
 				args = b
 			}
-			err := ps.schema.CheckKnown(args, func(v string) bool { return strings.Contains(v, "$args.") })
+			forEach := c.ForEach != ""
+			err := ps.schema.CheckKnown(args, func(v string) bool {
+				return strings.Contains(v, "$args.") || forEach && (strings.Contains(v, "$item") || strings.Contains(v, "$index"))
+			})
 			var te *tool.Error
 			if !errors.As(err, &te) {
 				continue

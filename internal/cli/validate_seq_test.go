@@ -100,3 +100,45 @@ func TestValidateOverPayload(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateForEach: validate reports each for_each mistake with its fix
+// at its line, and a for_each call's $item arguments are not checked
+// against the tool's schema as literals (fs.read's max_bytes is an integer, "$index" a string until run time).
+func TestValidateForEach(t *testing.T) {
+	dir := t.TempDir()
+	good := writeSeqFile(t, dir, "good.seq.yaml", "name: good\ngroups:\n  - name: g\n    in: {p: array<string>}\n    out: {r: array<object>}\n    tools: [{tool: fs.read, for_each: $args.p, args: {path: $item, max_bytes: $index}, as: r}]\n")
+	bad := writeSeqFile(t, dir, "bad.seq.yaml", `name: bad
+groups:
+  - name: g
+    in: {n: integer, l: array<string>}
+    out: {r: object, q: array<object>}
+    tools:
+      - tool: a
+        for_each: $args.n
+        as: q
+      - tool: b
+        args: {x: $item}
+        as: r
+      - tool: c
+        for_each: $args.l
+        args: {x: $item.name}
+`)
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"validate", "--strict", good, bad}, nil, &out, &errOut)
+	if code != ExitFailure {
+		t.Errorf("validate exit = %d; want %d (stderr %q)", code, ExitFailure, errOut.String())
+	}
+	for _, w := range []string{
+		good + ": ok: sequence good (p: array<string>)",
+		bad + `: group 1 "g": tool 1 "a": for_each: reads $args.n, which the group's ` + "`in`" + ` declares as integer; for_each needs a list: declare "n": array<TYPE> (for example array<string>), or call the tool once without for_each (line 8)`,
+		bad + `: group 1 "g": tool 2 "b": args: reads $item, but this call has no for_each, so there is no item; add for_each: $args.LIST`,
+		bad + `: group 1 "g": tool 3 "c": args: reads $item.name, but the items of $args.l are string, which has no fields; write $item for the whole item, or declare "l": array<object> if its items are objects (line 15)`,
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("validate output =\n%s\nwant a line containing %q", out.String(), w)
+		}
+	}
+	if strings.Contains(out.String(), good+": warning") {
+		t.Errorf("the for_each call's $item was checked as a literal:\n%s", out.String())
+	}
+}

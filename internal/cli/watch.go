@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/streamread"
 )
 
@@ -374,8 +375,26 @@ func eventLine(ev *events.RunEvent) string {
 		}
 	case events.RunGroup:
 		fmt.Fprintf(&b, "group %d %s %s", ev.Group, ev.GroupName, ev.Status)
+		var gr seq.GroupResult
+		if len(ev.Result) > 0 && json.Unmarshal(ev.Result, &gr) == nil {
+			for ci, c := range gr.Calls {
+				if c.ForEach != nil {
+					fmt.Fprintf(&b, " (call %d %s for_each: %s)", ci+1, c.Tool, fanOutText(c.ForEach))
+				}
+			}
+		}
 		if ev.Error != "" {
 			fmt.Fprintf(&b, ": %s", oneLine(ev.Error, 200))
+		}
+	case events.RunItems:
+		fmt.Fprintf(&b, "group %d %s running", ev.Group, ev.GroupName)
+		var gr seq.GroupResult
+		if len(ev.Result) > 0 && json.Unmarshal(ev.Result, &gr) == nil {
+			for ci, c := range gr.Calls {
+				if c.ForEach != nil {
+					fmt.Fprintf(&b, " (call %d %s for_each: %s)", ci+1, c.Tool, fanOutText(c.ForEach))
+				}
+			}
 		}
 	case events.RunInterrupted:
 		fmt.Fprintf(&b, "interrupted on worker %s after group %d", ev.Worker, ev.Group)

@@ -381,3 +381,20 @@ func (s *Server) apiRerun(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})
 }
+
+// apiRetry is POST /api/runs/{id}/retry: seq.retry, as `skillbus runs
+// retry` — a new run that continues a failed or cancelled run from its
+// first group that did not finish (docs/runs.md, Retry); the answer is
+// {"run_id": NEW}. A run that cannot be retried answers 409.
+func (s *Server) apiRetry(w http.ResponseWriter, r *http.Request) {
+	var req struct{}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	id, err := s.runs.Retry(r.Context(), r.PathValue("id"), "", false)
+	if err != nil {
+		writeFail(w, r, seqErr(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"run_id": id})
+}

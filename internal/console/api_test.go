@@ -217,6 +217,12 @@ func TestAPICancelRerunAndErrors(t *testing.T) {
 		t.Fatalf("rerun: %+v, %v", rerun, err)
 	}
 	waitRun(t, e, rerun.RunID, "succeeded", func(v *runView) bool { return v.State.Status == events.StatusSucceeded })
+	// A run that succeeded is not retried: 409, with the client's error.
+	_, rerr := e.runs.Retry(ctx, started.RunID, "", false)
+	err = postJSON(e.url+"api/runs/"+started.RunID+"/retry", map[string]string{}, nil)
+	if !errors.As(err, &he) || he.Status != http.StatusConflict || rerr == nil || he.Body.Error != errtext.Error(rerr) {
+		t.Errorf("retry of a succeeded run: %v (code %q); want 409 with the client's %v", err, codeOf(he), rerr)
+	}
 
 	_, serr := e.runs.Status(ctx, "no-such-run")
 	err = getJSON(e.url+"api/runs/no-such-run", nil)

@@ -7,7 +7,7 @@
 // The page is plain HTML, CSS and JavaScript embedded in the binary (web/),
 // with no build step. Everything it shows or does goes through the
 // endpoints the command line uses — pkg/client for runs (seq.run,
-// seq.status, seq.cancel, seq.rerun), the registry's endpoints for skills
+// seq.status, seq.cancel, seq.rerun, seq.retry), the registry's endpoints for skills
 // and sequences, NATS micro discovery and pkg/tool for tools — so the page
 // shows the same errors as the CLI. Live updates reach the page as
 // server-sent events from two feeds held once per server, never per page:
@@ -317,6 +317,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}", s.watched(s.apiRun, events.SeqStatusSubject, events.RegistrySeqGetSubject))
 	m.HandleFunc("POST /api/runs/{id}/cancel", s.watched(s.apiCancel, events.SeqCancelSubject))
 	m.HandleFunc("POST /api/runs/{id}/rerun", s.watched(s.apiRerun, events.SeqRerunSubject))
+	m.HandleFunc("POST /api/runs/{id}/retry", s.watched(s.apiRetry, events.SeqRetrySubject))
 
 	m.HandleFunc("GET /api/seqs", s.watched(s.apiSeqs, regRead...))
 	m.HandleFunc("GET /api/seqs/{name}", s.watched(s.apiSeq, append(slices.Clone(regRead), natsconn.JetStreamAPI(events.StreamEvents)...)...))

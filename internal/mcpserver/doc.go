@@ -1,7 +1,7 @@
 // Package mcpserver serves skillbus to agent runtimes as a Model Context
 // Protocol server (`skillbus mcp serve`, docs/mcp.md): the model-facing
 // tools (seq_create, seq_list, seq_show, seq_delete, seq_run, seq_status,
-// seq_cancel, seq_call, skill_list, skill_info), the skills as prompts and
+// seq_cancel, seq_retry, seq_call, skill_list, skill_info), the skills as prompts and
 // as resources (skill://NAME, skill://NAME/SECTION), and optionally the
 // cluster's own tool.* tools under their published schemas.
 //

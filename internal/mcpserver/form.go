@@ -39,7 +39,7 @@ type groupForm struct {
 	Timeout     string            `json:"timeout,omitempty" jsonschema:"bound of the whole group, a Go duration such as 30s or 2m (default 60s)"`
 	OnError     string            `json:"on_error,omitempty" jsonschema:"what a failed call does: abort (default: the run fails), continue (its slot null) or retry (with retries)"`
 	Retries     int               `json:"retries,omitempty" jsonschema:"further attempts after the first, 1 to 10; required with on_error retry and allowed only with it"`
-	Tools       string            `json:"tools" jsonschema:"the tool calls: ONE STRING of JSON objects, each followed by ; (also the last). Each object: tool (required), args (an object; strings may be exactly \"$args.KEY\" or contain it), as (an out slot), fallback (JSON text, only with missing degrade). Example: {\"tool\":\"fs.read\",\"args\":{\"path\":\"$args.path\"},\"as\":\"text\"};"`
+	Tools       string            `json:"tools" jsonschema:"the tool calls: ONE STRING of JSON objects, each followed by ; (also the last). Each object: tool (required), args (an object; strings may be exactly \"$args.KEY\" or contain it), as (an out slot), fallback (JSON text, only with missing degrade), for_each (\"$args.LIST\" of a key of in typed array<T>: one call per item, args read $item, $item.FIELD and $index, as gets an array of the results in item order), max_parallel (items in flight, with for_each). Example: {\"tool\":\"fs.read\",\"args\":{\"path\":\"$args.path\"},\"as\":\"text\"};"`
 }
 
 // sequenceSchema is the schema of sequenceForm with its enums.
@@ -73,11 +73,13 @@ func formOf(s *seq.Sequence) sequenceForm {
 		var tools strings.Builder
 		for _, c := range g.Tools {
 			tools.WriteString(compactJSON(struct {
-				Tool     string         `json:"tool"`
-				Args     map[string]any `json:"args,omitempty"`
-				As       string         `json:"as,omitempty"`
-				Fallback string         `json:"fallback,omitempty"`
-			}{c.Tool, c.Args, c.As, c.Fallback}))
+				Tool        string         `json:"tool"`
+				Args        map[string]any `json:"args,omitempty"`
+				As          string         `json:"as,omitempty"`
+				Fallback    string         `json:"fallback,omitempty"`
+				ForEach     string         `json:"for_each,omitempty"`
+				MaxParallel int            `json:"max_parallel,omitempty"`
+			}{c.Tool, c.Args, c.As, c.Fallback, c.ForEach, c.MaxParallel}))
 			tools.WriteByte(';')
 		}
 		gf.Tools = tools.String()

@@ -52,6 +52,9 @@ type callView struct {
 	Status   string `json:"status"`
 	Attempts int    `json:"attempts"`
 	Error    string `json:"error,omitempty"`
+	// ForEach is a for_each call's fan-out: its items' counts, failed
+	// items and their errors (docs/sequences.md, "for_each").
+	ForEach *seq.FanOut `json:"for_each,omitempty"`
 }
 
 // view builds the answer for st; output names one output to return alone
@@ -99,7 +102,7 @@ func (s *Server) view(ctx context.Context, st *events.RunState, output string) (
 func callViews(calls []seq.CallResult) []callView {
 	out := make([]callView, 0, len(calls))
 	for _, c := range calls {
-		out = append(out, callView{Tool: c.Tool, As: c.As, Status: string(c.Status), Attempts: c.Attempts, Error: c.Error})
+		out = append(out, callView{Tool: c.Tool, As: c.As, Status: string(c.Status), Attempts: c.Attempts, Error: c.Error, ForEach: c.ForEach})
 	}
 	return out
 }
@@ -185,6 +188,24 @@ func writeCalls(b *strings.Builder, indent string, calls []callView) {
 			fmt.Fprintf(b, " — %s", c.Error)
 		}
 		b.WriteString("\n")
+		if f := c.ForEach; f != nil {
+			fmt.Fprintf(b, "%s  for_each: %d items, %d succeeded, %d failed", indent, f.Items, f.Succeeded, f.Failed)
+			if n := f.Items - f.Succeeded - f.Failed; n > 0 {
+				fmt.Fprintf(b, ", %d other (skipped, degraded, canceled or not run)", n)
+			}
+			b.WriteString("\n")
+			for i, it := range f.Details {
+				if i == 5 {
+					fmt.Fprintf(b, "%s  (%d more items in the JSON)\n", indent, len(f.Details)-i+f.Omitted)
+					break
+				}
+				fmt.Fprintf(b, "%s  item %d: %s after %d attempt(s)", indent, it.Index, it.Status, it.Attempts)
+				if it.Error != "" {
+					fmt.Fprintf(b, " — %s", it.Error)
+				}
+				b.WriteString("\n")
+			}
+		}
 	}
 }
 

@@ -60,6 +60,11 @@ type (
 		Reason string `json:"reason,omitempty" jsonschema:"why, recorded with the run"`
 	}
 
+	seqRetryIn struct {
+		RunID  string `json:"run_id" jsonschema:"the id of a failed or cancelled run"`
+		Latest bool   `json:"latest,omitempty" jsonschema:"use the stored definition instead of the one the run ran (refused when it differs before the group the retry starts at)"`
+	}
+
 	seqCallIn struct {
 		Group string                     `json:"group" jsonschema:"the group's name (seq_list shows each sequence's groups)"`
 		Args  map[string]json.RawMessage `json:"args,omitempty" jsonschema:"the group's in values: an object with exactly its in keys, each a JSON value of its type"`
@@ -86,6 +91,8 @@ const seqCreateDescription = `Store a tool sequence: a named, reusable multi-ste
 A sequence is a list of groups run one after another; the tool calls inside a group run at the same time. A group reads values as "$args.KEY" — each KEY declared in its "in" with a type — and its calls write results into slots with "as" — each slot declared in its "out". Later groups read earlier slots by declaring them in their own "in"; "in" keys no earlier group writes become the run arguments (the signature). Types: string, bool, integer, number, object, array, array<T>.
 
 A group's "tools" is ONE STRING of JSON objects, each followed by ";" (the last one too): {"tool":NAME,"args":{...},"as":SLOT};
+
+To call a tool once per item of a list, add "for_each":"$args.LIST" (LIST declared in "in" as array<T>): the args read the item as "$item" ("$item.FIELD" for objects) and its position as "$index", "max_parallel":N bounds the items in flight, and the "as" slot (declared array<U>) gets the results in item order, null for a failed item under "on_error":"continue".
 
 Use it when the user wants a flow kept to run again, or when several tool calls should run together and in order. The answer is the signature (the arguments seq_run needs), or every problem of the sequence, each saying where it is and how to fix it: fix them all and call again. The same name stored again replaces the sequence (one defined by a file cannot be replaced).
 
@@ -135,6 +142,10 @@ func (s *Server) seqTools() []toolDef {
 			Description: "Cancel a run: a queued run never starts, a running one stops after its in-flight calls are cancelled. The answer is the run's state (follow it to cancelled with seq_status). Use it when the user no longer wants a run, or it runs much longer than expected.\n\nExample: {\"run_id\": \"mcp-3Kx9\", \"reason\": \"the user asked to stop\"}",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true}},
 			false, []string{events.SeqCancelSubject}, s.seqCancel),
+		defineTool(s, mcp.Tool{Name: "seq_retry", Title: "Retry a run from where it failed",
+			Description: "Continue a failed or cancelled run in a new run, from its first group that did not finish: the groups that finished are not run again (their outputs are reused), with the same arguments and the definition the run ran. The answer is the new run's state (follow it with seq_status). Use it after fixing what made a group fail (a tool that was down, a missing provider), instead of seq_run, which would call every tool again.\n\nExample: {\"run_id\": \"mcp-3Kx9\"}",
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
+			false, []string{events.SeqRetrySubject, events.SeqStatusSubject}, s.seqRetry),
 		defineTool(s, mcp.Tool{Name: "seq_call", Title: "Run one group",
 			Description: "Run one group of a stored sequence by its name — its tool calls at once — with its in values, and return the slots it wrote. Every group of every stored sequence is callable this way (seq_list shows the group names). Use it for one step of a flow without running the whole sequence.\n\nExample: {\"group\": \"survey-inventory\", \"args\": {\"root\": \".\"}}",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
@@ -352,6 +363,18 @@ func (s *Server) seqCancel(ctx context.Context, req *mcp.CallToolRequest, in seq
 		by = "mcp: " + clip(ci.Name, 100)
 	}
 	st, err := s.c.Cancel(ctx, in.RunID, by, in.Reason)
+	if err != nil {
+		return runView{}, "", err
+	}
+	return s.view(ctx, st, "")
+}
+
+func (s *Server) seqRetry(ctx context.Context, _ *mcp.CallToolRequest, in seqRetryIn) (runView, string, error) {
+	nid, err := s.c.Retry(ctx, in.RunID, "", in.Latest)
+	if err != nil {
+		return runView{}, "", err
+	}
+	st, err := s.c.Status(ctx, nid)
 	if err != nil {
 		return runView{}, "", err
 	}

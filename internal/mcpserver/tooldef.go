@@ -301,7 +301,7 @@ func notFoundHint(tool string) string {
 		return "Call seq_list for the stored sequences"
 	case "seq_call":
 		return "Call seq_list for the group names (each group of a stored sequence can be called)"
-	case "seq_status", "seq_cancel":
+	case "seq_status", "seq_cancel", "seq_retry":
 		return "Check the run_id: it is the one seq_run returned"
 	}
 	return ""

@@ -35,6 +35,10 @@ const (
 	DefaultRunSlotsMaxBytes = 256 << 20
 )
 
+// MaxItemsLimit is the largest Config.MaxItems: a for_each call's list of
+// a million items is held in memory with a result per item.
+const MaxItemsLimit = 1_000_000
+
 // ErrConfig: a Config field is out of range; the message names the field.
 var ErrConfig = errors.New("seqworker: invalid configuration")
 
@@ -70,6 +74,11 @@ type Config struct {
 	// seq.DefaultRetryInitial and seq.DefaultRetryMax.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
+	// MaxItems bounds the items of one for_each call (seq.WithMaxItems;
+	// docs/sequences.md, "for_each"): a longer list fails its group before
+	// any item is called. 0 = seq.MaxItemsDefault (10,000); at most
+	// MaxItemsLimit.
+	MaxItems int
 	// ShutdownTimeout bounds Run's graceful stop: running groups get this
 	// long to finish before they are interrupted (their runs resume
 	// elsewhere from the last checkpoint); default DefaultShutdownTimeout.
@@ -172,6 +181,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: RedeliveryMaxDelay = %s is below RedeliveryDelay = %s", ErrConfig, c.RedeliveryMaxDelay, c.RedeliveryDelay)
 	case c.RetryInitial < 0 || c.RetryMax < 0:
 		return fmt.Errorf("%w: RetryInitial = %s, RetryMax = %s; want 0 (default) or more", ErrConfig, c.RetryInitial, c.RetryMax)
+	case c.MaxItems < 0 || c.MaxItems > MaxItemsLimit:
+		return fmt.Errorf("%w: MaxItems = %d; want 0 (default %d) to %d", ErrConfig, c.MaxItems, seq.MaxItemsDefault, MaxItemsLimit)
 	case c.ShutdownTimeout < 0:
 		return fmt.Errorf("%w: ShutdownTimeout = %s; want 0 (default) or more", ErrConfig, c.ShutdownTimeout)
 	case c.FetchWait < 100*time.Millisecond || c.FetchWait > time.Minute:

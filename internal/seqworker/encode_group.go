@@ -66,6 +66,14 @@ func appendGroupJSON(dst []byte, g *seq.GroupResult) (_ []byte, ok bool) {
 				dst = append(dst, `,"error":`...)
 				dst = jsonenc.AppendString(dst, c.Error)
 			}
+			if c.ForEach != nil { // a fan-out: rare, and json.Marshal's bytes
+				b, err := json.Marshal(c.ForEach)
+				if err != nil {
+					return dst, false
+				}
+				dst = append(dst, `,"for_each":`...)
+				dst = append(dst, b...)
+			}
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')

@@ -44,6 +44,8 @@ func TestAppendGroupJSONMatchesMarshal(t *testing.T) {
 		{Name: "g", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), Duration: seq.Duration(-3 * time.Second)},
 		{Name: "g", Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, // json.Marshal refuses it
 		{Name: "g", Calls: []seq.CallResult{{Tool: "t", Attempts: -1, Duration: seq.Duration(time.Duration(1<<63 - 1))}, {Tool: "u", Attempts: 1 << 40}}},
+		{Name: "g", Calls: []seq.CallResult{{Tool: "t", Status: seq.CallFailed, Error: "item 1 of 3: <b>", ForEach: &seq.FanOut{Items: 3, MaxParallel: 3, Succeeded: 2, Failed: 1, FailedItems: []int{1},
+			Details: []seq.ItemResult{{Index: 1, Status: seq.CallFailed, Attempts: 2, Duration: seq.Duration(time.Millisecond), Error: "a \"b\" <c> \u2028"}}}}, {Tool: "u", ForEach: &seq.FanOut{}}}},
 	} {
 		checkGroupJSON(t, g)
 	}

@@ -174,7 +174,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 	digest := events.RequestDigest(req)
 	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusRunning, Trigger: trigger(req), Worker: w.cfg.WorkerID,
 		Heartbeat: now, Args: req.Args, Inline: req.Inline, Agent: req.Agent, BootID: req.BootID, Request: digest, Attempt: r.attempt,
-		CreatedAt: now, StartedAt: now, UpdatedAt: now}
+		RetryOf: req.RetryOf, CreatedAt: now, StartedAt: now, UpdatedAt: now}
 	if req.Trigger == events.TriggerSchedule {
 		st.ScheduledAt = req.RequestedAt
 	}
@@ -264,6 +264,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 			}
 			st.FinishedGroups, st.Groups, st.Slots, st.SlotRefs, st.Result = cur.FinishedGroups, cur.Groups, cur.Slots, cur.SlotRefs, cur.Result
 			st.Definition = cur.Definition // the definition it started with (definition.go)
+			st.RetryOf, st.RetriedBy = cur.RetryOf, cur.RetriedBy
 		}
 		var nrev uint64
 		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
@@ -363,6 +364,9 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 	if w.cfg.RetryInitial > 0 || w.cfg.RetryMax > 0 {
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
+	opts = append(opts, seq.WithMaxItems(w.cfg.MaxItems), seq.WithItemProgress(time.Second, func(g, c int, fan seq.FanOut) {
+		r.itemProgress(ctx, s, g, c, fan)
+	}))
 
 	// Each pass runs from the last finished group. A pass ends early when
 	// a tool call was interrupted by a lost NATS connection: the worker
@@ -393,6 +397,25 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 		resume = res
 	}
 	return r.conclude(ctx, s, res, runErr, context.Cause(rctx), coder)
+}
+
+// itemProgress publishes a RunItems event: the counts so far of call c
+// (0-based) of group g, a for_each call in flight, inside a running group
+// result whose other calls are pending (the watchers draw it as they draw
+// a group event).
+func (r *run) itemProgress(ctx context.Context, s *seq.Sequence, g, c int, fan seq.FanOut) {
+	sg := &s.Groups[g]
+	gr := seq.GroupResult{Name: sg.Name, Status: seq.GroupRunning, Calls: make([]seq.CallResult, len(sg.Tools))}
+	for i, t := range sg.Tools {
+		gr.Calls[i] = seq.CallResult{Tool: t.Tool, As: t.As, Status: seq.CallPending}
+	}
+	gr.Calls[c].ForEach = &fan
+	b, err := marshalGroup(&gr)
+	if err != nil {
+		return
+	}
+	r.w.emit(ctx, &events.RunEvent{RunID: r.req.RunID, Kind: events.RunItems, Sequence: s.Name, Group: g + 1, Groups: len(s.Groups), GroupName: sg.Name,
+		Status: string(seq.GroupRunning), Result: b, Worker: r.w.cfg.WorkerID, Attempt: r.attempt})
 }
 
 // groupFinished is the run's observer: it checkpoints every finished group

@@ -28,6 +28,7 @@ import (
 //	cancel    skillbus.seq.cancel  events.SeqCancelRequest → events.RunState
 //	list      skillbus.seq.list    events.SeqListRequest   → events.SeqListReply
 //	rerun     skillbus.seq.rerun   events.SeqRerunRequest  → events.SeqRunReply
+//	retry     skillbus.seq.retry   events.SeqRetryRequest  → events.SeqRunReply
 //
 // Bad input (including an identifier over its limit, events.MaxRunIDLength
 // and the like) gets a micro error with code "400", an unknown group,
@@ -37,7 +38,7 @@ func (w *Worker) startService() error {
 	svc, err := micro.AddService(w.nc, micro.Config{
 		Name:        events.ServiceSeq,
 		Version:     version.String(), // the one skillbus version (internal/version)
-		Description: "skillbus sequence runner: seq_call, run, status, cancel, list, rerun (docs/runs.md)",
+		Description: "skillbus sequence runner: seq_call, run, status, cancel, list, rerun, retry (docs/runs.md)",
 		QueueGroup:  events.ServiceSeq,
 	})
 	if err != nil {
@@ -55,6 +56,7 @@ func (w *Worker) startService() error {
 		{"cancel", "cancel", w.serveCancel},
 		{"list", "list", w.serveList},
 		{"rerun", "rerun", w.serveRerun},
+		{"retry", "retry", w.serveRetry},
 	} {
 		if err := g.AddEndpoint(ep.name, w.async(ep.h), micro.WithEndpointSubject(ep.subj)); err != nil {
 			return fmt.Errorf("seqworker: endpoint %s: %w", ep.name, err)
@@ -129,6 +131,7 @@ func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
 	if w.cfg.RetryInitial > 0 || w.cfg.RetryMax > 0 {
 		opts = append(opts, seq.WithRetryBackoff(w.cfg.RetryInitial, w.cfg.RetryMax))
 	}
+	opts = append(opts, seq.WithMaxItems(w.cfg.MaxItems))
 	started := time.Now().UTC()
 	slots, gr, err := seq.RunGroup(ctx, s, in.Group, w.caller, args, opts...)
 	if errors.Is(err, seq.ErrArgument) && (gr == nil || len(gr.Calls) == 0 || gr.Calls[0].Attempts == 0) {

@@ -338,6 +338,23 @@ func (c *Client) RerunReply(ctx context.Context, runID, newRunID string) (*event
 	return &reply, nil
 }
 
+// Retry starts a new run that continues runID — a failed or cancelled
+// run — from its first group that did not finish, reusing the finished
+// groups' slots (no tool of theirs is called again), with its arguments
+// and the definition it ran, or with latest the stored one (which must
+// agree with it up to that group and in its signature); docs/runs.md,
+// "Retry". It returns the new run's id (newRunID, or a new one when "").
+// Errors: ErrNotFound (no such run), ErrConflict (not retryable, the
+// definition changed, or newRunID used for another run), ErrBadRequest,
+// ErrUnavailable.
+func (c *Client) Retry(ctx context.Context, runID, newRunID string, latest bool) (string, error) {
+	var reply events.SeqRunReply
+	if err := c.request(ctx, events.SeqRetrySubject, &events.SeqRetryRequest{RunID: runID, NewRunID: newRunID, Latest: latest}, &reply); err != nil {
+		return "", err
+	}
+	return reply.RunID, nil
+}
+
 // Call runs one group of a stored sequence by its name (seq_call) with
 // args (its `in` values, a JSON object) and returns its slots and result.
 // A group that ran and failed is a reply with Error set, not an error.

@@ -189,9 +189,9 @@ func RunEventSubject(runID, kind string) (string, error) {
 		return "", fmt.Errorf("%w: run id is %d bytes long; the limit is %d", ErrBadToken, len(runID), MaxRunIDLength)
 	}
 	switch kind {
-	case RunStarted, RunGroup, RunFinished, RunInterrupted, RunResumed, RunCancelling:
+	case RunStarted, RunGroup, RunItems, RunFinished, RunInterrupted, RunResumed, RunCancelling:
 	default:
-		return "", fmt.Errorf("%w: run event kind %q; want started, group, finished, interrupted, resumed or cancelling", ErrBadToken, kind)
+		return "", fmt.Errorf("%w: run event kind %q; want started, group, items, finished, interrupted, resumed or cancelling", ErrBadToken, kind)
 	}
 	return "events.run." + TokenFor(runID) + "." + kind, nil
 }

@@ -77,6 +77,9 @@ type RunRequest struct {
 	BootID string `json:"boot_id,omitempty"`
 	// RequestedAt is when the request was made (UTC), informational.
 	RequestedAt time.Time `json:"requested_at,omitzero"`
+	// RetryOf is the run a seq.retry continues (its state was queued with
+	// that run's checkpoint: docs/runs.md, "Retry"); "" otherwise.
+	RetryOf string `json:"retry_of,omitempty"`
 }
 
 func (m *RunRequest) version() int { return m.V }
@@ -198,6 +201,11 @@ type RunState struct {
 	Request string `json:"request,omitempty"`
 	// Attempt counts deliveries of the run request (1 = first).
 	Attempt int `json:"attempt,omitempty"`
+	// RetryOf is the run this one retries (seq.retry: it continues that
+	// run from its first group that did not finish); RetriedBy lists the
+	// runs that retry this one, oldest first (docs/runs.md, "Retry").
+	RetryOf   string   `json:"retry_of,omitempty"`
+	RetriedBy []string `json:"retried_by,omitempty"`
 	// CreatedAt is when the run was queued (or first claimed).
 	CreatedAt   time.Time `json:"created_at,omitzero"`
 	StartedAt   time.Time `json:"started_at,omitzero"`
@@ -245,6 +253,11 @@ const (
 	RunFinished    = "finished"    // succeeded, failed or cancelled
 	RunInterrupted = "interrupted" // the holder stopped before the end
 	RunResumed     = "resumed"     // another delivery took the run over
+	// RunItems: progress of a for_each call while its group runs, about
+	// once a second (docs/sequences.md, "for_each"): Group and GroupName
+	// name the group, Result is a group result whose calls carry the
+	// counts so far (succeeded, failed, running) in their "for_each".
+	RunItems = "items"
 	// RunCancelling: a cancel was asked (RunEvent.By, .Reason); the
 	// worker holding the run listens to it and stops the run.
 	RunCancelling = "cancelling"

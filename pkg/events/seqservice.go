@@ -49,6 +49,7 @@ const (
 	SeqCancelSubject = SeqPrefix + ".cancel" // SeqCancelRequest → RunState
 	SeqListSubject   = SeqPrefix + ".list"   // SeqListRequest → SeqListReply
 	SeqRerunSubject  = SeqPrefix + ".rerun"  // SeqRerunRequest → SeqRunReply
+	SeqRetrySubject  = SeqPrefix + ".retry"  // SeqRetryRequest → SeqRunReply
 
 	// HeaderPendingRevision, on a run request that the seqworker queued
 	// itself (seq.run, boot runs), holds the RUNS revision of the run's
@@ -283,6 +284,40 @@ type SeqRerunRequest struct {
 	V        int    `json:"v"`
 	RunID    string `json:"run_id"`
 	NewRunID string `json:"new_run_id,omitempty"`
+}
+
+// SeqRetryRequest starts a new run that continues RunID from its first
+// group that did not finish (docs/runs.md, "Retry"), through
+// SeqRetrySubject: the finished groups' slots are reused (none of their
+// tools is called again), with RunID's arguments and, unless Latest, the
+// definition RunID ran. Latest takes the stored definition instead, which
+// must have the same signature and the same groups up to that point.
+// Only a failed or cancelled run can be retried. The reply is a
+// SeqRunReply with the new run's id (NewRunID, or a new one). Errors: 400,
+// 404 no such run, 409 not retryable (its status), definition changed
+// (with what differs), or NewRunID used for another request; every error
+// text names the run to retry.
+type SeqRetryRequest struct {
+	V        int    `json:"v"`
+	RunID    string `json:"run_id"`
+	NewRunID string `json:"new_run_id,omitempty"`
+	Latest   bool   `json:"latest,omitempty"`
+}
+
+func (m *SeqRetryRequest) version() int { return m.V }
+func (m *SeqRetryRequest) check() error {
+	if err := CheckRunID(m.RunID); err != nil {
+		return fmt.Errorf("%w: retry request: %v", ErrBadMessage, err)
+	}
+	if m.NewRunID != "" {
+		if err := CheckRunID(m.NewRunID); err != nil {
+			return fmt.Errorf("%w: retry request: new_run_id: %v", ErrBadMessage, err)
+		}
+		if m.NewRunID == m.RunID {
+			return fmt.Errorf("%w: retry request: new_run_id %q is the run to retry; give the new run an id of its own, or none for a new one", ErrBadMessage, m.NewRunID)
+		}
+	}
+	return nil
 }
 
 func (m *SeqRerunRequest) version() int { return m.V }

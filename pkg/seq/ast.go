@@ -67,9 +67,32 @@ type Call struct {
 	// As is the out slot the result is written to; "" = result discarded.
 	As string `json:"as,omitempty"`
 	// Fallback is compact JSON text written to the slot when the tool is
-	// missing under `missing: degrade`; "" when none.
+	// missing under `missing: degrade`; "" when none. Under ForEach it is
+	// the result of each item whose tool is missing.
 	Fallback string `json:"fallback,omitempty"`
+	// ForEach is "$args.KEY" naming an `in` value of type array<T> (a run
+	// argument or an earlier group's slot): the call is made once per item,
+	// its args reading the item as $item (type T; $item.FIELD when T is
+	// object) and its 0-based position as $index, and its `as` slot (of an
+	// array type) receives the results in item order. "" = one call.
+	// docs/sequences.md, "for_each".
+	ForEach string `json:"for_each,omitempty"`
+	// MaxParallel bounds the items of a ForEach call in flight, 1 to
+	// MaxItemsDefault; 0 = the group's own limit (every item at once when
+	// the group is parallel, one at a time when it is not). Only with
+	// ForEach.
+	MaxParallel int `json:"max_parallel,omitempty"`
 }
+
+// ForEachKey returns KEY of the call's `for_each: $args.KEY`, or "" when the
+// call has no for_each.
+func (c *Call) ForEachKey() string { return strings.TrimPrefix(c.ForEach, refPrefix) }
+
+// MaxItemsDefault is the default bound on the items of one for_each call
+// (docs/sequences.md, "for_each"): a list longer than the bound in force
+// (WithMaxItems; the seqworker's -max-items) fails the group before any
+// item is called. It also bounds max_parallel.
+const MaxItemsDefault = 10000
 
 // Missing is a group's policy for a tool with no provider (docs/sequences.md).
 type Missing string

@@ -99,12 +99,18 @@ func (d *decoder) check(s *Sequence) {
 					d.errfLine(ErrDataflow, ca, "args", line, "%q is not a valid reference; write $args.KEY with KEY %s", ref, keyRule)
 				})
 			}
+			d.checkForEach(s, g, gi, ci, ca, provided, provType)
 			if c.As != "" {
 				if t, ok := g.Out[c.As]; !ok {
 					d.errf(ErrDataflow, ca, "as", nil, "writes the slot %q, which the group's `out` does not declare; add \"%s\": TYPE to `out`, or fix the name (declared: %s)", c.As, c.As, keyList(g.Out))
 				} else {
 					writers[c.As] = append(writers[c.As], ci+1)
-					if len(writers[c.As]) == 2 && !t.IsArray() {
+					if c.ForEach != "" && !t.IsArray() {
+						d.errf(ErrDataflow, ca, "as", nil, "writes the slot %q, declared as %s, but a for_each call writes the list of its items' results; declare \"%s\": array<%s> in `out` (each item's result of type %s)", c.As, t, c.As, t, t)
+					}
+					if len(writers[c.As]) == 2 && (c.ForEach != "" || g.Tools[writers[c.As][0]-1].ForEach != "") {
+						d.errf(ErrDataflow, ca, "as", nil, "writes the slot %q, which tool %d also writes; a for_each call's slot holds the results of its items and has no other writer: give each call its own slot", c.As, writers[c.As][0])
+					} else if len(writers[c.As]) == 2 && !t.IsArray() {
 						d.errf(ErrDataflow, ca, "as", nil, "writes the slot %q, which tool %d also writes; a %s slot holds one value and parallel writes would race: give each call its own slot, or declare the slot as array<%s> to collect both in declaration order", c.As, writers[c.As][0], t, t)
 					}
 				}
@@ -129,8 +135,8 @@ func (d *decoder) check(s *Sequence) {
 				continue
 			}
 			want := t
-			if len(writers[c.As]) > 1 {
-				want = t.elem()
+			if len(writers[c.As]) > 1 || c.ForEach != "" {
+				want = t.elem() // one item of the slot
 			}
 			if want != "" {
 				if ok, got := checkType(want, json.RawMessage(c.Fallback)); !ok {

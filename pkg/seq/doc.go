@@ -75,6 +75,13 @@
 // decides what a failed call does; the group's `timeout` bounds all of its
 // calls, retries and backoff waits included. See Run for the exact rules.
 //
+// A call with `for_each: $args.LIST` (LIST an `in` value of type array<T>)
+// is made once per item, its args reading $item, $item.FIELD and $index;
+// its slot gets the results in item order, each item a call of its own
+// under the group's policies, at most max_parallel in flight and at most
+// WithMaxItems items (MaxItemsDefault). CallResult.ForEach records the
+// fan-out (docs/sequences.md, "for_each").
+//
 // An Observer (WithObserver) hears when each group starts and finishes; the
 // seqworker stores the Result given to GroupFinished as the run's
 // checkpoint, and WithResume continues a run from such a checkpoint,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,6 +68,9 @@ const (
 )
 
 type runConfig struct {
+	maxItems  int
+	progress  func(group, call int, fan FanOut)
+	progEvery time.Duration
 	observer  Observer
 	resume    *Result
 	retryInit time.Duration
@@ -90,6 +94,34 @@ func WithObserver(o Observer) RunOption { return func(c *runConfig) { c.observer
 // Runs are at-least-once (docs/sequences.md): a tool of the group that was
 // running when the checkpoint was taken may be called a second time.
 func WithResume(checkpoint *Result) RunOption { return func(c *runConfig) { c.resume = checkpoint } }
+
+// WithMaxItems sets the bound on the items of one for_each call
+// (default MaxItemsDefault, 10,000): a longer list fails its group with
+// ErrArgument before any item is called. n <= 0 keeps the default.
+func WithMaxItems(n int) RunOption {
+	return func(c *runConfig) {
+		if n > 0 {
+			c.maxItems = n
+		}
+	}
+}
+
+// WithItemProgress makes every for_each call report its items in flight
+// every interval while they run: f gets the 0-based group and call and a
+// snapshot: Items, MaxParallel and the items succeeded, failed and in
+// flight (Running) so far — no other counts, no Details. f is called from
+// a goroutine of its own, possibly while other calls of the run report
+// too, so it must be safe for concurrent use; it is not called after the
+// call's group has ended. Progress is informational: the group's result
+// is what counts. An interval <= 0 means one second.
+func WithItemProgress(interval time.Duration, f func(group, call int, fan FanOut)) RunOption {
+	return func(c *runConfig) {
+		if interval <= 0 {
+			interval = time.Second
+		}
+		c.progress, c.progEvery = f, interval
+	}
+}
 
 // WithRetryBackoff sets the retry waits: the first initial ±50%, then
 // doubling; no wait is longer than max. Zero values keep the defaults.
@@ -129,6 +161,11 @@ func WithRetryBackoff(initial, max time.Duration) RunOption {
 //     and keeps the last tool error.
 //   - A slot written by one call holds its result; an array slot written by
 //     several calls holds their results in declaration order.
+//   - A for_each call is made once per item of its list (none for an
+//     empty or null list, which writes []), each item a call with the
+//     policies above, at most max_parallel at once; its slot holds the
+//     items' results in item order. A list over WithMaxItems fails the
+//     group (ErrArgument) before any item is called.
 //
 // Run always returns a Result (never nil). The error is nil when the run
 // succeeded; otherwise an *Error (wrapping ErrArgument, ErrExpression,
@@ -139,7 +176,7 @@ func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.R
 	if s == nil || caller == nil {
 		return &Result{Status: StatusFailed, Error: "seq: Run needs a sequence and a caller"}, &Error{Kind: ErrInvalidValue, Message: "seq: Run needs a sequence and a caller"}
 	}
-	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, clock: realClock{}}
+	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, clock: realClock{}, maxItems: MaxItemsDefault}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -216,7 +253,7 @@ func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.R
 // the group's out slots and its result. Errors are as for Run, plus
 // ErrNoGroup for an unknown name.
 func RunGroup(ctx context.Context, s *Sequence, name string, caller Caller, args map[string]json.RawMessage, opts ...RunOption) (map[string]json.RawMessage, *GroupResult, error) {
-	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, clock: realClock{}}
+	cfg := runConfig{retryInit: DefaultRetryInitial, retryMax: DefaultRetryMax, clock: realClock{}, maxItems: MaxItemsDefault}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -432,7 +469,16 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 	rendered := make([]json.RawMessage, len(g.Tools))
 	renderErrs := make([]error, len(g.Tools))
 	for ci := range g.Tools {
-		rendered[ci], renderErrs[ci] = sc.render(g.Tools[ci].Args)
+		if g.Tools[ci].ForEach == "" { // a for_each call renders per item
+			rendered[ci], renderErrs[ci] = sc.render(g.Tools[ci].Args)
+		}
+	}
+	abort := func() { cancel(errAborted) }
+	callOne := func(ci int) callOutcome {
+		if g.Tools[ci].ForEach != "" {
+			return e.forEach(ctx, cctx, gi, ci, scope, abort)
+		}
+		return e.call(ctx, cctx, gi, ci, rendered[ci], renderErrs[ci])
 	}
 	outs := make([]callOutcome, len(g.Tools))
 	if g.Parallel && len(g.Tools) > 1 {
@@ -441,7 +487,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				outs[ci] = e.call(ctx, cctx, gi, ci, rendered[ci], renderErrs[ci])
+				outs[ci] = callOne(ci)
 				if outs[ci].fatal != nil {
 					cancel(errAborted)
 				}
@@ -454,7 +500,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 				outs[ci] = callOutcome{res: CallResult{Tool: g.Tools[ci].Tool, As: g.Tools[ci].As, Status: CallNotRun}}
 				continue
 			}
-			outs[ci] = e.call(ctx, cctx, gi, ci, rendered[ci], renderErrs[ci])
+			outs[ci] = callOne(ci)
 			if outs[ci].fatal != nil {
 				cancel(errAborted)
 			}
@@ -677,6 +723,13 @@ func (b *retryBackoff) Reset() { b.exp.Reset() }
 type argScope struct {
 	raw  map[string]json.RawMessage
 	text map[string]string
+	// item is the current item of a for_each call (hasItem set), and
+	// index its 0-based position; fields caches item's fields when it is
+	// an object and $item.FIELD is read.
+	item    json.RawMessage
+	index   int
+	hasItem bool
+	fields  map[string]json.RawMessage
 }
 
 // render substitutes $args references in a call's args and returns the
@@ -697,7 +750,7 @@ func (sc *argScope) render(args map[string]any) (json.RawMessage, error) {
 func (sc *argScope) write(b *bytes.Buffer, v any) error {
 	switch x := v.(type) {
 	case string:
-		if !strings.Contains(x, refPrefix) {
+		if !strings.Contains(x, refPrefix) && (!sc.hasItem || !strings.Contains(x, "$i")) {
 			appendJSONString(b, x)
 			return nil
 		}
@@ -838,16 +891,30 @@ func (sc *argScope) interp(k string) (string, error) {
 	if t, ok := sc.text[k]; ok {
 		return t, nil
 	}
-	raw := orNull(trimSpace(sc.raw[k]))
+	t, err := interpText(sc.raw[k])
+	if err != nil {
+		return "", fmt.Errorf("$args.%s %v", k, err)
+	}
+	if sc.text == nil {
+		sc.text = map[string]string{}
+	}
+	sc.text[k] = t
+	return t, nil
+}
+
+// interpText is the text a JSON value stands for inside a longer string:
+// a string without its quotes, any other value as compact JSON.
+func interpText(raw json.RawMessage) (string, error) {
+	raw = orNull(trimSpace(raw))
 	var t string
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return "", fmt.Errorf("$args.%s is not valid JSON: %v", k, err)
+			return "", fmt.Errorf("is not valid JSON: %v", err)
 		}
 	} else {
 		var b bytes.Buffer
 		if err := json.Compact(&b, raw); err != nil {
-			return "", fmt.Errorf("$args.%s is not valid JSON: %v", k, err)
+			return "", fmt.Errorf("is not valid JSON: %v", err)
 		}
 		t = b.String()
 		// A whole number written with an exponent (1e3, 9.007199254740993e15)
@@ -858,11 +925,66 @@ func (sc *argScope) interp(k string) (string, error) {
 			}
 		}
 	}
-	if sc.text == nil {
-		sc.text = map[string]string{}
-	}
-	sc.text[k] = t
 	return t, nil
+}
+
+// itemValue returns the value of an $item / $index reference of a
+// for_each call: the item, one field of it, or the index.
+func (sc *argScope) itemValue(r itemRef) (json.RawMessage, error) {
+	if r.name == "index" {
+		return json.RawMessage(strconv.Itoa(sc.index)), nil
+	}
+	if !r.dot {
+		return orNull(sc.item), nil
+	}
+	it := orNull(trimSpace(sc.item))
+	if string(it) == "null" {
+		return it, nil // a null item has null fields, as a null slot reads null
+	}
+	if sc.fields == nil {
+		if err := json.Unmarshal(it, &sc.fields); err != nil || sc.fields == nil {
+			return nil, fmt.Errorf("%s: the item is %s, not an object, so it has no field %q; write $item for the whole item", r.text, JSONKind(it), r.field)
+		}
+	}
+	v, ok := sc.fields[r.field]
+	if !ok {
+		names := make([]string, 0, len(sc.fields))
+		for k := range sc.fields {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		hint := ""
+		if sg := suggest.Closest(r.field, names); sg != "" {
+			hint = fmt.Sprintf(" Did you mean %q?", sg)
+		}
+		return nil, fmt.Errorf("%s: the item has no field %q (its fields: %s).%s Fix the field name, or give every item the field (null is allowed)", r.text, r.field, clip(strings.Join(names, ", "), 200), hint)
+	}
+	return orNull(v), nil
+}
+
+// nextRef finds the next reference in x from its start: $args.KEY always,
+// $item, $item.FIELD and $index when the scope has an item. It returns
+// the reference's start and end, and for an item reference the reference;
+// i < 0 when there is none.
+func (sc *argScope) nextRef(x string) (i, end int, ir *itemRef) {
+	i = strings.Index(x, refPrefix)
+	if sc.hasItem {
+		if loc := itemRE.FindStringSubmatchIndex(x); loc != nil && (i < 0 || loc[0] < i) {
+			r := itemRef{text: x[loc[0]:loc[1]], name: x[loc[2]:loc[3]]}
+			if loc[4] >= 0 {
+				r.dot, r.field = true, x[loc[4]+1:loc[5]]
+			}
+			return loc[0], loc[1], &r
+		}
+	}
+	if i < 0 {
+		return -1, -1, nil
+	}
+	k := i + len(refPrefix)
+	for k < len(x) && isIdent(x[k]) {
+		k++
+	}
+	return i, k, nil
 }
 
 const refPrefix = "$args."
@@ -870,26 +992,40 @@ const refPrefix = "$args."
 func (sc *argScope) substitute(v any) (any, error) {
 	switch x := v.(type) {
 	case string:
-		i := strings.Index(x, refPrefix)
+		i, k, ir := sc.nextRef(x)
 		if i < 0 {
 			return x, nil
 		}
-		if i == 0 {
-			if k := x[len(refPrefix):]; keyRE.MatchString(k) { // exactly "$args.k": keep the JSON type
-				return orNull(sc.raw[k]), nil
+		if i == 0 && k == len(x) { // exactly one reference: keep the JSON type
+			if ir != nil {
+				v, err := sc.itemValue(*ir)
+				if err != nil {
+					return nil, err
+				}
+				return v, nil
+			}
+			if key := x[len(refPrefix):]; keyRE.MatchString(key) {
+				return orNull(sc.raw[key]), nil
 			}
 		}
 		var b strings.Builder
 		for i >= 0 {
 			b.WriteString(x[:i])
 			j := i + len(refPrefix)
-			k := j
-			for k < len(x) && isIdent(x[k]) {
-				k++
-			}
-			if k == j { // not a reference (parse rejects these; keep the text)
+			switch {
+			case ir != nil:
+				v, err := sc.itemValue(*ir)
+				if err != nil {
+					return nil, err
+				}
+				t, err := interpText(v)
+				if err != nil {
+					return nil, fmt.Errorf("%s %v", ir.text, err)
+				}
+				b.WriteString(t)
+			case k == j: // not a reference (parse rejects these; keep the text)
 				b.WriteString(refPrefix)
-			} else {
+			default:
 				t, err := sc.interp(x[j:k])
 				if err != nil {
 					return nil, err
@@ -897,7 +1033,7 @@ func (sc *argScope) substitute(v any) (any, error) {
 				b.WriteString(t)
 			}
 			x = x[k:]
-			i = strings.Index(x, refPrefix)
+			i, k, ir = sc.nextRef(x)
 		}
 		b.WriteString(x)
 		return b.String(), nil

@@ -94,7 +94,7 @@ const (
 var (
 	seqFields   = []string{"name", "description", "groups", "boot", "schedule", "timezone", "signature"}
 	groupFields = []string{"name", "description", "in", "out", "when", "parallel", "missing", "timeout", "on_error", "retries", "tools"}
-	callFields  = []string{"tool", "args", "as", "fallback"}
+	callFields  = []string{"tool", "args", "as", "fallback", "for_each", "max_parallel"}
 )
 
 // at is the location of what is being decoded.
@@ -469,6 +469,25 @@ func (d *decoder) call(g Group, a at, cn *node) Call {
 	}
 	if v, ok := d.str(cn.get("as"), a, "as", `"issues"`); ok {
 		c.As = v
+	}
+	if v, ok := d.str(cn.get("for_each"), a, "for_each", `"$args.files"`); ok {
+		if k := strings.TrimPrefix(v, refPrefix); !strings.HasPrefix(v, refPrefix) || !keyRE.MatchString(k) {
+			d.errf(ErrInvalidValue, a, "for_each", cn.get("for_each"), "got %q; for_each is exactly $args.KEY, a list the group declares in `in` as array<T> (a run argument or an earlier group's slot), for example \"$args.files\" with in: {files: array<string>}", clip(v, 60))
+		}
+		c.ForEach = v
+	}
+	if mn := cn.get("max_parallel"); mn != nil {
+		m, err := strconv.Atoi(mn.str)
+		switch {
+		case mn.kind != kindNumber || !mn.isInt || err != nil:
+			d.errf(ErrInvalidValue, a, "max_parallel", mn, "got %s; max_parallel must be a whole number from 1 to %d", mn.describe(), MaxItemsDefault)
+		case cn.get("for_each") == nil:
+			d.errf(ErrInvalidValue, a, "max_parallel", mn, "max_parallel bounds the items of a for_each call in flight, and this call has no for_each; add for_each: $args.LIST or remove max_parallel (the calls of a group run together unless parallel: false)")
+		case m < 1 || m > MaxItemsDefault:
+			d.errf(ErrInvalidValue, a, "max_parallel", mn, "got %d; max_parallel must be from 1 to %d (the items of the call in flight at once; remove it for the group's own limit)", m, MaxItemsDefault)
+		default:
+			c.MaxParallel = m
+		}
 	}
 	if fn := cn.get("fallback"); fn != nil {
 		if fn.kind != kindString {

@@ -305,6 +305,8 @@ func TestExamplesUseEveryField(t *testing.T) {
 				mark("args", len(c.Args) > 0)
 				mark("as", c.As != "")
 				mark("fallback", c.Fallback != "")
+				mark("for_each", c.ForEach != "")
+				mark("max_parallel", c.MaxParallel > 0)
 			}
 			for _, ty := range g.In {
 				types[ty] = true
@@ -315,7 +317,7 @@ func TestExamplesUseEveryField(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"description", "boot", "schedule", "timezone", "group.description", "in", "out", "when", "parallel:false", "timeout", "retries",
-		"missing:fail", "missing:skip", "missing:degrade", "on_error:abort", "on_error:continue", "on_error:retry", "args", "as", "fallback"} {
+		"missing:fail", "missing:skip", "missing:degrade", "on_error:abort", "on_error:continue", "on_error:retry", "args", "as", "fallback", "for_each", "max_parallel"} {
 		if !used[k] {
 			t.Errorf("no example uses %s", k)
 		}

@@ -93,10 +93,59 @@ type CallResult struct {
 	Tool   string     `json:"tool"`
 	As     string     `json:"as,omitempty"`
 	Status CallStatus `json:"status"`
-	// Attempts counts the calls made to the tool (0 when never started).
+	// Attempts counts the calls made to the tool (0 when never started);
+	// for a for_each call, the attempts of all its items.
 	Attempts int      `json:"attempts"`
 	Duration Duration `json:"duration"`
 	Error    string   `json:"error,omitempty"`
+	// ForEach is the fan-out of a for_each call: its items' counts and the
+	// items that did not simply succeed; nil for a call without for_each
+	// (and for one whose group never reached it).
+	ForEach *FanOut `json:"for_each,omitempty"`
+}
+
+// FanOut is what the items of one for_each call did (docs/sequences.md,
+// "for_each"). The counts add up to Items once the group has finished.
+// The call's own Status is failed when any item failed, else canceled
+// when any item was canceled, else skipped when every item was skipped,
+// else degraded when any item was degraded, else succeeded (an empty list
+// succeeds).
+type FanOut struct {
+	// Items is the length of the list; MaxParallel the bound on items in
+	// flight that was in force.
+	Items       int `json:"items"`
+	MaxParallel int `json:"max_parallel,omitempty"`
+	Succeeded   int `json:"succeeded"`
+	Failed      int `json:"failed,omitempty"`
+	Skipped     int `json:"skipped,omitempty"`
+	Degraded    int `json:"degraded,omitempty"`
+	Canceled    int `json:"canceled,omitempty"`
+	NotRun      int `json:"not_run,omitempty"`
+	// Running counts the items in flight; 0 once the group has finished.
+	Running int `json:"running,omitempty"`
+	// FailedItems holds the 0-based index of every failed item, in order.
+	FailedItems []int `json:"failed_items,omitempty"`
+	// Details lists, in item order, the items that did not succeed at
+	// their first attempt (failed, canceled, skipped, degraded, retried),
+	// at most MaxItemDetails of them; Omitted counts the others left out.
+	Details []ItemResult `json:"details,omitempty"`
+	Omitted int          `json:"omitted,omitempty"`
+}
+
+// MaxItemDetails bounds FanOut.Details, so that a run state with
+// thousands of failed items still fits its RUNS entry (docs/runs.md,
+// Large state); FanOut.FailedItems names them all.
+const MaxItemDetails = 100
+
+// ItemResult is the state of one item of a for_each call: a call of its
+// own, with its status, attempts, duration and error (clipped to 300
+// characters).
+type ItemResult struct {
+	Index    int        `json:"index"`
+	Status   CallStatus `json:"status"`
+	Attempts int        `json:"attempts"`
+	Duration Duration   `json:"duration"`
+	Error    string     `json:"error,omitempty"`
 }
 
 // Clone returns a deep copy of r (slot values are shared: a json.RawMessage

@@ -15,7 +15,8 @@ import (
 
 // TestCLIExamplesRunClean runs, with `skillbus run` on the in-process
 // stack, every shipped example sequence whose tools are all built-in tools
-// (agent-boot, project-survey, and any added later) on a small git
+// (agent-boot, project-survey, file-sizes with its for_each, and any added
+// later) on a small git
 // workspace, and checks that every group ran and every call succeeded — so
 // an example that passes arguments the built-in tools do not accept (a 400
 // at every `skillbus dev` start) cannot ship. At least agent-boot and
@@ -60,11 +61,14 @@ func TestCLIExamplesRunClean(t *testing.T) {
 		ran[s.Name] = true
 		t.Run(s.Name, func(t *testing.T) {
 			args := []string{"run", f, "--tools-root", proj, "--json", "--quiet"}
+			// A value of each type the examples take, that the workspace has.
+			values := map[seq.Type]string{"string": ".", "array<string>": `["README.md","."]`}
 			for k, ty := range s.Signature {
-				if ty != "string" {
+				v, ok := values[ty]
+				if !ok {
 					t.Fatalf("example %s takes %s %s; give it a value here", s.Name, k, ty)
 				}
-				args = append(args, "--arg", k+"=.")
+				args = append(args, "--arg", k+"="+v)
 			}
 			code, out, errOut := cliRun(t, args...)
 			var st events.RunState
@@ -88,12 +92,15 @@ func TestCLIExamplesRunClean(t *testing.T) {
 					}
 				}
 			}
+			if s.Name == "file-sizes" && !strings.Contains(string(st.Slots["report"]), "README.md: ") {
+				t.Errorf("file-sizes report = %s; want a line for README.md", st.Slots["report"])
+			}
 			if s.Name == "agent-boot" && !strings.Contains(string(st.Slots["brief"]), "a git repository") {
 				t.Errorf("agent-boot brief = %s; want it to say the workspace is a git repository", st.Slots["brief"])
 			}
 		})
 	}
-	for _, want := range []string{"agent-boot", "project-survey"} {
+	for _, want := range []string{"agent-boot", "project-survey", "file-sizes"} {
 		if !ran[want] {
 			t.Errorf("example %s was not run: it calls a tool that is not built in", want)
 		}

@@ -161,7 +161,7 @@ func TestMCPBridgeBothForms(t *testing.T) {
 			args := append(slices.Clone(form), "--prefix", prefix, "--no-restart", "--", "env", mcpServeChildArgs+"="+string(b),
 				os.Args[0], "-test.run=^TestMCPServeChild$", "-test.count=1")
 			out, stderr, stop := cliBackground(t, args...)
-			cliEventually(t, "the bridge to serve", func() bool { return strings.Contains(out.String(), "serving 10 tool(s)") })
+			cliEventually(t, "the bridge to serve", func() bool { return strings.Contains(out.String(), "serving 11 tool(s)") })
 			code, listed, _ := cliRun(t, "tools")
 			if code != 0 || !strings.Contains(listed, prefix+".skill_list") {
 				t.Fatalf("skillbus tools = %d %q; want %s.skill_list; bridge stderr %s", code, listed, prefix, stderr.String())

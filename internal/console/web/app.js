@@ -542,7 +542,10 @@
     function renderActions(st) {
       const cancelBtn = h("button", { type: "button", class: "danger", id: "cancel-run", onclick: () => askCancel() }, "Cancel run…");
       const rerunBtn = h("button", { type: "button", id: "rerun-run", onclick: rerun }, "Rerun");
-      replace(actions, !finished(st.status) ? cancelBtn : null, rerunBtn,
+      // A failed or cancelled run continues from its first unfinished group.
+      const retryBtn = st.status === "failed" || st.status === "cancelled"
+        ? h("button", { type: "button", id: "retry-run", onclick: retry }, `Retry from group ${(st.finished_groups || 0) + 1}`) : null;
+      replace(actions, !finished(st.status) ? cancelBtn : null, retryBtn, rerunBtn,
         h("a", { class: "button", href: "#/runs?sequence=" + encodeURIComponent(st.sequence || "") }, "Runs of this sequence"));
     }
 
@@ -581,6 +584,16 @@
       }
     }
 
+    async function retry() {
+      try {
+        const r = await post("/api/runs/" + encodeURIComponent(id) + "/retry", {});
+        toast(`Started run ${r.run_id}: it continues this one from its first group that did not finish.`);
+        go("#/runs/" + encodeURIComponent(r.run_id));
+      } catch (err) {
+        if (live()) replace(actionMsg, errorBox(err, "Retry"));
+      }
+    }
+
     // shape merges the sequence (when known) with the run's result and
     // state into what the graph and the lists show.
     function shape() {
@@ -593,7 +606,7 @@
         groups = v.sequence.groups.map((g) => ({
           name: g.name, in: g.in || {}, out: g.out || {}, when: g.when || "", parallel: g.parallel,
           missing: g.missing, on_error: g.on_error, retries: g.retries, timeout: g.timeout,
-          calls: g.tools.map((c) => ({ tool: c.tool, as: c.as || "", args: c.args || {}, fallback: c.fallback || "" })),
+          calls: g.tools.map((c) => ({ tool: c.tool, as: c.as || "", args: c.args || {}, fallback: c.fallback || "", for_each: c.for_each || "", max_parallel: c.max_parallel || 0 })),
         }));
       } else {
         groups = rg.map((g) => ({ name: g.name, calls: (g.calls || []).map((c) => ({ tool: c.tool, as: c.as || "" })) }));
@@ -624,12 +637,15 @@
           if (done && rc) {
             c.status = rc.status; c.result = rc;
             const bits = [];
-            if (rc.attempts > 1) bits.push(`${rc.attempts} attempts`);
+            if (rc.for_each) bits.push(fanOutText(rc.for_each));
+            else if (rc.attempts > 1) bits.push(`${rc.attempts} attempts`);
             const ms = goDur(rc.duration);
             if (ms !== null && rc.attempts > 0) bits.push(fmtMs(ms));
             c.detail = bits.join(" · ");
           } else if (g.status === "running") {
             c.status = "running";
+            if (rc && rc.for_each) { c.result = rc; c.detail = fanOutText(rc.for_each); } // live: an items event
+            else if (c.for_each) c.detail = "for each " + c.for_each.replace("$args.", "");
           } else {
             c.status = g.status === "skipped" ? "skipped" : g.status === "interrupted" ? "interrupted" : g.status === "not_run" ? "not_run" : "pending";
           }
@@ -678,6 +694,27 @@
             c.detail ? h("span", { class: "muted small" }, c.detail) : null))))))));
     }
 
+    // A for_each call's items (docs/sequences.md, "for_each"): the counts,
+    // and the items that did not succeed at once, with their errors.
+    function fanOutText(f) {
+      const parts = [["succeeded", "ok"], ["failed", "failed"], ["running", "running"], ["degraded", "degraded"], ["skipped", "skipped"], ["canceled", "canceled"], ["not_run", "not run"]]
+        .filter(([k]) => f[k] > 0).map(([k, w]) => `${f[k]} ${w}`);
+      const items = f.items === 1 ? "1 item" : `${f.items || 0} items`;
+      return parts.length ? `${items}: ${parts.join(", ")}` : items;
+    }
+    function fanOutBlock(f) {
+      const d = f.details || [];
+      return h("details", { open: d.length > 0 && d.length <= 20 },
+        h("summary", {}, "Items: " + fanOutText(f)),
+        f.failed_items && f.failed_items.length ? h("p", { class: "small" }, "Failed items (0-based): ", h("span", { class: "mono" }, f.failed_items.join(", "))) : null,
+        d.length ? h("table", { class: "small" },
+          h("thead", {}, h("tr", {}, h("th", {}, "Item"), h("th", {}, "Status"), h("th", {}, "Attempts"), h("th", {}, "Time"), h("th", {}, "Error"))),
+          h("tbody", {}, d.map((it) => h("tr", {},
+            h("td", { class: "mono" }, String(it.index)), h("td", {}, badge(it.status)), h("td", {}, String(it.attempts)),
+            h("td", {}, it.duration ? fmtMs(goDur(it.duration)) : "—"), h("td", {}, it.error || ""))))) : h("p", { class: "muted small" }, "Every item succeeded at its first attempt."),
+        f.omitted ? h("p", { class: "muted small" }, `${f.omitted} more items that did not succeed at once are not listed.`) : null);
+    }
+
     function renderDetail() {
       // A live update redraws the details: a focus on their title stays.
       const fa = document.activeElement;
@@ -717,6 +754,8 @@
             h("dt", {}, "Writes"), h("dd", {}, c.as ? "slot " + c.as : "nothing (the result is not kept)"),
             c.fallback ? [h("dt", {}, "Fallback"), h("dd", { class: "mono" }, c.fallback)] : null),
           r.error ? h("div", { class: "error" }, r.error) : null,
+          c.for_each ? h("p", {}, "Called once per item of ", h("code", {}, c.for_each), c.max_parallel ? `, at most ${c.max_parallel} at once` : ", every item at once unless the group runs its calls one after another", ".") : null,
+          r.for_each ? fanOutBlock(r.for_each) : null,
           c.args !== undefined ? [h("h4", {}, "Arguments (as written in the sequence)"), h("pre", { class: "block" }, pretty(c.args))] : h("p", { class: "muted" }, "The sequence's definition is not available, so the arguments are unknown."),
           reads.length ? [h("h4", {}, "Values it reads ($args)"), h("pre", { class: "block" }, pretty(values))] : null,
           c.as ? [h("h4", {}, "Output"), slotBlock(c.as)] : null);
@@ -778,6 +817,13 @@
       run: (ev) => {
         for (const during of inflight) during.push(ev);
         if (!model.view) { missed = true; return; }
+        if (ev.kind === "items") { // a for_each call's progress: redraw its counts, keep no list entry
+          if (ev.result && ev.group > 0 && model.view.state.status === "running" && model.view.state.finished_groups === ev.group - 1) {
+            model.liveGroups[ev.group - 1] = ev.result;
+            render();
+          }
+          return;
+        }
         model.events.push(ev);
         if (ev.kind === "group" && ev.result && ev.group > 0) {
           model.liveGroups[ev.group - 1] = ev.result;
@@ -898,7 +944,7 @@
         G.draw({ plain: true, args: sigKeys.map((k) => ({ key: k, type: d.signature[k] })), groups: sq.groups.map((g) => ({
           name: g.name, in: g.in || {}, out: g.out || {}, when: g.when || "",
           detail: `${g.parallel ? "parallel" : "in order"} · ${g.timeout} timeout`,
-          calls: g.tools.map((c) => ({ tool: c.tool, as: c.as || "" })),
+          calls: g.tools.map((c) => ({ tool: c.tool, as: c.as || "", for_each: c.for_each || "" })),
         })) }, { label: "The shape of " + name })),
       h("h2", {}, "Source"),
       h("p", { class: "muted small" }, "The stored form (canonical JSON, as ", h("code", {}, `skillbus seqs show ${name} --json`), " prints it)."),

@@ -209,14 +209,18 @@
 
       g.calls.forEach((c, ci) => {
         const cy = callY(g, ci), cs = c.status || "idle";
-        const label = `group ${gi + 1}, call ${ci + 1}: ${c.tool}${c.as ? ", writes slot " + c.as : ""}${c.status ? ": " + c.status.replace("_", " ") : ""}${c.detail ? ", " + c.detail : ""}`;
+        const label = `group ${gi + 1}, call ${ci + 1}: ${c.tool}${c.for_each ? ", once per item of " + c.for_each : ""}${c.as ? ", writes slot " + c.as : ""}${c.status ? ": " + c.status.replace("_", " ") : ""}${c.detail ? ", " + c.detail : ""}`;
         const node = el("g", {
           class: "g-call s-" + cs + (sel.kind === "call" && sel.group === gi && sel.call === ci ? " selected" : ""),
           tabindex: interactive ? 0 : null, role: interactive ? "button" : "img", "aria-label": label,
           "data-group": gi, "data-call": ci, "data-status": c.status || "",
         });
+        if (c.for_each) { // a fan-out: a stack of boxes, one call per item
+          node.appendChild(el("rect", { class: "g-box", x: x + 14, y: cy - 4, width: COLW - 22, height: CALLH, rx: 6 }));
+        }
         node.appendChild(el("rect", { class: "g-box", x: x + 8, y: cy, width: COLW - 16, height: CALLH, rx: 6 }));
-        node.appendChild(el("text", { class: "g-tool", x: x + 18, y: cy + 17 }, fit(c.tool, COLW - 40, 7.8), el("title", {}, c.tool)));
+        const tool = c.for_each ? "each " + c.for_each.replace("$args.", "") + ": " + c.tool : c.tool;
+        node.appendChild(el("text", { class: "g-tool", x: x + 18, y: cy + 17 }, fit(tool, COLW - 40, 7.8), el("title", {}, tool)));
         node.appendChild(el("text", { class: "g-sub", x: x + 18, y: cy + 33 }, c.as ? fit("→ " + c.as, COLW - 40, 6.6) : "(result not kept)"));
         if (!plain) {
           node.appendChild(el("text", { class: "g-status", x: x + 18, y: cy + 50 }, fit(statusText(cs) + (c.detail ? " · " + c.detail : ""), COLW - 40, 6.8)));

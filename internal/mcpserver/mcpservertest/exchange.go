@@ -158,7 +158,7 @@ func NewClient(r *Recorder) *mcp.Client {
 // ModelTools are the tools every server serves; ReadOnlyTools those of
 // --read-only.
 var (
-	ModelTools    = []string{"seq_call", "seq_cancel", "seq_create", "seq_delete", "seq_list", "seq_run", "seq_show", "seq_status", "skill_info", "skill_list"}
+	ModelTools    = []string{"seq_call", "seq_cancel", "seq_create", "seq_delete", "seq_list", "seq_retry", "seq_run", "seq_show", "seq_status", "skill_info", "skill_list"}
 	ReadOnlyTools = []string{"seq_list", "seq_show", "seq_status", "skill_info", "skill_list"}
 )
 
