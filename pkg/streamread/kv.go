@@ -101,13 +101,8 @@ func WatchKV(ctx context.Context, nc *nats.Conn, bucket string, onErr func(error
 				return
 			}
 			if err != nil {
-				if onErr != nil {
-					onErr(err)
-				}
-				select {
-				case <-wctx.Done():
+				if !pauseAfter(wctx, err, onErr) {
 					return
-				case <-time.After(time.Second):
 				}
 				continue
 			}
@@ -143,13 +138,8 @@ func WatchKV(ctx context.Context, nc *nats.Conn, bucket string, onErr func(error
 				return
 			}
 			if err != nil {
-				if onErr != nil {
-					onErr(err)
-				}
-				select {
-				case <-wctx.Done():
+				if !pauseAfter(wctx, err, onErr) {
 					return
-				case <-time.After(time.Second):
 				}
 				continue
 			}
@@ -166,4 +156,18 @@ func WatchKV(ctx context.Context, nc *nats.Conn, bucket string, onErr func(error
 // sortEntries orders entries by revision.
 func sortEntries(es []*entry) {
 	slices.SortFunc(es, func(a, b *entry) int { return cmp.Compare(a.m.Sequence, b.m.Sequence) })
+}
+
+// pauseAfter reports a read error to onErr (when set) and waits a second
+// before the next read; false when ctx ended meanwhile.
+func pauseAfter(ctx context.Context, err error, onErr func(error)) bool {
+	if onErr != nil {
+		onErr(err)
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Second):
+		return true
+	}
 }
