@@ -69,8 +69,14 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 	for from < len(res.Groups) && res.Groups[from].Status.Finished() {
 		from++
 	}
+	// A request names a stored sequence or carries an inline one, never
+	// both; the state of an inline run records its name as well, for
+	// display.
 	r := &events.RunRequest{RunID: in.NewRunID, Sequence: orig.Sequence, Inline: orig.Inline, Args: orig.Args, Trigger: events.TriggerManual,
 		RequestedAt: time.Now().UTC(), RetryOf: in.RunID}
+	if len(r.Inline) > 0 {
+		r.Sequence = ""
+	}
 	if r.RunID == "" {
 		r.RunID = "run-" + nuid.Next()
 	}
@@ -134,6 +140,13 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 		}
 	}
 	if err != nil {
+		// The queued state must not stay behind as a run that never
+		// starts: it records the failure instead.
+		st.Status, st.Error, st.UpdatedAt = events.StatusFailed, "the retry could not be queued: "+err.Error(), time.Now().UTC()
+		st.FinishedAt = st.UpdatedAt
+		if _, werr := w.writeState(ctx, st, rev); werr != nil {
+			w.log.Warn("a retry that could not be queued is left queued", "run", r.RunID, "err", werr)
+		}
 		_ = req.Error("503", "the retry could not be queued: "+err.Error(), nil)
 		return
 	}

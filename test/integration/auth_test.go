@@ -793,7 +793,7 @@ func TestAuthEndpointsCovered(t *testing.T) {
 	}
 	reads := []string{"skillbus.registry.skill.list", "skillbus.registry.skill.get", "skillbus.registry.skill.info",
 		"skillbus.registry.seq.list", "skillbus.registry.seq.get", "skillbus.seq.status", "skillbus.seq.list"}
-	runs := append(slices.Clone(reads), "skillbus.seq.run", "skillbus.seq.call", "skillbus.seq.cancel", "skillbus.seq.rerun")
+	runs := append(slices.Clone(reads), "skillbus.seq.run", "skillbus.seq.call", "skillbus.seq.cancel", "skillbus.seq.rerun", "skillbus.seq.retry")
 	for _, s := range subjects {
 		if strings.HasPrefix(s, "tool.") {
 			for name, r := range roles {

@@ -108,3 +108,43 @@ func TestSeqworkerRetry(t *testing.T) {
 		t.Errorf("retry --latest after a change: %v", err)
 	}
 }
+
+// TestSeqworkerRetryInline: a run of an inline sequence (`skillbus run
+// FILE`) is retried too: the retry's request carries the inline
+// definition only (a request naming both a sequence and an inline one is
+// malformed), and it continues from the failed group.
+func TestSeqworkerRetryInline(t *testing.T) {
+	t.Parallel()
+	env := swStart(t, natsserver.Options{}, swOptions())
+	var calls swCounter
+	var broken atomic.Bool
+	broken.Store(true)
+	swServe(t, env, swEcho("rti.first", &calls), tool.Tool{Name: "rti.second", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+		calls.add("rti.second")
+		if broken.Load() {
+			return nil, tool.Errorf("503", "down")
+		}
+		return map[string]bool{"ok": true}, nil
+	}})
+	swWorker(t, env, seqworker.Config{})
+	c, err := client.New(env.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	inline := json.RawMessage(`{"name":"rti","groups":[{"name":"rti-a","tools":[{"tool":"rti.first","args":{"x":1}}]},{"name":"rti-b","tools":[{"tool":"rti.second"}]}]}`)
+	if _, err := c.Start(ctx, events.SeqRunRequest{RunID: "rti-1", Inline: inline}); err != nil {
+		t.Fatal(err)
+	}
+	if st := swWait(t, env, "rti-1", 30*time.Second); st.Status != events.StatusFailed || st.FinishedGroups != 1 {
+		t.Fatalf("inline run: %s after %d groups (%s); want failed after 1", st.Status, st.FinishedGroups, st.Error)
+	}
+	broken.Store(false)
+	if _, err := c.Retry(ctx, "rti-1", "rti-2", false); err != nil {
+		t.Fatalf("Retry of an inline run: %v", err)
+	}
+	st := swWait(t, env, "rti-2", 30*time.Second)
+	if st.Status != events.StatusSucceeded || st.RetryOf != "rti-1" || calls.get("rti.first") != 1 {
+		t.Fatalf("retry of the inline run: %s retry_of %q, rti.first called %d times (%s); want succeeded, its first group not run again", st.Status, st.RetryOf, calls.get("rti.first"), st.Error)
+	}
+}
