@@ -326,6 +326,11 @@ func Value(t seq.Type, v string) (json.RawMessage, error) {
 		if !json.Valid([]byte(v)) || !strings.HasPrefix(strings.TrimSpace(v), "[") {
 			return nil, fmt.Errorf(`give a JSON array such as '["a", "b"]', not %q`, v)
 		}
+		// The items too (array<T>), as --args-file and seq.run check them,
+		// so a wrong item is a usage error before anything runs.
+		if err := CheckJSON(t, json.RawMessage(v)); err != nil {
+			return nil, err
+		}
 	default:
 		if !json.Valid([]byte(v)) {
 			return nil, fmt.Errorf("give a JSON value, not %q", v)

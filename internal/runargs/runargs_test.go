@@ -28,6 +28,8 @@ func TestValue(t *testing.T) {
 		{"bool", "null", `null`, ""},
 		{"object", `{"a":1}`, `{"a":1}`, ""},
 		{"array<string>", `x`, "", "give a JSON array"},
+		{"array<object>", `[{"path":"a"},2]`, "", "item 2: give a JSON object"},
+		{"array<string>", `["a","b"]`, `["a","b"]`, ""},
 	}
 	for _, tc := range cases {
 		got, err := Value(tc.typ, tc.in)

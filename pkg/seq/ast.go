@@ -90,7 +90,7 @@ func (c *Call) ForEachKey() string { return strings.TrimPrefix(c.ForEach, refPre
 
 // MaxItemsDefault is the default bound on the items of one for_each call
 // (docs/sequences.md, "for_each"): a list longer than the bound in force
-// (WithMaxItems; the seqworker's -max-items) fails the group before any
+// (WithMaxItems; the seqworker's --max-items) fails the group before any
 // item is called. It also bounds max_parallel.
 const MaxItemsDefault = 10000
 

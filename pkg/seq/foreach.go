@@ -119,7 +119,7 @@ func (e *engine) forEach(runCtx, cctx context.Context, gi, ci int, scope map[str
 		}
 	}
 	if len(items) > e.cfg.maxItems {
-		return refuse(fmt.Sprintf("$args.%s holds %d items, over the limit of %d items per for_each call (seq.WithMaxItems, the seqworker's -max-items); no item was called. Split the list across runs or groups, or raise the limit", key, len(items), e.cfg.maxItems))
+		return refuse(fmt.Sprintf("$args.%s holds %d items, over the limit of %d items per for_each call (seq.WithMaxItems, the seqworker's --max-items or SKILLBUS_MAX_ITEMS); no item was called. Split the list across runs or groups, or raise the limit", key, len(items), e.cfg.maxItems))
 	}
 	limit := c.MaxParallel
 	if limit == 0 {

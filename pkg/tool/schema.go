@@ -199,6 +199,8 @@ func describe(err error, root *jsonschema.Schema) string {
 				switch got {
 				case "object", "array": // printed the Go way: leave it out
 					return fmt.Sprintf("%sgot %s, want %s", where(field), article(got), orList(want))
+				case "null": // the checker prints a nil value as Go's <invalid reflect.Value>
+					return fmt.Sprintf("%sgot null, want %s", where(field), orList(want))
 				case "string":
 					value = strconv.Quote(value)
 				}
