@@ -174,10 +174,13 @@ func ParseFile(path string, data []byte) (*File, error) {
 			if v.Kind != yaml.ScalarNode || v.Value == "" {
 				return nil, bad(v.Line, "sequence: must be the path of the sequence file, relative to the test file")
 			}
-			f.Sequence = v.Value
-			if !filepath.IsAbs(v.Value) {
-				f.Sequence = filepath.Join(filepath.Dir(path), v.Value)
+			// Only a sequence file, named relative to the test file: a
+			// test file from someone else's repository cannot have the
+			// runner read (and quote in its errors) any other file.
+			if filepath.IsAbs(v.Value) || !isSequenceFile(v.Value) {
+				return nil, bad(v.Line, "sequence: %q must be a sequence file (*.seq.yaml, *.seq.yml or *.seq.json) named relative to the test file", v.Value)
 			}
+			f.Sequence = filepath.Join(filepath.Dir(path), v.Value)
 		case "cases":
 			cases = v
 		default:
@@ -433,4 +436,15 @@ func parseExpect(n *yaml.Node, e *Expect) error {
 		}
 		return err
 	})
+}
+
+// isSequenceFile reports whether name ends as a sequence file does
+// (docs/sequences.md: *.seq.yaml, *.seq.yml, *.seq.json).
+func isSequenceFile(name string) bool {
+	for _, ext := range []string{".seq.yaml", ".seq.yml", ".seq.json"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }

@@ -230,6 +230,22 @@ func TestParseErrorHasLine(t *testing.T) {
 	}
 }
 
+// TestSequencePathIsASequenceFile: a test file names only a sequence file,
+// relative to itself, so it cannot have the runner read and quote another
+// file (/etc/passwd).
+func TestSequencePathIsASequenceFile(t *testing.T) {
+	for _, bad := range []string{"/etc/passwd", "../../../../etc/passwd", "/abs/x.seq.yaml", "notes.txt"} {
+		_, err := ParseFile("t.test.yaml", []byte("sequence: "+bad+"\ncases: []\n"))
+		pe, ok := err.(*ParseError)
+		if !ok || pe.Line != 1 || !strings.Contains(pe.Message, "must be a sequence file") {
+			t.Errorf("sequence: %s = %v; want a ParseError at line 1 saying it must be a sequence file", bad, err)
+		}
+	}
+	if _, err := ParseFile("dir/t.test.yaml", []byte("sequence: ../seqs/x.seq.yaml\ncases:\n  - name: a\n")); err != nil {
+		t.Errorf("a relative sequence file elsewhere in the repository: %v; want it accepted", err)
+	}
+}
+
 // Hundreds of cases with retries and timeouts run in well under a second each.
 func TestManyCasesAreFast(t *testing.T) {
 	s, err := seq.ParseYAML([]byte(testSeq))
