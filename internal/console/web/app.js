@@ -167,6 +167,34 @@
     connText.textContent = text;
   }
 
+  // The console's own NATS connection (the stream's hello and nats
+  // events, docs/console.md "Live updates"): while it is down the header
+  // says since when and the actions are disabled with that reason; the
+  // server answers them 503 at once anyway.
+  const ACTIONS = "#cancel-run, #rerun-run, #retry-run, #confirm-cancel, #open-run-form, #start-run, #call-tool";
+  let natsDown = "";
+  let liveText = "connecting…";
+  function showNats(n) {
+    natsDown = n && !n.connected ? `reconnecting to NATS (since ${new Date(n.since).toLocaleTimeString()})` : "";
+    if (natsDown) setConn("down", natsDown);
+    else setConn(liveText.startsWith("live") ? "live" : "down", liveText);
+    applyNats();
+  }
+  function applyNats() {
+    for (const b of document.querySelectorAll(ACTIONS)) {
+      if (natsDown && !b.disabled) {
+        b.disabled = true;
+        b.dataset.natsOff = "1";
+        b.title = "The console's connection to the NATS server is down; it is " + natsDown + ".";
+      } else if (!natsDown && b.dataset.natsOff) {
+        b.disabled = false;
+        delete b.dataset.natsOff;
+        b.removeAttribute("title");
+      }
+    }
+  }
+  new MutationObserver(() => { if (natsDown) applyNats(); }).observe(document.getElementById("main"), { childList: true, subtree: true });
+
   // ----------------------------------------------------------- refusals
 
   // The NATS server's refusals that no request asked for (the RUNS watch,
@@ -198,8 +226,8 @@
     const es = new EventSource("/api/stream" + (query ? "?" + query : ""));
     es.addEventListener("hello", (ev) => {
       const hello = JSON.parse(ev.data);
-      if (hello.live) setConn("live", hello.runs_live === false ? "live (runs list not live)" : "live");
-      else setConn("down", "not live: reload to update");
+      liveText = hello.live ? (hello.runs_live === false ? "live (runs list not live)" : "live") : "not live: reload to update";
+      showNats(hello.nats);
       showRefusals(hello.refused, true);
       if (handlers.hello) handlers.hello(hello);
     });
@@ -207,6 +235,7 @@
       showRefusals([JSON.parse(ev.data)]);
       if (handlers.refused) handlers.refused();
     });
+    es.addEventListener("nats", (ev) => showNats(JSON.parse(ev.data)));
     es.addEventListener("refusals", (ev) => showRefusals(JSON.parse(ev.data), true));
     for (const name of ["summaries", "run", "registry", "schedule", "ready"]) {
       if (handlers[name]) es.addEventListener(name, (ev) => handlers[name](JSON.parse(ev.data)));
@@ -232,6 +261,18 @@
     let t = null;
     const f = () => { clearTimeout(t); t = setTimeout(fn, ms); };
     page.cleanup.push(() => clearTimeout(t));
+    return f;
+  }
+
+  // throttle calls fn at most once per ms, and while calls keep coming at
+  // least once per ms: the first call after a quiet spell runs at once, a
+  // call within ms of the last run waits for the rest of ms (a debounce
+  // would wait for the calls to stop, which a burst of runs never does).
+  function throttle(fn, ms) {
+    let t = null, last = -Infinity;
+    const run = () => { t = null; last = Date.now(); fn(); };
+    const f = () => { if (t === null) t = setTimeout(run, Math.max(0, last + ms - Date.now())); };
+    page.cleanup.push(() => { clearTimeout(t); t = null; });
     return f;
   }
 
@@ -433,7 +474,7 @@
     }
     // The stream first, then the list: what changes after the stream is
     // open reaches the page, and every (re)connect reloads.
-    const reload = debounce(load, 400);
+    const reload = throttle(load, 1000);
     await firstLoad((loaded) => openStream("", { hello: () => load().then(loaded), ready: load, summaries: reload }), load);
   }
 

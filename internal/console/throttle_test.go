@@ -1,0 +1,73 @@
+package console_test
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestThrottle runs app.js's own throttle (cut out of the file) in Node
+// with a virtual clock: under a call every 10 ms for 5 s (a burst of
+// summaries) the runs list reloads about once a second — at most once per
+// second, and not only after the burst — and once more for the last call.
+// Skipped without node.
+func TestThrottle(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	src, err := os.ReadFile("web/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := regexp.MustCompile(`(?s)\n  function throttle\(fn, ms\) \{.*?\n  \}\n`).Find(src)
+	if fn == nil {
+		t.Fatal("no function throttle(fn, ms) in web/app.js")
+	}
+	script := `
+let now = 0; const timers = [];
+Date.now = () => now;
+const setTimeout = (f, d) => { const x = { at: now + d, f }; timers.push(x); return x; };
+const clearTimeout = (x) => { const i = timers.indexOf(x); if (i >= 0) timers.splice(i, 1); };
+const page = { cleanup: [] };
+` + string(fn) + `
+const runs = [];
+const reload = throttle(() => runs.push(now), 1000);
+function advance(to) {
+  for (;;) {
+    timers.sort((a, b) => a.at - b.at);
+    if (!timers.length || timers[0].at > to) break;
+    const x = timers.shift(); now = x.at; x.f();
+  }
+  now = to;
+}
+for (let t = 0; t <= 5000; t += 10) { advance(t); reload(); }
+advance(20000);
+console.log(runs.join(","));
+`
+	out, err := exec.Command(node, "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var at []int
+	for _, f := range strings.Split(strings.TrimSpace(string(out)), ",") {
+		var n int
+		if _, err := fmtSscanInt(f, &n); err != nil {
+			t.Fatalf("node printed %q", out)
+		}
+		at = append(at, n)
+	}
+	if len(at) < 5 || at[0] > 0 {
+		t.Fatalf("reloads at %v ms; want the first at once and about one a second during the 5 s burst", at)
+	}
+	for i := 1; i < len(at); i++ {
+		if d := at[i] - at[i-1]; d < 1000 || d > 1010 {
+			t.Errorf("reloads at %v ms: %d ms between two; want 1 s", at, d)
+		}
+	}
+	if last := at[len(at)-1]; last < 5000 {
+		t.Errorf("reloads at %v ms: none after the burst's last call at 5000 ms", at)
+	}
+}
