@@ -149,6 +149,16 @@
       text || s.replace("_", " "));
   }
 
+  // word is a group's or call's status in the console's one vocabulary
+  // (docs/console.md, Pages): a call the result calls "canceled", and a
+  // group of a cancelled run that the result calls "interrupted", say
+  // "cancelled", as the run does.
+  function word(status, runStatus) {
+    if (status === "canceled") return "cancelled";
+    if (status === "interrupted" && runStatus === "cancelled") return "cancelled";
+    return status;
+  }
+
   // warnBadge is a warning: its sign and its words.
   function warnBadge(text) {
     return h("span", { class: "st st-dropped" }, h("span", { "aria-hidden": "true" }, "⚠"), text);
@@ -570,7 +580,8 @@
         st.cancel ? [h("dt", {}, "Cancel"), h("dd", {}, `asked by ${st.cancel.by || "someone"} at ${fmtTime(st.cancel.at)}` + (st.cancel.reason ? `: ${st.cancel.reason}` : ""))] : null,
       );
       replace(head, kv,
-        st.error ? h("div", { class: "error", role: "alert" }, st.error) : null,
+        // A user's own cancel is said by the Cancel line above, not as an error.
+        st.error && !(st.status === "cancelled" && st.cancel) ? h("div", { class: "error", role: "alert" }, st.error) : null,
         st.args && Object.keys(st.args).length ? h("details", { open: true }, h("summary", {}, "Arguments"), h("pre", { class: "block" }, pretty(st.args))) : h("p", { class: "muted" }, "No run arguments."),
         v.sequence_note ? h("p", { class: "notice" }, v.sequence_note) : null);
       renderActions(st);
@@ -657,7 +668,7 @@
         const r = rg[i];
         const done = r && r.status && r.status !== "pending" && r.status !== "running";
         if (done) {
-          g.status = r.status; g.result = r;
+          g.status = word(r.status, st.status); g.result = r;
           const ms = goDur(r.duration);
           g.detail = ms !== null && r.status !== "skipped" ? fmtMs(ms) : "";
         } else if (running && i === st.finished_groups) {
@@ -670,13 +681,13 @@
           g.status = "pending";
         }
         if (g.when) {
-          if (g.status === "skipped") g.whenNote = "false: skipped";
+          if (g.status === "skipped") g.whenNote = "false";
           else if (done) g.whenNote = "true";
         }
         g.calls.forEach((c, ci) => {
           const rc = r && r.calls && r.calls[ci];
           if (done && rc) {
-            c.status = rc.status; c.result = rc;
+            c.status = word(rc.status, st.status); c.result = rc;
             const bits = [];
             if (rc.for_each) bits.push(fanOutText(rc.for_each));
             else if (rc.attempts > 1) bits.push(`${rc.attempts} attempts`);
@@ -688,7 +699,7 @@
             if (rc && rc.for_each) { c.result = rc; c.detail = fanOutText(rc.for_each); } // live: an items event
             else if (c.for_each) c.detail = "for each " + c.for_each.replace("$args.", "");
           } else {
-            c.status = g.status === "skipped" ? "skipped" : g.status === "interrupted" ? "interrupted" : g.status === "not_run" ? "not_run" : "pending";
+            c.status = ["skipped", "interrupted", "cancelled", "not_run"].includes(g.status) ? g.status : "pending";
           }
         });
       });
@@ -738,7 +749,7 @@
     // A for_each call's items (docs/sequences.md, "for_each"): the counts,
     // and the items that did not succeed at once, with their errors.
     function fanOutText(f) {
-      const parts = [["succeeded", "ok"], ["failed", "failed"], ["running", "running"], ["degraded", "degraded"], ["skipped", "skipped"], ["canceled", "canceled"], ["not_run", "not run"]]
+      const parts = [["succeeded", "ok"], ["failed", "failed"], ["running", "running"], ["degraded", "degraded"], ["skipped", "skipped"], ["canceled", "cancelled"], ["not_run", "not run"]]
         .filter(([k]) => f[k] > 0).map(([k, w]) => `${f[k]} ${w}`);
       const items = f.items === 1 ? "1 item" : `${f.items || 0} items`;
       return parts.length ? `${items}: ${parts.join(", ")}` : items;
@@ -805,7 +816,7 @@
         replace(detail,
           h("h3", { id: "detail-title", tabindex: "-1" }, `Group ${sel.group + 1}: ${g.name}`),
           h("dl", { class: "kv" },
-            h("dt", {}, "Status"), h("dd", {}, badge(g.status), r.reason ? " " + r.reason : ""),
+            h("dt", {}, "Status"), h("dd", {}, badge(g.status), g.status === "skipped" && g.when ? [" its ", h("code", {}, "when"), " was false: ", h("code", {}, g.when)] : r.reason ? " " + r.reason : ""),
             h("dt", {}, "When"), h("dd", {}, g.when ? h("span", {}, h("code", {}, g.when), g.whenNote ? " → " + g.whenNote : " (not evaluated yet)") : "always runs"),
             g.parallel !== undefined ? [h("dt", {}, "Calls run"), h("dd", {}, g.parallel ? "together (parallel)" : "one after another")] : null,
             g.on_error ? [h("dt", {}, "Policies"), h("dd", {}, `missing: ${g.missing}, on_error: ${g.on_error}${g.retries ? ", retries " + g.retries : ""}, timeout ${g.timeout}`)] : null,
@@ -826,7 +837,7 @@
         const key = ev.kind + "/" + ev.group + "/" + ev.attempt + "/" + ev.at;
         if (seen.has(key)) continue;
         seen.add(key);
-        items.push({ at: ev.at, text: eventText(ev), status: ev.kind === "group" || ev.kind === "finished" ? ev.status : null });
+        items.push({ at: ev.at, text: eventText(ev, st.error), status: ev.kind === "group" || ev.kind === "finished" ? word(ev.status, st.status) : null });
       }
       if (!model.events.some((e) => e.kind === "finished") && finished(st.status) && st.finished_at) {
         items.push({ at: st.finished_at, text: "finished: " + st.status, status: st.status });
@@ -885,14 +896,16 @@
     }), load);
   }
 
-  function eventText(ev) {
+  // eventText is a timeline entry; runError, the run's error shown above
+  // the page, is not said again by its finished event.
+  function eventText(ev, runError) {
     switch (ev.kind) {
       case "started": return `started on worker ${ev.worker || "?"}` + (ev.attempt > 1 ? ` (attempt ${ev.attempt})` : "");
-      case "group": return `group ${ev.group} of ${ev.groups || "?"} "${ev.group_name || ""}" finished` + (ev.error ? `: ${ev.error}` : "");
+      case "group": return `group ${ev.group} of ${ev.groups || "?"} "${ev.group_name || ""}" finished` + (!ev.error ? "" : runError && runError.includes(ev.error) ? " (the run's error, above)" : `: ${ev.error}`);
       case "interrupted": return `interrupted on worker ${ev.worker || "?"} after group ${ev.group || 0}` + (ev.error ? ` (${ev.error})` : "") + "; waiting for a worker to resume it";
       case "resumed": return `resumed by worker ${ev.worker || "?"} after group ${ev.group || 0} (attempt ${ev.attempt || "?"})`;
       case "cancelling": return `cancel asked` + (ev.by ? ` by ${ev.by}` : "") + (ev.reason ? `: ${ev.reason}` : "");
-      case "finished": return `finished` + (ev.error ? `: ${ev.error}` : "");
+      case "finished": return `finished: ${ev.status || "?"}` + (ev.error && ev.error !== runError ? ` (${ev.error})` : "");
       default: return ev.kind;
     }
   }

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -69,5 +70,56 @@ console.log(runs.join(","));
 	}
 	if last := at[len(at)-1]; last < 5000 {
 		t.Errorf("reloads at %v ms: none after the burst's last call at 5000 ms", at)
+	}
+}
+
+// appFunc cuts the top-level function name out of web/app.js.
+func appFunc(t *testing.T, name string) string {
+	t.Helper()
+	src, err := os.ReadFile("web/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := regexp.MustCompile(`(?s)\n  function ` + name + `\(.*?\n  \}\n`).Find(src)
+	if fn == nil {
+		t.Fatalf("no function %s in web/app.js", name)
+	}
+	return string(fn)
+}
+
+// TestVocabulary runs app.js's word and eventText in Node: a cancelled
+// run's groups and calls say "cancelled" (the result's "interrupted" and
+// "canceled"), an interrupted run's group still says "interrupted", and
+// the timeline does not repeat the run's error shown above it. Skipped
+// without node.
+func TestVocabulary(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	script := appFunc(t, "word") + appFunc(t, "eventText") + `
+const runErr = 'group 2 "fetch": call http.get: 503 service unavailable';
+console.log(JSON.stringify([
+  word("interrupted", "cancelled"), word("canceled", "cancelled"), word("canceled", "failed"),
+  word("interrupted", "interrupted"), word("succeeded", "cancelled"),
+  eventText({ kind: "finished", status: "failed", error: runErr }, runErr),
+  eventText({ kind: "group", group: 2, groups: 3, group_name: "fetch", status: "failed", error: "call http.get: 503 service unavailable" }, runErr),
+  eventText({ kind: "finished", status: "failed", error: "other" }, runErr),
+]));
+`
+	out, err := exec.Command(node, "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %q", out)
+	}
+	want := []string{"cancelled", "cancelled", "cancelled", "interrupted", "succeeded",
+		"finished: failed", `group 2 of 3 "fetch" finished (the run's error, above)`, "finished: failed (other)"}
+	for i := range want {
+		if i >= len(got) || got[i] != want[i] {
+			t.Errorf("case %d: got %q, want %q", i, got, want[i])
+		}
 	}
 }
