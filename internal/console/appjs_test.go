@@ -123,3 +123,51 @@ console.log(JSON.stringify([
 		}
 	}
 }
+
+// TestNATSIndicator runs app.js's showNats and applyNats in Node on
+// stand-ins for the header and the action buttons: while the console's
+// NATS connection is down the header says "reconnecting to NATS (since
+// …)" and the actions are disabled with that reason (a button disabled
+// for another reason stays so), and once it is back the header says live
+// and the actions are enabled again. Skipped without node.
+func TestNATSIndicator(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	script := `
+const pad = (n) => String(n).padStart(2, "0");
+const conn = { className: "" }, connText = { textContent: "" };
+const button = (id, disabled) => ({ id, disabled, dataset: {}, title: "", removeAttribute(a) { this[a] = ""; } });
+const buttons = [button("rerun-run", false), button("call-tool", true)];
+const document = { querySelectorAll: () => buttons };
+const ACTIONS = "";
+let natsDown = "", liveText = "live";
+` + appFunc(t, "fmtTime") + appFunc(t, "fmtZone") + appFunc(t, "setConn") + appFunc(t, "showNats") + appFunc(t, "applyNats") + `
+const out = [];
+const snap = () => out.push([conn.className, connText.textContent, buttons[0].disabled, buttons[0].title, buttons[1].disabled]);
+showNats({ connected: true }); snap();
+showNats({ connected: false, since: "2026-12-01T21:34:05Z", error: "connection refused" }); snap();
+showNats({ connected: true }); snap();
+console.log(JSON.stringify(out));
+`
+	out, err := exec.Command(node, "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got [][]any
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != 3 {
+		t.Fatalf("node printed %q", out)
+	}
+	if got[0][0] != "conn live" || got[0][1] != "live" || got[0][2] != false {
+		t.Errorf("connected: %v; want live and the actions enabled", got[0])
+	}
+	down := got[1]
+	if down[0] != "conn down" || !strings.HasPrefix(down[1].(string), "reconnecting to NATS (since ") || down[2] != true ||
+		!strings.Contains(down[3].(string), "NATS server is down") || down[4] != true {
+		t.Errorf("down: %v; want the header to say reconnecting to NATS and the actions disabled with the reason", down)
+	}
+	if got[2][0] != "conn live" || got[2][2] != false || got[2][3] != "" || got[2][4] != true {
+		t.Errorf("back: %v; want live, the action enabled again, the other button still disabled", got[2])
+	}
+}

@@ -95,6 +95,10 @@
     if (isNaN(d) || d.getFullYear() < 1971) return "";
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   }
+  // fmtZone names the browser's time zone, which fmtTime writes in.
+  function fmtZone() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || "local time"; } catch { return "local time"; }
+  }
   function fmtAgo(iso) {
     if (!iso) return "";
     const d = new Date(iso);
@@ -185,7 +189,7 @@
   let natsDown = "";
   let liveText = "connecting…";
   function showNats(n) {
-    natsDown = n && !n.connected ? `reconnecting to NATS (since ${new Date(n.since).toLocaleTimeString()})` : "";
+    natsDown = n && !n.connected ? `reconnecting to NATS (since ${fmtTime(n.since).slice(11) || "now"} ${fmtZone()})` : "";
     if (natsDown) setConn("down", natsDown);
     else setConn(liveText.startsWith("live") ? "live" : "down", liveText);
     applyNats();
@@ -245,7 +249,13 @@
       showRefusals([JSON.parse(ev.data)]);
       if (handlers.refused) handlers.refused();
     });
-    es.addEventListener("nats", (ev) => showNats(JSON.parse(ev.data)));
+    // NATS back: the page reads again what it shows, as on a reconnect
+    // of its stream (events of the outage are not on the stream).
+    es.addEventListener("nats", (ev) => {
+      const n = JSON.parse(ev.data), wasDown = !!natsDown;
+      showNats(n);
+      if (wasDown && n.connected && handlers.hello) handlers.hello({});
+    });
     es.addEventListener("refusals", (ev) => showRefusals(JSON.parse(ev.data), true));
     for (const name of ["summaries", "run", "registry", "schedule", "ready"]) {
       if (handlers[name]) es.addEventListener(name, (ev) => handlers[name](JSON.parse(ev.data)));
