@@ -84,15 +84,37 @@ func (s *Server) downText(st NATSState) string {
 	return msg + "; nothing was sent. Try again once the page says live"
 }
 
+// natsDownError ends an action's context when the console's NATS
+// connection goes down while the action waits for its answer; writeFail
+// answers it 503 with its text.
+type natsDownError struct{ msg string }
+
+func (e *natsDownError) Error() string { return e.msg }
+
 // needsNATS answers an action at once with 503 while the console's NATS
 // connection is down, instead of letting its request wait for a timeout
-// in the reconnect buffer (docs/console.md, "Live updates").
+// in the reconnect buffer; an action in flight when the connection goes
+// down is answered the same way at that moment (docs/console.md, "Live
+// updates").
 func (s *Server) needsNATS(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		ch := s.nc.StatusChanged(nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
+		defer s.nc.RemoveStatusListener(ch)
 		if st := s.natsw.state(); !st.Connected {
 			writeErr(w, http.StatusServiceUnavailable, "503", s.downText(st))
 			return
 		}
-		h(w, r)
+		go func() {
+			select {
+			case _, ok := <-ch:
+				if ok {
+					cancel(&natsDownError{msg: s.downText(s.natsw.state())})
+				}
+			case <-ctx.Done():
+			}
+		}()
+		h(w, r.WithContext(ctx))
 	}
 }

@@ -13,14 +13,15 @@ import (
 
 	"github.com/skillbus/skillbus/internal/console"
 	"github.com/skillbus/skillbus/internal/natsserver"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
-// TestNATSDown stops the NATS server under a running console: the stream
-// says so at once ("nats" event, connected false), an action is answered
-// 503 at once naming NATS (not after a request timeout, not blaming the
-// seqworker), /api/info says so, and once the server is back on the same
-// port and store the stream says connected again (docs/console.md, "Live
-// updates").
+// TestNATSDown stops the NATS server under a running console: an action
+// in flight is answered 503 at once naming NATS, the stream says so
+// ("nats" event, connected false), an action is answered 503 at once
+// naming NATS (not after a request timeout, not blaming the seqworker),
+// /api/info says so, and once the server is back on the same port and
+// store the stream says connected again (docs/console.md, "Live updates").
 func TestNATSDown(t *testing.T) {
 	dir := t.TempDir()
 	ns := natsserver.StartTB(t, natsserver.Options{StoreDir: dir})
@@ -70,9 +71,40 @@ func TestNATSDown(t *testing.T) {
 	}
 	stream.until(t, 5*time.Second, "hello with NATS connected", natsIs(true))
 
-	ns.Shutdown()
-	stream.until(t, 5*time.Second, "a nats event saying the connection is down", natsIs(false))
+	// A seqworker that takes the rerun and never answers: the action is
+	// in flight when the server goes.
+	got := make(chan struct{}, 1)
+	stuck, err := nc.Subscribe(events.SeqRerunSubject, func(*nats.Msg) { got <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := make(chan error, 1)
+	go func() { inFlight <- postJSON(base+"api/runs/r-0123456789abcdef/rerun", map[string]any{}, nil) }()
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the rerun did not reach the stuck seqworker")
+	}
 	t0 := time.Now()
+	ns.Shutdown()
+	select {
+	case err := <-inFlight:
+		var he *httpError
+		if !errors.As(err, &he) || he.Status != 503 || !strings.Contains(he.Body.Error, "is unreachable") {
+			t.Errorf("a rerun in flight when NATS went: %v; want 503 naming the unreachable NATS server", err)
+		}
+		if took := time.Since(t0); took > 2*time.Second {
+			t.Errorf("a rerun in flight when NATS went was answered after %s; want at once", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a rerun in flight when NATS went was not answered in 10 s")
+	}
+	stream.until(t, 5*time.Second, "a nats event saying the connection is down", natsIs(false))
+	t0 = time.Now()
 	err = postJSON(base+"api/runs/r-0123456789abcdef/rerun", map[string]any{}, nil)
 	took := time.Since(t0)
 	var he *httpError
