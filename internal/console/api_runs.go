@@ -32,6 +32,8 @@ func (s *Server) apiInfo(w http.ResponseWriter, r *http.Request) {
 		"role":        s.access.role,
 		"credentials": s.access.credentials,
 		"refused":     s.refusals(),
+		// The console's own NATS connection (natsstate.go).
+		"nats": s.natsw.state(),
 	})
 }
 

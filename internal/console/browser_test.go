@@ -239,7 +239,7 @@ func TestBrowser(t *testing.T) {
 		if !eval[bool](b, `document.activeElement.matches('g.g-call[data-group="0"][data-call="1"]')`) {
 			t.Errorf("the focus moved to %s while the run page updated; want it kept on the call", eval[string](b, `document.activeElement.outerHTML.slice(0, 120)`))
 		}
-		if txt := eval[string](b, `document.querySelector('g.g-group-hit[data-group="2"]').textContent`); !strings.Contains(txt, "when $args.top == null → false: skipped") {
+		if txt := eval[string](b, `document.querySelector('g.g-group-hit[data-group="2"]').textContent`); !strings.Contains(txt, "when $args.top == null → false") {
 			t.Errorf("the skipped group shows %q; want its when and its result", txt)
 		}
 		// The details of a call, on click.
@@ -258,7 +258,15 @@ func TestBrowser(t *testing.T) {
 		b.wait("the call runs", callStatus(0, 0, "running"), 30*time.Second)
 		b.do("ask to cancel", chromedp.Click(chromedp.ID("cancel-run")))
 		b.do("confirm", chromedp.SendKeys(chromedp.ID("cancel-reason"), "not needed"), chromedp.Click(chromedp.ID("confirm-cancel")))
-		b.wait("the run ends cancelled", `document.getElementById("run-status").textContent.includes("cancelled") && `+callStatus(0, 0, "canceled"), 40*time.Second)
+		b.wait("the run ends cancelled", `document.getElementById("run-status").textContent.includes("cancelled") && `+callStatus(0, 0, "cancelled"), 40*time.Second)
+		// One vocabulary: the group says cancelled too, and the user's own
+		// cancel is not an error box.
+		if txt := eval[string](b, `document.querySelector('g.g-group-hit[data-group="0"]').textContent`); !strings.Contains(txt, "cancelled") || strings.Contains(txt, "interrupted") {
+			t.Errorf("the cancelled run's group shows %q; want cancelled", txt)
+		}
+		if eval[bool](b, `!!document.querySelector("main .error[role=alert]")`) {
+			t.Error("a run the user cancelled shows an error box")
+		}
 		b.wait("the cancel in the timeline", `document.querySelector(".timeline").textContent.includes("cancel asked by console test: not needed")`, 10*time.Second)
 		if eval[bool](b, `!!document.getElementById("cancel-run")`) {
 			t.Error("a cancelled run still offers Cancel")

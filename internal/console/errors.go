@@ -58,8 +58,14 @@ func writeErr(w http.ResponseWriter, status int, code, msg string) {
 // console is a gateway to NATS). When the NATS server refused the request
 // (r's context ended by a refusal, perms.go) the answer is 403 with the
 // refusal: the subject and the credentials. The message is err's own
-// text, as the CLI prints it.
+// text, as the CLI prints it. When the console's NATS connection went down
+// while r waited (natsstate.go) the answer is 503 saying so.
 func writeFail(w http.ResponseWriter, r *http.Request, err error) {
+	var down *natsDownError
+	if err != nil && errors.As(context.Cause(r.Context()), &down) {
+		writeErr(w, http.StatusServiceUnavailable, "503", down.msg)
+		return
+	}
 	err = natsconn.RefusedCause(r.Context(), err)
 	status, code := failStatus(err)
 	writeErr(w, status, code, errtext.Error(err))

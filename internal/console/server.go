@@ -120,6 +120,7 @@ type Server struct {
 	hub      *hub
 	index    *runIndex
 	skills   *skillCache
+	natsw    *natsWatch // the console's own connection (natsstate.go)
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -187,6 +188,7 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 	s.index = newRunIndex(s)
 	s.hub.indexLive = s.index.live
 	s.skills = newSkillCache(s)
+	s.natsw = &natsWatch{nc: nc}
 	s.routes()
 	// Last: from here on the connection's violations reach the console
 	// (perms.go); Stop puts the previous error handler back.
@@ -238,6 +240,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Warn("console: no live events (the page will not update by itself)", "err", err)
 	}
 	go s.index.run(ctx)
+	go s.natsw.run(ctx, s.hub)
 	go func() {
 		defer close(s.done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -315,20 +318,20 @@ func (s *Server) routes() {
 	regRead := []string{events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject, events.RegistrySeqListSubject, events.RegistrySeqGetSubject}
 	m.HandleFunc("GET /api/runs", s.watched(s.apiRuns, events.SeqListSubject))
 	m.HandleFunc("GET /api/runs/{id}", s.watched(s.apiRun, events.SeqStatusSubject, events.RegistrySeqGetSubject))
-	m.HandleFunc("POST /api/runs/{id}/cancel", s.watched(s.apiCancel, events.SeqCancelSubject))
-	m.HandleFunc("POST /api/runs/{id}/rerun", s.watched(s.apiRerun, events.SeqRerunSubject))
-	m.HandleFunc("POST /api/runs/{id}/retry", s.watched(s.apiRetry, events.SeqRetrySubject))
+	m.HandleFunc("POST /api/runs/{id}/cancel", s.needsNATS(s.watched(s.apiCancel, events.SeqCancelSubject)))
+	m.HandleFunc("POST /api/runs/{id}/rerun", s.needsNATS(s.watched(s.apiRerun, events.SeqRerunSubject)))
+	m.HandleFunc("POST /api/runs/{id}/retry", s.needsNATS(s.watched(s.apiRetry, events.SeqRetrySubject)))
 
 	m.HandleFunc("GET /api/seqs", s.watched(s.apiSeqs, regRead...))
 	m.HandleFunc("GET /api/seqs/{name}", s.watched(s.apiSeq, append(slices.Clone(regRead), natsconn.JetStreamAPI(events.StreamEvents)...)...))
-	m.HandleFunc("POST /api/seqs/{name}/run", s.watched(s.apiSeqRun, events.RegistrySeqGetSubject, events.SeqRunSubject))
+	m.HandleFunc("POST /api/seqs/{name}/run", s.needsNATS(s.watched(s.apiSeqRun, events.RegistrySeqGetSubject, events.SeqRunSubject)))
 
 	m.HandleFunc("GET /api/skills", s.watched(s.apiSkills, regRead...))
 	m.HandleFunc("GET /api/skills/{name}", s.watched(s.apiSkill, regRead...))
 	m.HandleFunc("POST /api/preview", s.watched(s.apiPreview, regRead...))
 
 	m.HandleFunc("GET /api/tools", s.watched(s.apiTools, "$SRV.INFO"))
-	m.HandleFunc("POST /api/tools/{name}/call", s.apiToolCall)
+	m.HandleFunc("POST /api/tools/{name}/call", s.needsNATS(s.apiToolCall))
 	s.mux = m
 }
 

@@ -30,6 +30,10 @@ import (
 //	           RUNS watch, the events subscription): its subject, the
 //	           credentials' role and what the pages lose (perms.go); sent
 //	           to every stream. hello carries those known so far.
+//	nats       NATSState: the console's own NATS connection, each time it
+//	           goes down or comes back (hello carries it too); while it
+//	           is down the page disables its actions and the API answers
+//	           them 503 at once
 //	refusals   [refusal...]: every refusal still kept, when some were
 //	           dropped (the RUNS watch runs after all, after a reconnect)
 //
@@ -295,7 +299,7 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	sub := s.hub.add(run)
 	defer s.hub.remove(sub)
-	hello, _ := json.Marshal(map[string]any{"live": s.hub.live(), "runs_live": s.index.live(), "refused": s.refusals()})
+	hello, _ := json.Marshal(map[string]any{"live": s.hub.live(), "runs_live": s.index.live(), "refused": s.refusals(), "nats": s.natsw.state()})
 	fmt.Fprintf(w, "retry: 2000\n\nevent: hello\ndata: %s\n\n", hello)
 	fl.Flush()
 	tick := time.NewTicker(keepAlive)

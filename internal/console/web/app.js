@@ -95,6 +95,10 @@
     if (isNaN(d) || d.getFullYear() < 1971) return "";
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   }
+  // fmtZone names the browser's time zone, which fmtTime writes in.
+  function fmtZone() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || "local time"; } catch { return "local time"; }
+  }
   function fmtAgo(iso) {
     if (!iso) return "";
     const d = new Date(iso);
@@ -149,6 +153,16 @@
       text || s.replace("_", " "));
   }
 
+  // word is a group's or call's status in the console's one vocabulary
+  // (docs/console.md, Pages): a call the result calls "canceled", and a
+  // group of a cancelled run that the result calls "interrupted", say
+  // "cancelled", as the run does.
+  function word(status, runStatus) {
+    if (status === "canceled") return "cancelled";
+    if (status === "interrupted" && runStatus === "cancelled") return "cancelled";
+    return status;
+  }
+
   // warnBadge is a warning: its sign and its words.
   function warnBadge(text) {
     return h("span", { class: "st st-dropped" }, h("span", { "aria-hidden": "true" }, "⚠"), text);
@@ -166,6 +180,34 @@
     conn.className = "conn " + kind;
     connText.textContent = text;
   }
+
+  // The console's own NATS connection (the stream's hello and nats
+  // events, docs/console.md "Live updates"): while it is down the header
+  // says since when and the actions are disabled with that reason; the
+  // server answers them 503 at once anyway.
+  const ACTIONS = "#cancel-run, #rerun-run, #retry-run, #confirm-cancel, #open-run-form, #start-run, #call-tool";
+  let natsDown = "";
+  let liveText = "connecting…";
+  function showNats(n) {
+    natsDown = n && !n.connected ? `reconnecting to NATS (since ${fmtTime(n.since).slice(11) || "now"} ${fmtZone()})` : "";
+    if (natsDown) setConn("down", natsDown);
+    else setConn(liveText.startsWith("live") ? "live" : "down", liveText);
+    applyNats();
+  }
+  function applyNats() {
+    for (const b of document.querySelectorAll(ACTIONS)) {
+      if (natsDown && !b.disabled) {
+        b.disabled = true;
+        b.dataset.natsOff = "1";
+        b.title = "The console's connection to the NATS server is down; it is " + natsDown + ".";
+      } else if (!natsDown && b.dataset.natsOff) {
+        b.disabled = false;
+        delete b.dataset.natsOff;
+        b.removeAttribute("title");
+      }
+    }
+  }
+  new MutationObserver(() => { if (natsDown) applyNats(); }).observe(document.getElementById("main"), { childList: true, subtree: true });
 
   // ----------------------------------------------------------- refusals
 
@@ -198,14 +240,21 @@
     const es = new EventSource("/api/stream" + (query ? "?" + query : ""));
     es.addEventListener("hello", (ev) => {
       const hello = JSON.parse(ev.data);
-      if (hello.live) setConn("live", hello.runs_live === false ? "live (runs list not live)" : "live");
-      else setConn("down", "not live: reload to update");
+      liveText = hello.live ? (hello.runs_live === false ? "live (runs list not live)" : "live") : "not live: reload to update";
+      showNats(hello.nats);
       showRefusals(hello.refused, true);
       if (handlers.hello) handlers.hello(hello);
     });
     es.addEventListener("refused", (ev) => {
       showRefusals([JSON.parse(ev.data)]);
       if (handlers.refused) handlers.refused();
+    });
+    // NATS back: the page reads again what it shows, as on a reconnect
+    // of its stream (events of the outage are not on the stream).
+    es.addEventListener("nats", (ev) => {
+      const n = JSON.parse(ev.data), wasDown = !!natsDown;
+      showNats(n);
+      if (wasDown && n.connected && handlers.hello) handlers.hello({});
     });
     es.addEventListener("refusals", (ev) => showRefusals(JSON.parse(ev.data), true));
     for (const name of ["summaries", "run", "registry", "schedule", "ready"]) {
@@ -232,6 +281,18 @@
     let t = null;
     const f = () => { clearTimeout(t); t = setTimeout(fn, ms); };
     page.cleanup.push(() => clearTimeout(t));
+    return f;
+  }
+
+  // throttle calls fn at most once per ms, and while calls keep coming at
+  // least once per ms: the first call after a quiet spell runs at once, a
+  // call within ms of the last run waits for the rest of ms (a debounce
+  // would wait for the calls to stop, which a burst of runs never does).
+  function throttle(fn, ms) {
+    let t = null, last = -Infinity;
+    const run = () => { t = null; last = Date.now(); fn(); };
+    const f = () => { if (t === null) t = setTimeout(run, Math.max(0, last + ms - Date.now())); };
+    page.cleanup.push(() => { clearTimeout(t); t = null; });
     return f;
   }
 
@@ -433,7 +494,7 @@
     }
     // The stream first, then the list: what changes after the stream is
     // open reaches the page, and every (re)connect reloads.
-    const reload = debounce(load, 400);
+    const reload = throttle(load, 1000);
     await firstLoad((loaded) => openStream("", { hello: () => load().then(loaded), ready: load, summaries: reload }), load);
   }
 
@@ -529,7 +590,8 @@
         st.cancel ? [h("dt", {}, "Cancel"), h("dd", {}, `asked by ${st.cancel.by || "someone"} at ${fmtTime(st.cancel.at)}` + (st.cancel.reason ? `: ${st.cancel.reason}` : ""))] : null,
       );
       replace(head, kv,
-        st.error ? h("div", { class: "error", role: "alert" }, st.error) : null,
+        // A user's own cancel is said by the Cancel line above, not as an error.
+        st.error && !(st.status === "cancelled" && st.cancel) ? h("div", { class: "error", role: "alert" }, st.error) : null,
         st.args && Object.keys(st.args).length ? h("details", { open: true }, h("summary", {}, "Arguments"), h("pre", { class: "block" }, pretty(st.args))) : h("p", { class: "muted" }, "No run arguments."),
         v.sequence_note ? h("p", { class: "notice" }, v.sequence_note) : null);
       renderActions(st);
@@ -616,7 +678,7 @@
         const r = rg[i];
         const done = r && r.status && r.status !== "pending" && r.status !== "running";
         if (done) {
-          g.status = r.status; g.result = r;
+          g.status = word(r.status, st.status); g.result = r;
           const ms = goDur(r.duration);
           g.detail = ms !== null && r.status !== "skipped" ? fmtMs(ms) : "";
         } else if (running && i === st.finished_groups) {
@@ -629,13 +691,13 @@
           g.status = "pending";
         }
         if (g.when) {
-          if (g.status === "skipped") g.whenNote = "false: skipped";
+          if (g.status === "skipped") g.whenNote = "false";
           else if (done) g.whenNote = "true";
         }
         g.calls.forEach((c, ci) => {
           const rc = r && r.calls && r.calls[ci];
           if (done && rc) {
-            c.status = rc.status; c.result = rc;
+            c.status = word(rc.status, st.status); c.result = rc;
             const bits = [];
             if (rc.for_each) bits.push(fanOutText(rc.for_each));
             else if (rc.attempts > 1) bits.push(`${rc.attempts} attempts`);
@@ -647,7 +709,7 @@
             if (rc && rc.for_each) { c.result = rc; c.detail = fanOutText(rc.for_each); } // live: an items event
             else if (c.for_each) c.detail = "for each " + c.for_each.replace("$args.", "");
           } else {
-            c.status = g.status === "skipped" ? "skipped" : g.status === "interrupted" ? "interrupted" : g.status === "not_run" ? "not_run" : "pending";
+            c.status = ["skipped", "interrupted", "cancelled", "not_run"].includes(g.status) ? g.status : "pending";
           }
         });
       });
@@ -697,7 +759,7 @@
     // A for_each call's items (docs/sequences.md, "for_each"): the counts,
     // and the items that did not succeed at once, with their errors.
     function fanOutText(f) {
-      const parts = [["succeeded", "ok"], ["failed", "failed"], ["running", "running"], ["degraded", "degraded"], ["skipped", "skipped"], ["canceled", "canceled"], ["not_run", "not run"]]
+      const parts = [["succeeded", "ok"], ["failed", "failed"], ["running", "running"], ["degraded", "degraded"], ["skipped", "skipped"], ["canceled", "cancelled"], ["not_run", "not run"]]
         .filter(([k]) => f[k] > 0).map(([k, w]) => `${f[k]} ${w}`);
       const items = f.items === 1 ? "1 item" : `${f.items || 0} items`;
       return parts.length ? `${items}: ${parts.join(", ")}` : items;
@@ -764,7 +826,7 @@
         replace(detail,
           h("h3", { id: "detail-title", tabindex: "-1" }, `Group ${sel.group + 1}: ${g.name}`),
           h("dl", { class: "kv" },
-            h("dt", {}, "Status"), h("dd", {}, badge(g.status), r.reason ? " " + r.reason : ""),
+            h("dt", {}, "Status"), h("dd", {}, badge(g.status), g.status === "skipped" && g.when ? [" its ", h("code", {}, "when"), " was false: ", h("code", {}, g.when)] : r.reason ? " " + r.reason : ""),
             h("dt", {}, "When"), h("dd", {}, g.when ? h("span", {}, h("code", {}, g.when), g.whenNote ? " → " + g.whenNote : " (not evaluated yet)") : "always runs"),
             g.parallel !== undefined ? [h("dt", {}, "Calls run"), h("dd", {}, g.parallel ? "together (parallel)" : "one after another")] : null,
             g.on_error ? [h("dt", {}, "Policies"), h("dd", {}, `missing: ${g.missing}, on_error: ${g.on_error}${g.retries ? ", retries " + g.retries : ""}, timeout ${g.timeout}`)] : null,
@@ -785,7 +847,7 @@
         const key = ev.kind + "/" + ev.group + "/" + ev.attempt + "/" + ev.at;
         if (seen.has(key)) continue;
         seen.add(key);
-        items.push({ at: ev.at, text: eventText(ev), status: ev.kind === "group" || ev.kind === "finished" ? ev.status : null });
+        items.push({ at: ev.at, text: eventText(ev, st.error), status: ev.kind === "group" || ev.kind === "finished" ? word(ev.status, st.status) : null });
       }
       if (!model.events.some((e) => e.kind === "finished") && finished(st.status) && st.finished_at) {
         items.push({ at: st.finished_at, text: "finished: " + st.status, status: st.status });
@@ -844,14 +906,16 @@
     }), load);
   }
 
-  function eventText(ev) {
+  // eventText is a timeline entry; runError, the run's error shown above
+  // the page, is not said again by its finished event.
+  function eventText(ev, runError) {
     switch (ev.kind) {
       case "started": return `started on worker ${ev.worker || "?"}` + (ev.attempt > 1 ? ` (attempt ${ev.attempt})` : "");
-      case "group": return `group ${ev.group} of ${ev.groups || "?"} "${ev.group_name || ""}" finished` + (ev.error ? `: ${ev.error}` : "");
+      case "group": return `group ${ev.group} of ${ev.groups || "?"} "${ev.group_name || ""}" finished` + (!ev.error ? "" : runError && runError.includes(ev.error) ? " (the run's error, above)" : `: ${ev.error}`);
       case "interrupted": return `interrupted on worker ${ev.worker || "?"} after group ${ev.group || 0}` + (ev.error ? ` (${ev.error})` : "") + "; waiting for a worker to resume it";
       case "resumed": return `resumed by worker ${ev.worker || "?"} after group ${ev.group || 0} (attempt ${ev.attempt || "?"})`;
       case "cancelling": return `cancel asked` + (ev.by ? ` by ${ev.by}` : "") + (ev.reason ? `: ${ev.reason}` : "");
-      case "finished": return `finished` + (ev.error ? `: ${ev.error}` : "");
+      case "finished": return `finished: ${ev.status || "?"}` + (ev.error && ev.error !== runError ? ` (${ev.error})` : "");
       default: return ev.kind;
     }
   }
