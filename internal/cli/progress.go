@@ -191,7 +191,9 @@ func (p *progress) printGroup(n int, gr *seq.GroupResult) {
 	if gr.Status != seq.GroupSkipped {
 		for _, c := range gr.Calls {
 			fmt.Fprintf(p.w, "    %s: %s", callLabel(c), c.Status)
-			if c.Attempts > 1 {
+			// A for_each call's attempts add up over its items: its
+			// for_each line below says how many items did what.
+			if c.Attempts > 1 && c.ForEach == nil {
 				fmt.Fprintf(p.w, " after %d attempts", c.Attempts)
 			}
 			if c.Attempts > 0 {
@@ -205,7 +207,10 @@ func (p *progress) printGroup(n int, gr *seq.GroupResult) {
 				fmt.Fprintf(p.w, "      for_each: %s\n", fanOutText(f))
 				lines, more := itemLines(f)
 				for _, it := range lines {
-					fmt.Fprintf(p.w, "      item %d: %s after %d attempt(s)", it.Index, it.Status, it.Attempts)
+					fmt.Fprintf(p.w, "      item %d: %s", it.Index, it.Status)
+					if it.Error != "" && !strings.Contains(it.Error, "attempt") {
+						fmt.Fprintf(p.w, " after %d attempt(s)", it.Attempts)
+					}
 					if it.Error != "" {
 						fmt.Fprintf(p.w, ": %s", oneLine(it.Error, 200))
 					}
