@@ -28,11 +28,19 @@ const (
 	runReserve     = 16 << 10 // what a run accepted may still add to RUNS (a typical run's state is 2.5 KB)
 )
 
-// roomGauge caches the last check of the stores' usage.
+// roomGauge caches the last check of the stores' usage. Between two
+// checks it counts the runs it let through (accepted), each taking
+// runReserve of RUNS, so that a burst within roomCheckEvery cannot accept
+// more than the last check left room for.
 type roomGauge struct {
-	mu      sync.Mutex // mu guards checked and err
-	checked time.Time
-	err     error
+	mu        sync.Mutex // mu guards the fields below
+	checked   time.Time
+	err       error
+	runsNeed  int64 // RUNS at the last check: bytes held + runReserve per run in flight
+	runsLimit int64 // RUNS's byte limit at the last check (0: none)
+	runsUsed  int64
+	inflight  int64
+	accepted  int64 // runs let through since the last check
 }
 
 // storeFullError is a store at fullPercent of its byte limit or more.
@@ -62,8 +70,17 @@ func (w *Worker) roomForRun(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.checked.IsZero() && time.Since(g.checked) < roomCheckEvery {
-		return g.err
+		if g.err != nil {
+			return g.err
+		}
+		if g.runsLimit > 0 && (g.runsNeed+(g.accepted+1)*runReserve)*100 >= g.runsLimit*fullPercent {
+			s := stores[0]
+			return &storeFullError{what: s.what, flag: s.flag, used: g.runsUsed, limit: g.runsLimit, inflight: g.inflight + g.accepted}
+		}
+		g.accepted++
+		return nil
 	}
+	g.runsNeed, g.runsLimit, g.runsUsed, g.accepted = 0, 0, 0, 0
 	var full error
 	var inflight int64 // requests in SEQ_RUNS: runs queued or running
 	if st, err := w.js.Stream(ctx, events.StreamSeqRuns); err == nil {
@@ -79,6 +96,7 @@ func (w *Worker) roomForRun(ctx context.Context) error {
 		need := used
 		if s.stream == "KV_"+events.BucketRuns {
 			need += inflight * runReserve
+			g.runsNeed, g.runsLimit, g.runsUsed, g.inflight = need, limit, used, inflight
 		}
 		if limit > 0 && need*100 >= limit*fullPercent {
 			full = &storeFullError{what: s.what, flag: s.flag, used: used, limit: limit, inflight: inflight}
@@ -86,5 +104,8 @@ func (w *Worker) roomForRun(ctx context.Context) error {
 		}
 	}
 	g.checked, g.err = time.Now(), full
+	if full == nil {
+		g.accepted = 1 // this run
+	}
 	return full
 }
