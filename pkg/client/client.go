@@ -396,11 +396,25 @@ func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]jso
 	return out, nil
 }
 
+// DefaultNotFoundWait is how long Wait waits, by default, for a run whose
+// state is not stored (404) before it returns ErrNotFound. A run accepted
+// by Start is stored before Start returns, so only a mistyped id, a run
+// removed from RUNS (its TTL) or one started by another way (a schedule, a
+// trigger, a request still in flight) meets it.
+const DefaultNotFoundWait = 10 * time.Second
+
+// finishedEventWait bounds how long Wait, once the state says the run
+// finished, keeps reading its events for the finished one (so OnEvent
+// sees every event up to the end).
+const finishedEventWait = time.Second
+
 // WaitOptions configure Wait. The zero value waits with the defaults.
 type WaitOptions struct {
-	// OnEvent receives each run event as it happens (started, group,
-	// interrupted, resumed, cancelling, finished), from the goroutine that
-	// called Wait.
+	// OnEvent receives each run event (started, group, interrupted,
+	// resumed, cancelling, finished) in the order the EVENTS stream stored
+	// them, from the run's first event on — those published before Wait
+	// was called too (they are read back from the stream) — from the
+	// goroutine that called Wait.
 	OnEvent func(ev *events.RunEvent)
 	// OnWaiting receives a sentence saying what Wait waits for, when that
 	// changes (no seqworker answers; a run interrupted and waiting to be
@@ -413,14 +427,29 @@ type WaitOptions struct {
 	// (all of them stopped or restarting); default 2 minutes. Then it
 	// returns ErrWaitedTooLong.
 	WorkerWait time.Duration
+	// NotFoundWait is how long Wait keeps waiting while the seqworker says
+	// the run does not exist (404); default DefaultNotFoundWait. Then it
+	// returns ErrNotFound. The state is read every Poll, so Wait returns
+	// between NotFoundWait and NotFoundWait + Poll after its first read.
+	NotFoundWait time.Duration
 }
 
 // Wait follows a run until it is finished (succeeded, failed or
 // cancelled) and returns its final state. It keeps waiting across worker
 // restarts — an interrupted run, or no seqworker answering for up to
-// o.WorkerWait — telling o.OnWaiting what it waits for. A run not known
-// yet (404) is waited for too. Errors: ctx's error; ErrWaitedTooLong;
-// ErrBadRequest.
+// o.WorkerWait — telling o.OnWaiting what it waits for. A run not stored
+// yet (404) is waited for up to o.NotFoundWait (default
+// DefaultNotFoundWait, 10 s).
+//
+// The run's events are read from the EVENTS stream with a
+// streamread.Follower from the run's first event (events.run.ID.>, by
+// STREAM.MSG.GET: a client may not create consumers, docs/security.md
+// "Consumers: only a stream's owner makes them"), so OnEvent misses none
+// published before Wait subscribed; once the state says the run finished,
+// Wait reads on for up to a second for its finished event.
+//
+// Errors: ctx's error; ErrNotFound (no such run after o.NotFoundWait);
+// ErrWaitedTooLong; ErrBadRequest (not a run id).
 func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events.RunState, error) {
 	if o.Poll == 0 {
 		o.Poll = 2 * time.Second
@@ -428,21 +457,41 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 	if o.WorkerWait == 0 {
 		o.WorkerWait = 2 * time.Minute
 	}
+	if o.NotFoundWait == 0 {
+		o.NotFoundWait = DefaultNotFoundWait
+	}
 	if err := events.CheckRunID(runID); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	subj, _ := events.RunEventSubject(runID, events.RunStarted)
-	ch := make(chan *nats.Msg, 256)
-	sub, err := c.nc.ChanSubscribe(strings.TrimSuffix(subj, events.RunStarted)+">", ch)
+	f, err := streamread.NewFollower(ctx, c.nc, streamread.FollowConfig{
+		Stream:  events.StreamEvents,
+		Filters: []string{strings.TrimSuffix(subj, events.RunStarted) + ">"},
+		From:    1,
+		Poll:    o.Poll,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("follow the events of run %s: %w", runID, err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	ch := make(chan *events.RunEvent, 256)
+	rctx, stopRead := context.WithCancel(ctx)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		readEvents(rctx, f, o.Poll, ch)
+	}()
+	defer func() {
+		stopRead()
+		<-readDone
+		f.Close()
+	}()
 	poll := time.NewTicker(o.Poll)
 	defer poll.Stop()
 	var (
 		unavailableSince time.Time
+		notFoundSince    time.Time
 		waiting          string
+		sawFinished      bool
 	)
 	say := func(text string) {
 		if text != waiting {
@@ -452,16 +501,44 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 			}
 		}
 	}
+	deliver := func(ev *events.RunEvent) {
+		if ev.Kind == events.RunFinished {
+			sawFinished = true
+		}
+		if o.OnEvent != nil {
+			o.OnEvent(ev)
+		}
+	}
+	// finish delivers the events still to come up to the finished one
+	// (at most finishedEventWait), then returns st.
+	finish := func(st *events.RunState) (*events.RunState, error) {
+		say("")
+		if o.OnEvent == nil || sawFinished {
+			return st, nil
+		}
+		t := time.NewTimer(finishedEventWait)
+		defer t.Stop()
+		for !sawFinished {
+			select {
+			case ev := <-ch:
+				deliver(ev)
+			case <-t.C:
+				return st, nil
+			case <-ctx.Done():
+				return st, nil
+			}
+		}
+		return st, nil
+	}
 	check := true
 	for {
 		if check {
 			st, err := c.Status(ctx, runID)
 			switch {
 			case err == nil:
-				unavailableSince = time.Time{}
+				unavailableSince, notFoundSince = time.Time{}, time.Time{}
 				if events.Finished(st.Status) {
-					say("")
-					return st, nil
+					return finish(st)
 				}
 				if st.Status == events.StatusInterrupted {
 					say(fmt.Sprintf("run %s was interrupted after group %d of %d (%s); waiting for a seqworker to resume it", runID, st.FinishedGroups, st.Groups, st.Error))
@@ -469,6 +546,13 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 					say("")
 				}
 			case errors.Is(err, ErrNotFound):
+				unavailableSince = time.Time{}
+				if notFoundSince.IsZero() {
+					notFoundSince = time.Now()
+				}
+				if time.Since(notFoundSince) >= o.NotFoundWait {
+					return nil, fmt.Errorf("run %s still not stored after %s of waiting (check the run id: `skillbus runs`): %w", runID, o.NotFoundWait, err)
+				}
 			case errors.Is(err, ErrUnavailable):
 				if unavailableSince.IsZero() {
 					unavailableSince = time.Now()
@@ -495,17 +579,40 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 			return nil, ctx.Err()
 		case <-poll.C:
 			check = true
-		case m := <-ch:
+		case ev := <-ch:
+			deliver(ev)
+			switch ev.Kind {
+			case events.RunFinished, events.RunInterrupted, events.RunResumed, events.RunCancelling:
+				check = true
+			}
+		}
+	}
+}
+
+// readEvents reads the run events f follows onto ch until ctx ends; a
+// failed read (the stream not there yet, a lost connection) is tried
+// again after poll, from the same cursor.
+func readEvents(ctx context.Context, f *streamread.Follower, poll time.Duration, ch chan<- *events.RunEvent) {
+	for ctx.Err() == nil {
+		msgs, err := f.Read(ctx, poll)
+		if err != nil {
+			t := time.NewTimer(poll)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		for _, m := range msgs {
 			var ev events.RunEvent
 			if events.Decode(m.Data, &ev) != nil {
 				continue
 			}
-			if o.OnEvent != nil {
-				o.OnEvent(&ev)
-			}
-			switch ev.Kind {
-			case events.RunFinished, events.RunInterrupted, events.RunResumed, events.RunCancelling:
-				check = true
+			select {
+			case ch <- &ev:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}
