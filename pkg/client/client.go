@@ -22,11 +22,24 @@ import (
 // Errors returned by this package; test with errors.Is. A service's error
 // reply also holds a *toolcall.Error with the service's code and message
 // (errors.As); its code selects one of ErrBadRequest, ErrNotFound,
-// ErrConflict and ErrUnavailable.
+// ErrConflict and ErrUnavailable. ErrInvalid and ErrClosed are found by
+// the client itself, before or without an answer.
 var (
 	// ErrBadRequest: the service refused the request (code 400): a bad
 	// field or an identifier over its limit. Terminal.
 	ErrBadRequest = errors.New("client: bad request")
+	// ErrInvalid: the caller's mistake, found by the client before it
+	// sent anything: an argument of a method or an option that is not
+	// valid (not a run id, a request whose fields events.Encode refuses,
+	// a nil connection, a timeout below 100 ms). The message says which
+	// and how to fix it. Terminal: nothing was sent.
+	ErrInvalid = errors.New("client: invalid argument")
+	// ErrClosed: the client's NATS connection is closed (or draining),
+	// so nothing can be sent or received on it any more; it wraps
+	// nats.ErrConnectionClosed (or nats.ErrConnectionDraining), found with
+	// errors.Is too. Terminal for this connection: connect again and make
+	// a new Client. Not ErrUnavailable: no service was asked.
+	ErrClosed = errors.New("client: NATS connection closed")
 	// ErrNotFound: no such run, sequence or group (code 404).
 	ErrNotFound = errors.New("client: not found")
 	// ErrConflict: a run id used for another request, or a finished run
@@ -40,6 +53,18 @@ var (
 	// a seqworker.
 	ErrWaitedTooLong = errors.New("client: no seqworker answered in time")
 )
+
+// closed wraps an error of a closed or draining connection in ErrClosed
+// (keeping the NATS error for errors.Is); other errors are returned as
+// they are.
+func closed(err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionDraining) {
+		if !errors.Is(err, ErrClosed) {
+			return fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+	}
+	return err
+}
 
 // serviceError wraps a service's error reply: a *toolcall.Error (the one
 // error with a code of skillbus, found with errors.As) joined with the
@@ -86,18 +111,18 @@ func noReply(who, subject string, waited time.Duration) string {
 func WithTimeout(d time.Duration) Option {
 	return func(c *Client) error {
 		if d < 100*time.Millisecond {
-			return fmt.Errorf("%w: timeout %s; want at least 100ms", ErrBadRequest, d)
+			return fmt.Errorf("%w: timeout %s; want at least 100ms", ErrInvalid, d)
 		}
 		c.timeout = d
 		return nil
 	}
 }
 
-// New returns a client on nc. Errors: those of the options; a nil
-// connection.
+// New returns a client on nc. Errors: those of the options; ErrInvalid
+// for a nil connection.
 func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if nc == nil {
-		return nil, fmt.Errorf("%w: nil NATS connection", ErrBadRequest)
+		return nil, fmt.Errorf("%w: nil NATS connection", ErrInvalid)
 	}
 	c := &Client{nc: nc, timeout: DefaultTimeout}
 	for _, o := range opts {
@@ -109,12 +134,13 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 }
 
 // request sends m to subject and decodes the reply into out (a message
-// type of pkg/events). Errors: *Error for an error reply; ErrUnavailable
-// (wrapped) for no responders and timeouts.
+// type of pkg/events). Errors: ErrInvalid for a request events.Encode
+// refuses; a service error (serviceError) for an error reply;
+// ErrUnavailable (wrapped) for no responders and timeouts; ErrClosed.
 func (c *Client) request(ctx context.Context, subject string, m events.Message, out events.Message) error {
 	data, err := events.Encode(m)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -134,7 +160,7 @@ func (c *Client) request(ctx context.Context, subject string, m events.Message, 
 			}
 			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the seqworker", subject, wait))
 		}
-		return err
+		return closed(err)
 	}
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
 		return serviceError(subject, code, reply.Header.Get(micro.ErrorHeader))
@@ -152,8 +178,8 @@ func (c *Client) request(ctx context.Context, subject string, m events.Message, 
 // req.Sequence (a stored sequence) and req.Inline (a sequence AST, as
 // pkg/seq's Encode writes it) is set; req.RunID is optional and makes the
 // call idempotent (the same request again returns the same run). Errors:
-// ErrBadRequest, ErrNotFound (no such stored sequence), ErrConflict (the
-// run id was used for another request), ErrUnavailable.
+// ErrInvalid, ErrBadRequest, ErrNotFound (no such stored sequence), ErrConflict (the
+// run id was used for another request), ErrUnavailable, ErrClosed.
 //
 // With a run id the request is idempotent, so Start sends it again when a
 // seqworker does not answer within StartAttemptTimeout (a stalled replica
@@ -193,7 +219,8 @@ func (c *Client) Start(ctx context.Context, req events.SeqRunRequest) (string, e
 const StartAttemptTimeout = 2 * time.Second
 
 // Status returns a run's state (normalised: see events.RunState.Normalize).
-// Errors: ErrBadRequest (not a run id), ErrNotFound, ErrUnavailable.
+// Errors: ErrInvalid (not a run id), ErrNotFound, ErrUnavailable,
+// ErrClosed.
 //
 // The request is a read, so it is hedged (see HedgeAfter): a replica of
 // the queue group that holds the request without answering — a stopped
@@ -293,7 +320,7 @@ func hedged[T any](ctx context.Context, timeout time.Duration, call func(context
 
 // List lists runs, newest first; req filters and pages (see
 // events.SeqListRequest: pass the reply's Next as req.Before for the next
-// page). Errors: ErrBadRequest, ErrUnavailable.
+// page). Errors: ErrInvalid, ErrBadRequest, ErrUnavailable, ErrClosed.
 func (c *Client) List(ctx context.Context, req events.SeqListRequest) (*events.SeqListReply, error) {
 	var reply events.SeqListReply
 	if err := c.request(ctx, events.SeqListSubject, &req, &reply); err != nil {
@@ -306,7 +333,7 @@ func (c *Client) List(ctx context.Context, req events.SeqListRequest) (*events.S
 // queued or interrupted run is cancelled at once; a running one is stopped
 // by the worker that holds it (use Wait to see it end cancelled). Calling
 // it again is harmless. Errors: ErrNotFound, ErrConflict (the run already
-// finished), ErrBadRequest, ErrUnavailable.
+// finished), ErrInvalid, ErrBadRequest, ErrUnavailable, ErrClosed.
 func (c *Client) Cancel(ctx context.Context, runID, by, reason string) (*events.RunState, error) {
 	var st events.RunState
 	if err := c.request(ctx, events.SeqCancelSubject, &events.SeqCancelRequest{RunID: runID, By: by, Reason: reason}, &st); err != nil {
@@ -318,7 +345,7 @@ func (c *Client) Cancel(ctx context.Context, runID, by, reason string) (*events.
 
 // Rerun starts a new run with the sequence and arguments of runID and
 // returns the new run's id (newRunID, or a new one when ""). Errors:
-// ErrNotFound, ErrConflict, ErrBadRequest, ErrUnavailable.
+// ErrNotFound, ErrConflict, ErrInvalid, ErrBadRequest, ErrUnavailable, ErrClosed.
 func (c *Client) Rerun(ctx context.Context, runID, newRunID string) (string, error) {
 	reply, err := c.RerunReply(ctx, runID, newRunID)
 	if err != nil {
@@ -345,8 +372,8 @@ func (c *Client) RerunReply(ctx context.Context, runID, newRunID string) (*event
 // agree with it up to that group and in its signature); docs/runs.md,
 // "Retry". It returns the new run's id (newRunID, or a new one when "").
 // Errors: ErrNotFound (no such run), ErrConflict (not retryable, the
-// definition changed, or newRunID used for another run), ErrBadRequest,
-// ErrUnavailable.
+// definition changed, or newRunID used for another run), ErrInvalid, ErrBadRequest,
+// ErrUnavailable, ErrClosed.
 func (c *Client) Retry(ctx context.Context, runID, newRunID string, latest bool) (string, error) {
 	var reply events.SeqRunReply
 	if err := c.request(ctx, events.SeqRetrySubject, &events.SeqRetryRequest{RunID: runID, NewRunID: newRunID, Latest: latest}, &reply); err != nil {
@@ -358,8 +385,8 @@ func (c *Client) Retry(ctx context.Context, runID, newRunID string, latest bool)
 // Call runs one group of a stored sequence by its name (seq_call) with
 // args (its `in` values, a JSON object) and returns its slots and result.
 // A group that ran and failed is a reply with Error set, not an error.
-// Errors: ErrNotFound (no such group), ErrBadRequest (bad arguments),
-// ErrUnavailable.
+// Errors: ErrNotFound (no such group), ErrInvalid, ErrBadRequest (bad arguments),
+// ErrUnavailable, ErrClosed.
 func (c *Client) Call(ctx context.Context, group string, args json.RawMessage) (*events.SeqCallReply, error) {
 	var reply events.SeqCallReply
 	if err := c.request(ctx, events.SeqCallSubject, &events.SeqCallRequest{Group: group, Args: args}, &reply); err != nil {
@@ -373,7 +400,7 @@ func (c *Client) Call(ctx context.Context, group string, args json.RawMessage) (
 // gets of each object's metadata and chunks (no consumer: a client role
 // may not create one, docs/security.md), its SHA-256 digest checked.
 // Errors: NATS errors reading the object store; an object that is missing
-// or does not match its digest (naming the slot).
+// or does not match its digest (naming the slot); ErrClosed.
 func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]json.RawMessage, error) {
 	out := maps.Clone(st.Slots)
 	if out == nil {
@@ -384,12 +411,12 @@ func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]jso
 	}
 	js, err := jetstream.New(c.nc)
 	if err != nil {
-		return nil, err
+		return nil, closed(err)
 	}
 	for k, ref := range st.SlotRefs {
 		b, err := streamread.ReadObject(ctx, js, events.BucketRunSlots, ref.Object)
 		if err != nil {
-			return nil, fmt.Errorf("slot %q (%s/%s): %w", k, events.BucketRunSlots, ref.Object, err)
+			return nil, fmt.Errorf("slot %q (%s/%s): %w", k, events.BucketRunSlots, ref.Object, closed(err))
 		}
 		out[k] = b
 	}
@@ -449,7 +476,7 @@ type WaitOptions struct {
 // Wait reads on for up to a second for its finished event.
 //
 // Errors: ctx's error; ErrNotFound (no such run after o.NotFoundWait);
-// ErrWaitedTooLong; ErrBadRequest (not a run id).
+// ErrWaitedTooLong; ErrInvalid (not a run id); ErrClosed.
 func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events.RunState, error) {
 	if o.Poll == 0 {
 		o.Poll = 2 * time.Second
@@ -461,7 +488,7 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 		o.NotFoundWait = DefaultNotFoundWait
 	}
 	if err := events.CheckRunID(runID); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	subj, _ := events.RunEventSubject(runID, events.RunStarted)
 	f, err := streamread.NewFollower(ctx, c.nc, streamread.FollowConfig{
@@ -471,7 +498,7 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 		Poll:    o.Poll,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("follow the events of run %s: %w", runID, err)
+		return nil, fmt.Errorf("follow the events of run %s: %w", runID, closed(err))
 	}
 	ch := make(chan *events.RunEvent, 256)
 	rctx, stopRead := context.WithCancel(ctx)

@@ -25,7 +25,12 @@
 // request and reply types are those of pkg/events. An error reply of the
 // service matches ErrBadRequest, ErrNotFound, ErrConflict or
 // ErrUnavailable with errors.Is, and holds the service's code and message
-// as a *toolcall.Error (errors.As).
+// as a *toolcall.Error (errors.As). Two errors come from the client
+// itself: ErrInvalid, a caller's mistake found before anything is sent (an
+// argument a method checks, such as a run id, or a request field
+// events.Encode refuses), and ErrClosed, the NATS connection closed (it
+// wraps nats.ErrConnectionClosed; connect again). Neither is a service's
+// answer, so neither matches ErrBadRequest or ErrUnavailable.
 //
 // The registry methods (SkillList, SkillGet, SkillInfo, SeqList, SeqGet,
 // SeqCreate, SeqDelete) call the skillbus-registry service

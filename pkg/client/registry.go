@@ -18,7 +18,8 @@ import (
 // request and reply types are those of pkg/events (registryservice.go);
 // errors are those of the run methods: ErrBadRequest, ErrNotFound,
 // ErrConflict, ErrUnavailable (errors.Is), each holding the registry's
-// code and whole message as a *toolcall.Error (errors.As).
+// code and whole message as a *toolcall.Error (errors.As), and ErrClosed
+// for a closed connection.
 
 // SkillList lists the stored skills, sorted by name. Errors:
 // ErrUnavailable (no registry answers).
@@ -132,7 +133,7 @@ func (e *problemsError) Unwrap() error { return e.err }
 func (c *Client) registryRequest(ctx context.Context, subject string, req, out any) error {
 	data, err := json.Marshal(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -152,7 +153,7 @@ func (c *Client) registryRequest(ctx context.Context, subject string, req, out a
 			}
 			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the registry", subject, wait))
 		}
-		return err
+		return closed(err)
 	}
 	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
 		text := reply.Header.Get(micro.ErrorHeader)
