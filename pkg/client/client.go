@@ -133,45 +133,29 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// request sends m to subject and decodes the reply into out (a message
-// type of pkg/events). Errors: ErrInvalid for a request events.Encode
-// refuses; a service error (serviceError) for an error reply;
-// ErrUnavailable (wrapped) for no responders and timeouts; ErrClosed.
+// request sends m to subject (a seqworker endpoint) and decodes the
+// reply into out (a message type of pkg/events), with Requester. Errors:
+// ErrInvalid for a request events.Encode refuses; a service error
+// (serviceError, with the header's text) for an error reply;
+// ErrUnavailable (wrapped) for no responders and timeouts, naming the
+// seqworker; ErrClosed.
 func (c *Client) request(ctx context.Context, subject string, m events.Message, out events.Message) error {
-	data, err := events.Encode(m)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	var resp any
+	if out != nil {
+		resp = out
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	dl, _ := ctx.Deadline()
-	wait := time.Until(dl) // for the message: the time allowed
-	reply, err := events.Request(ctx, c.nc, &nats.Msg{Subject: subject, Data: data})
-	if err != nil {
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
+	return Requester{
+		Timeout: c.timeout,
+		NoResponders: func(subject string) error {
 			return fmt.Errorf("%w: no seqworker answers on %s", ErrUnavailable, subject)
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return ctx.Err()
-			}
-			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the seqworker", subject, wait))
-		}
-		return closed(err)
-	}
-	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
-		return serviceError(subject, code, reply.Header.Get(micro.ErrorHeader))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := events.Decode(reply.Data, out); err != nil {
-		return fmt.Errorf("reply on %s: %w", subject, err)
-	}
-	return nil
+		},
+		NoReply: func(subject string, waited time.Duration) error {
+			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the seqworker", subject, waited))
+		},
+		ErrorReply: func(subject, code string, reply *nats.Msg) error {
+			return serviceError(subject, code, reply.Header.Get(micro.ErrorHeader))
+		},
+	}.Do(ctx, c.nc, subject, m, resp)
 }
 
 // Start starts a run (seq.run) and returns its run id. Exactly one of

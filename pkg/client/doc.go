@@ -32,6 +32,10 @@
 // wraps nats.ErrConnectionClosed; connect again). Neither is a service's
 // answer, so neither matches ErrBadRequest or ErrUnavailable.
 //
+// Every request goes through Requester (request.go), the one request/reply
+// helper, also used by the skillbus command line with its own words for
+// no responders and timeouts.
+//
 // The registry methods (SkillList, SkillGet, SkillInfo, SeqList, SeqGet,
 // SeqCreate, SeqDelete) call the skillbus-registry service
 // (skillbus.registry.*), with the request and reply types of
