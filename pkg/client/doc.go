@@ -56,6 +56,16 @@
 //	if err != nil { ... }
 //	slots, _ := c.Slots(ctx, st) // outputs, the large ones read from the object store
 //
+// Or with options and a run handle (ExampleClient_Run): Run always sends a
+// run id, so it is idempotent; Get waits for the outcome, Events yields
+// every event from the first, Cancel asks to stop it. An inline run
+// (WithInline) takes the sequence's JSON AST as bytes, so it needs no
+// import of pkg/seq:
+//
+//	run, err := c.Run(ctx, "project-survey", client.WithArgs(map[string]string{"root": "."}))
+//	for ev, err := range run.Events(ctx) { ... }
+//	st, err := run.Get(ctx)
+//
 // Cancel a run with c.Cancel(ctx, id, "me", "no longer needed"); list the
 // failed runs of the last day with
 //

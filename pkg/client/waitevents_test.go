@@ -152,3 +152,47 @@ func TestWaitRunStoredLate(t *testing.T) {
 		t.Errorf("status %s, events %v; want succeeded, started … finished", r.st.Status, kinds)
 	}
 }
+
+// TestRunEventsStopEarly: leaving Events' loop after the first event
+// stops following (the loop ends, no more events are yielded), and a
+// handle on an unknown run yields ErrNotFound once.
+func TestRunEventsStopEarly(t *testing.T) {
+	nc, inline := startStack(t)
+	c, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := c.Run(ctx, "", client.WithInline(inline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ev, err := range run.Events(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if ev.Kind != events.RunStarted {
+			t.Errorf("first event %s; want started", ev.Kind)
+		}
+		break
+	}
+	if n != 1 {
+		t.Errorf("%d events after break; want 1", n)
+	}
+	errs := 0
+	for ev, err := range c.RunHandle("never-started").Events(ctx) {
+		if ev != nil || !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("unknown run: %v, %v; want ErrNotFound", ev, err)
+		}
+		errs++
+	}
+	if errs != 1 {
+		t.Errorf("unknown run yielded %d errors; want 1", errs)
+	}
+}
