@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,13 +14,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/servicecmd"
 	"github.com/skillbus/skillbus/internal/suggest"
 	"github.com/skillbus/skillbus/internal/telemetry"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/toolcall"
 )
@@ -144,61 +143,25 @@ func drainWait(nc *nats.Conn, d time.Duration) {
 	}
 }
 
-// request sends req (JSON-encoded unless it is []byte) to subject and
-// decodes the reply into resp (when not nil). Errors: *toolcall.Error for an
-// error reply (its Code and Description), a clear message for no responders (which service to start)
-// and timeouts.
+// request sends req (JSON-encoded unless it is []byte; an events.Message
+// with events.Encode) to subject and decodes the reply into resp (when not
+// nil), with pkg/client's Requester, within requestTimeout. Errors:
+// *toolcall.Error for an error reply (its Code and Description), a clear
+// message for no responders (which service to start) and timeouts.
 func request(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
-	var data []byte
-	switch v := req.(type) {
-	case []byte:
-		data = v
-	case events.Message:
-		b, err := events.Encode(v)
-		if err != nil {
-			return err
-		}
-		data = b
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		data = b
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	msg, err := events.Request(ctx, nc, &nats.Msg{Subject: subject, Data: data})
-	if err != nil {
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
+	return client.Requester{
+		Timeout: requestTimeout,
+		Cap:     true,
+		NoResponders: func(subject string) error {
 			return fmt.Errorf("no service answers on %s: %s", subject, whoServes(subject))
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		},
+		NoReply: func(subject string, _ time.Duration) error {
 			return fmt.Errorf("no reply on %s within %v: the service is busy or stuck; check its logs", subject, requestTimeout)
-		}
-		return err
-	}
-	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		text := msg.Header.Get(micro.ErrorHeader)
-		var body struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(msg.Data, &body) == nil && body.Error != "" {
-			text = body.Error
-		}
-		return &toolcall.Error{Code: code, Description: text}
-	}
-	if resp == nil {
-		return nil
-	}
-	if raw, ok := resp.(*json.RawMessage); ok {
-		*raw = append((*raw)[:0], msg.Data...)
-		return nil
-	}
-	if m, ok := resp.(events.Message); ok {
-		return events.Decode(msg.Data, m)
-	}
-	return json.Unmarshal(msg.Data, resp)
+		},
+		ErrorReply: func(_, code string, reply *nats.Msg) error {
+			return &toolcall.Error{Code: code, Description: client.ReplyText(reply)}
+		},
+	}.Do(ctx, nc, subject, req, resp)
 }
 
 // refusalFilter is the command line's stderr. Once refusalHandler has

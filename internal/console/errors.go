@@ -81,7 +81,7 @@ func failStatus(err error) (int, string) {
 	switch {
 	case errors.As(err, &pe):
 		return http.StatusForbidden, "403"
-	case code == "400" || errors.Is(err, client.ErrBadRequest):
+	case code == "400" || errors.Is(err, client.ErrBadRequest) || errors.Is(err, client.ErrInvalid):
 		return http.StatusBadRequest, code
 	case code == "403":
 		return http.StatusForbidden, code

@@ -22,11 +22,24 @@ import (
 // Errors returned by this package; test with errors.Is. A service's error
 // reply also holds a *toolcall.Error with the service's code and message
 // (errors.As); its code selects one of ErrBadRequest, ErrNotFound,
-// ErrConflict and ErrUnavailable.
+// ErrConflict and ErrUnavailable. ErrInvalid and ErrClosed are found by
+// the client itself, before or without an answer.
 var (
 	// ErrBadRequest: the service refused the request (code 400): a bad
 	// field or an identifier over its limit. Terminal.
 	ErrBadRequest = errors.New("client: bad request")
+	// ErrInvalid: the caller's mistake, found by the client before it
+	// sent anything: an argument of a method or an option that is not
+	// valid (not a run id, a request whose fields events.Encode refuses,
+	// a nil connection, a timeout below 100 ms). The message says which
+	// and how to fix it. Terminal: nothing was sent.
+	ErrInvalid = errors.New("client: invalid argument")
+	// ErrClosed: the client's NATS connection is closed (or draining),
+	// so nothing can be sent or received on it any more; it wraps
+	// nats.ErrConnectionClosed (or nats.ErrConnectionDraining), found with
+	// errors.Is too. Terminal for this connection: connect again and make
+	// a new Client. Not ErrUnavailable: no service was asked.
+	ErrClosed = errors.New("client: NATS connection closed")
 	// ErrNotFound: no such run, sequence or group (code 404).
 	ErrNotFound = errors.New("client: not found")
 	// ErrConflict: a run id used for another request, or a finished run
@@ -40,6 +53,18 @@ var (
 	// a seqworker.
 	ErrWaitedTooLong = errors.New("client: no seqworker answered in time")
 )
+
+// closed wraps an error of a closed or draining connection in ErrClosed
+// (keeping the NATS error for errors.Is); other errors are returned as
+// they are.
+func closed(err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionDraining) {
+		if !errors.Is(err, ErrClosed) {
+			return fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+	}
+	return err
+}
 
 // serviceError wraps a service's error reply: a *toolcall.Error (the one
 // error with a code of skillbus, found with errors.As) joined with the
@@ -86,18 +111,18 @@ func noReply(who, subject string, waited time.Duration) string {
 func WithTimeout(d time.Duration) Option {
 	return func(c *Client) error {
 		if d < 100*time.Millisecond {
-			return fmt.Errorf("%w: timeout %s; want at least 100ms", ErrBadRequest, d)
+			return fmt.Errorf("%w: timeout %s; want at least 100ms", ErrInvalid, d)
 		}
 		c.timeout = d
 		return nil
 	}
 }
 
-// New returns a client on nc. Errors: those of the options; a nil
-// connection.
+// New returns a client on nc. Errors: those of the options; ErrInvalid
+// for a nil connection.
 func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if nc == nil {
-		return nil, fmt.Errorf("%w: nil NATS connection", ErrBadRequest)
+		return nil, fmt.Errorf("%w: nil NATS connection", ErrInvalid)
 	}
 	c := &Client{nc: nc, timeout: DefaultTimeout}
 	for _, o := range opts {
@@ -108,52 +133,37 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// request sends m to subject and decodes the reply into out (a message
-// type of pkg/events). Errors: *Error for an error reply; ErrUnavailable
-// (wrapped) for no responders and timeouts.
+// request sends m to subject (a seqworker endpoint) and decodes the
+// reply into out (a message type of pkg/events), with Requester. Errors:
+// ErrInvalid for a request events.Encode refuses; a service error
+// (serviceError, with the header's text) for an error reply;
+// ErrUnavailable (wrapped) for no responders and timeouts, naming the
+// seqworker; ErrClosed.
 func (c *Client) request(ctx context.Context, subject string, m events.Message, out events.Message) error {
-	data, err := events.Encode(m)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	var resp any
+	if out != nil {
+		resp = out
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	dl, _ := ctx.Deadline()
-	wait := time.Until(dl) // for the message: the time allowed
-	reply, err := events.Request(ctx, c.nc, &nats.Msg{Subject: subject, Data: data})
-	if err != nil {
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
+	return Requester{
+		Timeout: c.timeout,
+		NoResponders: func(subject string) error {
 			return fmt.Errorf("%w: no seqworker answers on %s", ErrUnavailable, subject)
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return ctx.Err()
-			}
-			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the seqworker", subject, wait))
-		}
-		return err
-	}
-	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
-		return serviceError(subject, code, reply.Header.Get(micro.ErrorHeader))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := events.Decode(reply.Data, out); err != nil {
-		return fmt.Errorf("reply on %s: %w", subject, err)
-	}
-	return nil
+		},
+		NoReply: func(subject string, waited time.Duration) error {
+			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the seqworker", subject, waited))
+		},
+		ErrorReply: func(subject, code string, reply *nats.Msg) error {
+			return serviceError(subject, code, reply.Header.Get(micro.ErrorHeader))
+		},
+	}.Do(ctx, c.nc, subject, m, resp)
 }
 
 // Start starts a run (seq.run) and returns its run id. Exactly one of
 // req.Sequence (a stored sequence) and req.Inline (a sequence AST, as
 // pkg/seq's Encode writes it) is set; req.RunID is optional and makes the
 // call idempotent (the same request again returns the same run). Errors:
-// ErrBadRequest, ErrNotFound (no such stored sequence), ErrConflict (the
-// run id was used for another request), ErrUnavailable.
+// ErrInvalid, ErrBadRequest, ErrNotFound (no such stored sequence), ErrConflict (the
+// run id was used for another request), ErrUnavailable, ErrClosed.
 //
 // With a run id the request is idempotent, so Start sends it again when a
 // seqworker does not answer within StartAttemptTimeout (a stalled replica
@@ -193,7 +203,8 @@ func (c *Client) Start(ctx context.Context, req events.SeqRunRequest) (string, e
 const StartAttemptTimeout = 2 * time.Second
 
 // Status returns a run's state (normalised: see events.RunState.Normalize).
-// Errors: ErrBadRequest (not a run id), ErrNotFound, ErrUnavailable.
+// Errors: ErrInvalid (not a run id), ErrNotFound, ErrUnavailable,
+// ErrClosed.
 //
 // The request is a read, so it is hedged (see HedgeAfter): a replica of
 // the queue group that holds the request without answering — a stopped
@@ -293,7 +304,7 @@ func hedged[T any](ctx context.Context, timeout time.Duration, call func(context
 
 // List lists runs, newest first; req filters and pages (see
 // events.SeqListRequest: pass the reply's Next as req.Before for the next
-// page). Errors: ErrBadRequest, ErrUnavailable.
+// page). Errors: ErrInvalid, ErrBadRequest, ErrUnavailable, ErrClosed.
 func (c *Client) List(ctx context.Context, req events.SeqListRequest) (*events.SeqListReply, error) {
 	var reply events.SeqListReply
 	if err := c.request(ctx, events.SeqListSubject, &req, &reply); err != nil {
@@ -306,7 +317,7 @@ func (c *Client) List(ctx context.Context, req events.SeqListRequest) (*events.S
 // queued or interrupted run is cancelled at once; a running one is stopped
 // by the worker that holds it (use Wait to see it end cancelled). Calling
 // it again is harmless. Errors: ErrNotFound, ErrConflict (the run already
-// finished), ErrBadRequest, ErrUnavailable.
+// finished), ErrInvalid, ErrBadRequest, ErrUnavailable, ErrClosed.
 func (c *Client) Cancel(ctx context.Context, runID, by, reason string) (*events.RunState, error) {
 	var st events.RunState
 	if err := c.request(ctx, events.SeqCancelSubject, &events.SeqCancelRequest{RunID: runID, By: by, Reason: reason}, &st); err != nil {
@@ -318,7 +329,7 @@ func (c *Client) Cancel(ctx context.Context, runID, by, reason string) (*events.
 
 // Rerun starts a new run with the sequence and arguments of runID and
 // returns the new run's id (newRunID, or a new one when ""). Errors:
-// ErrNotFound, ErrConflict, ErrBadRequest, ErrUnavailable.
+// ErrNotFound, ErrConflict, ErrInvalid, ErrBadRequest, ErrUnavailable, ErrClosed.
 func (c *Client) Rerun(ctx context.Context, runID, newRunID string) (string, error) {
 	reply, err := c.RerunReply(ctx, runID, newRunID)
 	if err != nil {
@@ -345,8 +356,8 @@ func (c *Client) RerunReply(ctx context.Context, runID, newRunID string) (*event
 // agree with it up to that group and in its signature); docs/runs.md,
 // "Retry". It returns the new run's id (newRunID, or a new one when "").
 // Errors: ErrNotFound (no such run), ErrConflict (not retryable, the
-// definition changed, or newRunID used for another run), ErrBadRequest,
-// ErrUnavailable.
+// definition changed, or newRunID used for another run), ErrInvalid, ErrBadRequest,
+// ErrUnavailable, ErrClosed.
 func (c *Client) Retry(ctx context.Context, runID, newRunID string, latest bool) (string, error) {
 	var reply events.SeqRunReply
 	if err := c.request(ctx, events.SeqRetrySubject, &events.SeqRetryRequest{RunID: runID, NewRunID: newRunID, Latest: latest}, &reply); err != nil {
@@ -358,8 +369,8 @@ func (c *Client) Retry(ctx context.Context, runID, newRunID string, latest bool)
 // Call runs one group of a stored sequence by its name (seq_call) with
 // args (its `in` values, a JSON object) and returns its slots and result.
 // A group that ran and failed is a reply with Error set, not an error.
-// Errors: ErrNotFound (no such group), ErrBadRequest (bad arguments),
-// ErrUnavailable.
+// Errors: ErrNotFound (no such group), ErrInvalid, ErrBadRequest (bad arguments),
+// ErrUnavailable, ErrClosed.
 func (c *Client) Call(ctx context.Context, group string, args json.RawMessage) (*events.SeqCallReply, error) {
 	var reply events.SeqCallReply
 	if err := c.request(ctx, events.SeqCallSubject, &events.SeqCallRequest{Group: group, Args: args}, &reply); err != nil {
@@ -373,7 +384,7 @@ func (c *Client) Call(ctx context.Context, group string, args json.RawMessage) (
 // gets of each object's metadata and chunks (no consumer: a client role
 // may not create one, docs/security.md), its SHA-256 digest checked.
 // Errors: NATS errors reading the object store; an object that is missing
-// or does not match its digest (naming the slot).
+// or does not match its digest (naming the slot); ErrClosed.
 func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]json.RawMessage, error) {
 	out := maps.Clone(st.Slots)
 	if out == nil {
@@ -384,23 +395,37 @@ func (c *Client) Slots(ctx context.Context, st *events.RunState) (map[string]jso
 	}
 	js, err := jetstream.New(c.nc)
 	if err != nil {
-		return nil, err
+		return nil, closed(err)
 	}
 	for k, ref := range st.SlotRefs {
 		b, err := streamread.ReadObject(ctx, js, events.BucketRunSlots, ref.Object)
 		if err != nil {
-			return nil, fmt.Errorf("slot %q (%s/%s): %w", k, events.BucketRunSlots, ref.Object, err)
+			return nil, fmt.Errorf("slot %q (%s/%s): %w", k, events.BucketRunSlots, ref.Object, closed(err))
 		}
 		out[k] = b
 	}
 	return out, nil
 }
 
+// DefaultNotFoundWait is how long Wait waits, by default, for a run whose
+// state is not stored (404) before it returns ErrNotFound. A run accepted
+// by Start is stored before Start returns, so only a mistyped id, a run
+// removed from RUNS (its TTL) or one started by another way (a schedule, a
+// trigger, a request still in flight) meets it.
+const DefaultNotFoundWait = 10 * time.Second
+
+// finishedEventWait bounds how long Wait, once the state says the run
+// finished, keeps reading its events for the finished one (so OnEvent
+// sees every event up to the end).
+const finishedEventWait = time.Second
+
 // WaitOptions configure Wait. The zero value waits with the defaults.
 type WaitOptions struct {
-	// OnEvent receives each run event as it happens (started, group,
-	// interrupted, resumed, cancelling, finished), from the goroutine that
-	// called Wait.
+	// OnEvent receives each run event (started, group, interrupted,
+	// resumed, cancelling, finished) in the order the EVENTS stream stored
+	// them, from the run's first event on — those published before Wait
+	// was called too (they are read back from the stream) — from the
+	// goroutine that called Wait.
 	OnEvent func(ev *events.RunEvent)
 	// OnWaiting receives a sentence saying what Wait waits for, when that
 	// changes (no seqworker answers; a run interrupted and waiting to be
@@ -413,14 +438,29 @@ type WaitOptions struct {
 	// (all of them stopped or restarting); default 2 minutes. Then it
 	// returns ErrWaitedTooLong.
 	WorkerWait time.Duration
+	// NotFoundWait is how long Wait keeps waiting while the seqworker says
+	// the run does not exist (404); default DefaultNotFoundWait. Then it
+	// returns ErrNotFound. The state is read every Poll, so Wait returns
+	// between NotFoundWait and NotFoundWait + Poll after its first read.
+	NotFoundWait time.Duration
 }
 
 // Wait follows a run until it is finished (succeeded, failed or
 // cancelled) and returns its final state. It keeps waiting across worker
 // restarts — an interrupted run, or no seqworker answering for up to
-// o.WorkerWait — telling o.OnWaiting what it waits for. A run not known
-// yet (404) is waited for too. Errors: ctx's error; ErrWaitedTooLong;
-// ErrBadRequest.
+// o.WorkerWait — telling o.OnWaiting what it waits for. A run not stored
+// yet (404) is waited for up to o.NotFoundWait (default
+// DefaultNotFoundWait, 10 s).
+//
+// The run's events are read from the EVENTS stream with a
+// streamread.Follower from the run's first event (events.run.ID.>, by
+// STREAM.MSG.GET: a client may not create consumers, docs/security.md
+// "Consumers: only a stream's owner makes them"), so OnEvent misses none
+// published before Wait subscribed; once the state says the run finished,
+// Wait reads on for up to a second for its finished event.
+//
+// Errors: ctx's error; ErrNotFound (no such run after o.NotFoundWait);
+// ErrWaitedTooLong; ErrInvalid (not a run id); ErrClosed.
 func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events.RunState, error) {
 	if o.Poll == 0 {
 		o.Poll = 2 * time.Second
@@ -428,21 +468,41 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 	if o.WorkerWait == 0 {
 		o.WorkerWait = 2 * time.Minute
 	}
+	if o.NotFoundWait == 0 {
+		o.NotFoundWait = DefaultNotFoundWait
+	}
 	if err := events.CheckRunID(runID); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	subj, _ := events.RunEventSubject(runID, events.RunStarted)
-	ch := make(chan *nats.Msg, 256)
-	sub, err := c.nc.ChanSubscribe(strings.TrimSuffix(subj, events.RunStarted)+">", ch)
+	f, err := streamread.NewFollower(ctx, c.nc, streamread.FollowConfig{
+		Stream:  events.StreamEvents,
+		Filters: []string{strings.TrimSuffix(subj, events.RunStarted) + ">"},
+		From:    1,
+		Poll:    o.Poll,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("follow the events of run %s: %w", runID, closed(err))
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	ch := make(chan *events.RunEvent, 256)
+	rctx, stopRead := context.WithCancel(ctx)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		readEvents(rctx, f, o.Poll, ch)
+	}()
+	defer func() {
+		stopRead()
+		<-readDone
+		f.Close()
+	}()
 	poll := time.NewTicker(o.Poll)
 	defer poll.Stop()
 	var (
 		unavailableSince time.Time
+		notFoundSince    time.Time
 		waiting          string
+		sawFinished      bool
 	)
 	say := func(text string) {
 		if text != waiting {
@@ -452,16 +512,44 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 			}
 		}
 	}
+	deliver := func(ev *events.RunEvent) {
+		if ev.Kind == events.RunFinished {
+			sawFinished = true
+		}
+		if o.OnEvent != nil {
+			o.OnEvent(ev)
+		}
+	}
+	// finish delivers the events still to come up to the finished one
+	// (at most finishedEventWait), then returns st.
+	finish := func(st *events.RunState) (*events.RunState, error) {
+		say("")
+		if o.OnEvent == nil || sawFinished {
+			return st, nil
+		}
+		t := time.NewTimer(finishedEventWait)
+		defer t.Stop()
+		for !sawFinished {
+			select {
+			case ev := <-ch:
+				deliver(ev)
+			case <-t.C:
+				return st, nil
+			case <-ctx.Done():
+				return st, nil
+			}
+		}
+		return st, nil
+	}
 	check := true
 	for {
 		if check {
 			st, err := c.Status(ctx, runID)
 			switch {
 			case err == nil:
-				unavailableSince = time.Time{}
+				unavailableSince, notFoundSince = time.Time{}, time.Time{}
 				if events.Finished(st.Status) {
-					say("")
-					return st, nil
+					return finish(st)
 				}
 				if st.Status == events.StatusInterrupted {
 					say(fmt.Sprintf("run %s was interrupted after group %d of %d (%s); waiting for a seqworker to resume it", runID, st.FinishedGroups, st.Groups, st.Error))
@@ -469,6 +557,13 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 					say("")
 				}
 			case errors.Is(err, ErrNotFound):
+				unavailableSince = time.Time{}
+				if notFoundSince.IsZero() {
+					notFoundSince = time.Now()
+				}
+				if time.Since(notFoundSince) >= o.NotFoundWait {
+					return nil, fmt.Errorf("run %s still not stored after %s of waiting (check the run id: `skillbus runs`): %w", runID, o.NotFoundWait, err)
+				}
 			case errors.Is(err, ErrUnavailable):
 				if unavailableSince.IsZero() {
 					unavailableSince = time.Now()
@@ -495,17 +590,40 @@ func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events
 			return nil, ctx.Err()
 		case <-poll.C:
 			check = true
-		case m := <-ch:
+		case ev := <-ch:
+			deliver(ev)
+			switch ev.Kind {
+			case events.RunFinished, events.RunInterrupted, events.RunResumed, events.RunCancelling:
+				check = true
+			}
+		}
+	}
+}
+
+// readEvents reads the run events f follows onto ch until ctx ends; a
+// failed read (the stream not there yet, a lost connection) is tried
+// again after poll, from the same cursor.
+func readEvents(ctx context.Context, f *streamread.Follower, poll time.Duration, ch chan<- *events.RunEvent) {
+	for ctx.Err() == nil {
+		msgs, err := f.Read(ctx, poll)
+		if err != nil {
+			t := time.NewTimer(poll)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		for _, m := range msgs {
 			var ev events.RunEvent
 			if events.Decode(m.Data, &ev) != nil {
 				continue
 			}
-			if o.OnEvent != nil {
-				o.OnEvent(&ev)
-			}
-			switch ev.Kind {
-			case events.RunFinished, events.RunInterrupted, events.RunResumed, events.RunCancelling:
-				check = true
+			select {
+			case ch <- &ev:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}

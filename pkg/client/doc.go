@@ -25,7 +25,16 @@
 // request and reply types are those of pkg/events. An error reply of the
 // service matches ErrBadRequest, ErrNotFound, ErrConflict or
 // ErrUnavailable with errors.Is, and holds the service's code and message
-// as a *toolcall.Error (errors.As).
+// as a *toolcall.Error (errors.As). Two errors come from the client
+// itself: ErrInvalid, a caller's mistake found before anything is sent (an
+// argument a method checks, such as a run id, or a request field
+// events.Encode refuses), and ErrClosed, the NATS connection closed (it
+// wraps nats.ErrConnectionClosed; connect again). Neither is a service's
+// answer, so neither matches ErrBadRequest or ErrUnavailable.
+//
+// Every request goes through Requester (request.go), the one request/reply
+// helper, also used by the skillbus command line with its own words for
+// no responders and timeouts.
 //
 // The registry methods (SkillList, SkillGet, SkillInfo, SeqList, SeqGet,
 // SeqCreate, SeqDelete) call the skillbus-registry service
@@ -46,6 +55,16 @@
 //	})
 //	if err != nil { ... }
 //	slots, _ := c.Slots(ctx, st) // outputs, the large ones read from the object store
+//
+// Or with options and a run handle (ExampleClient_Run): Run always sends a
+// run id, so it is idempotent; Get waits for the outcome, Events yields
+// every event from the first, Cancel asks to stop it. An inline run
+// (WithInline) takes the sequence's JSON AST as bytes, so it needs no
+// import of pkg/seq:
+//
+//	run, err := c.Run(ctx, "project-survey", client.WithArgs(map[string]string{"root": "."}))
+//	for ev, err := range run.Events(ctx) { ... }
+//	st, err := run.Get(ctx)
 //
 // Cancel a run with c.Cancel(ctx, id, "me", "no longer needed"); list the
 // failed runs of the last day with

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/pkg/events"
 )
@@ -18,7 +17,8 @@ import (
 // request and reply types are those of pkg/events (registryservice.go);
 // errors are those of the run methods: ErrBadRequest, ErrNotFound,
 // ErrConflict, ErrUnavailable (errors.Is), each holding the registry's
-// code and whole message as a *toolcall.Error (errors.As).
+// code and whole message as a *toolcall.Error (errors.As), and ErrClosed
+// for a closed connection.
 
 // SkillList lists the stored skills, sorted by name. Errors:
 // ErrUnavailable (no registry answers).
@@ -130,48 +130,21 @@ func (e *problemsError) Unwrap() error { return e.err }
 // is taken from its body (the header is cut at 1,024 bytes), with its
 // problems (Problems).
 func (c *Client) registryRequest(ctx context.Context, subject string, req, out any) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	dl, _ := ctx.Deadline()
-	wait := time.Until(dl) // for the message: the time allowed
-	reply, err := events.Request(ctx, c.nc, &nats.Msg{Subject: subject, Data: data})
-	if err != nil {
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
+	return Requester{
+		Timeout: c.timeout,
+		NoResponders: func(subject string) error {
 			return fmt.Errorf("%w: no registry answers on %s", ErrUnavailable, subject)
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return ctx.Err()
+		},
+		NoReply: func(subject string, waited time.Duration) error {
+			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the registry", subject, waited))
+		},
+		ErrorReply: func(subject, code string, reply *nats.Msg) error {
+			err := serviceError(subject, code, ReplyText(reply))
+			var body events.RegistryErrorReply
+			if json.Unmarshal(reply.Data, &body) == nil && len(body.Problems) > 0 {
+				err = &problemsError{err: err, problems: body.Problems}
 			}
-			return fmt.Errorf("%w: %s", ErrUnavailable, noReply("the registry", subject, wait))
-		}
-		return err
-	}
-	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
-		text := reply.Header.Get(micro.ErrorHeader)
-		var body events.RegistryErrorReply
-		if json.Unmarshal(reply.Data, &body) == nil && body.Error != "" {
-			text = body.Error
-		}
-		err := serviceError(subject, code, text)
-		if len(body.Problems) > 0 {
-			err = &problemsError{err: err, problems: body.Problems}
-		}
-		return err
-	}
-	if raw, ok := out.(*json.RawMessage); ok {
-		*raw = append((*raw)[:0], reply.Data...)
-		return nil
-	}
-	if err := json.Unmarshal(reply.Data, out); err != nil {
-		return fmt.Errorf("reply on %s: %w", subject, err)
-	}
-	return nil
+			return err
+		},
+	}.Do(ctx, c.nc, subject, req, out)
 }

@@ -96,8 +96,8 @@ func TestCLIRunsCancelAndRerun(t *testing.T) {
 	if code != cli.ExitUsage || out != "" || !strings.Contains(errOut, "--run-id cr-done is the run to rerun") {
 		t.Errorf("runs rerun onto its own id: exit %d\n%s\n%s\nwant 2 naming --run-id", code, out, errOut)
 	}
-	if _, err := c.Rerun(ctx, "cr-done", "cr-done"); !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "is the run to rerun") {
-		t.Errorf("seq.rerun onto its own id: %v; want a 400 saying so", err)
+	if _, err := c.Rerun(ctx, "cr-done", "cr-done"); !errors.Is(err, client.ErrInvalid) || !strings.Contains(err.Error(), "is the run to rerun") {
+		t.Errorf("seq.rerun onto its own id: %v; want ErrInvalid (found by the client) saying so", err)
 	}
 	code, out, errOut = cliRun(t, "runs", "rerun", "cr-nope")
 	if code != cli.ExitFailure || out != "" || !strings.Contains(errOut, `no run "cr-nope"`) {
