@@ -95,8 +95,8 @@ func TestBrowserLocked(t *testing.T) {
 		b.t = t
 		consoleAs(auth.RoleRunner, false)
 		b.open("#/runs")
-		b.wait("the RUNS watch's refusal above the page", refusalsShown+` && document.getElementById("refusals").textContent.includes("$JS.API.CONSUMER.CREATE.KV_RUNS") && document.getElementById("refusals").textContent.includes("runs list is not live")`, 20*time.Second)
-		b.wait("the runs page says why it is not live", `(function(){ const n = document.querySelector("main .notice"); return !!n && n.textContent.includes("does not watch the RUNS bucket") && n.textContent.includes("KV_RUNS") })()`, 20*time.Second)
+		b.wait("the RUNS watch's refusal above the page", refusalsShown+` && document.getElementById("refusals").textContent.includes("$KV.RUNS.>") && document.getElementById("refusals").textContent.includes("runs list is not live")`, 20*time.Second)
+		b.wait("the runs page says why it is not live", `(function(){ const n = document.querySelector("main .notice"); return !!n && n.textContent.includes("does not watch the RUNS bucket") && n.textContent.includes("$KV.RUNS.>") })()`, 20*time.Second)
 		shot("runner-runs")
 		b.open("#/tools/test.sleep")
 		b.do("fill the call", chromedp.SetValue(chromedp.ID("t-args"), `{"ms": 1}`), chromedp.SendKeys(chromedp.ID("t-timeout"), "25"))
