@@ -432,7 +432,8 @@ type WaitOptions struct {
 	// resumed); "" when it no longer waits for anything special.
 	OnWaiting func(text string)
 	// Poll is how often the run's state is read besides the events;
-	// default 2 s.
+	// default 500 ms, so that Wait returns within about that of a run's
+	// end even when its events reach it late (docs/runs.md).
 	Poll time.Duration
 	// WorkerWait is how long Wait keeps waiting while no seqworker answers
 	// (all of them stopped or restarting); default 2 minutes. Then it
@@ -463,7 +464,7 @@ type WaitOptions struct {
 // ErrWaitedTooLong; ErrInvalid (not a run id); ErrClosed.
 func (c *Client) Wait(ctx context.Context, runID string, o WaitOptions) (*events.RunState, error) {
 	if o.Poll == 0 {
-		o.Poll = 2 * time.Second
+		o.Poll = 500 * time.Millisecond
 	}
 	if o.WorkerWait == 0 {
 		o.WorkerWait = 2 * time.Minute
