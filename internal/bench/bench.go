@@ -351,13 +351,14 @@ type runner struct {
 	n     atomic.Int64
 	sub   *nats.Subscription
 
-	mu      sync.Mutex
-	waiters map[string]chan *events.RunEvent
-	err     error // the first failure, for the message when all fail
+	waiters waiters[*events.RunEvent]
+
+	mu  sync.Mutex // mu guards err
+	err error      // the first failure, for the message when all fail
 }
 
 func newRunner(nc *nats.Conn, c *client.Client, name, id string, cfg Config) (*runner, error) {
-	r := &runner{c: c, name: name, id: id, calls: cfg.Groups * cfg.Calls, waiters: map[string]chan *events.RunEvent{}}
+	r := &runner{c: c, name: name, id: id, calls: cfg.Groups * cfg.Calls}
 	subj, _ := events.RunEventSubject("x", events.RunFinished) // events.run.x.finished
 	subj = strings.Replace(subj, ".x.", ".*.", 1)
 	sub, err := nc.Subscribe(subj, func(m *nats.Msg) {
@@ -365,13 +366,7 @@ func newRunner(nc *nats.Conn, c *client.Client, name, id string, cfg Config) (*r
 		if events.Decode(m.Data, &ev) != nil {
 			return
 		}
-		r.mu.Lock()
-		ch := r.waiters[ev.RunID]
-		delete(r.waiters, ev.RunID)
-		r.mu.Unlock()
-		if ch != nil {
-			ch <- &ev
-		}
+		r.waiters.deliver(ev.RunID, &ev)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: subscribe to run events: %w", err)
@@ -404,15 +399,8 @@ func (r *runner) firstErr() error {
 // calls it made.
 func (r *runner) run(ctx context.Context) (int, error) {
 	id := fmt.Sprintf("bench-%s-%d", r.id, r.n.Add(1))
-	ch := make(chan *events.RunEvent, 1)
-	r.mu.Lock()
-	r.waiters[id] = ch
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waiters, id)
-		r.mu.Unlock()
-	}()
+	ch, done := r.waiters.add(id)
+	defer done()
 	if _, err := r.c.Start(ctx, events.SeqRunRequest{RunID: id, Sequence: r.name}); err != nil {
 		return 0, r.fail(fmt.Errorf("start run %s: %w", id, err))
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -51,10 +50,7 @@ type DurableFloor struct {
 	id      string
 	n       atomic.Int64
 	handled sync.WaitGroup
-
-	// mu guards waiters.
-	mu      sync.Mutex
-	waiters map[string]chan string
+	waiters waiters[string]
 }
 
 // floorRequest is the durable floor's run request (~200 bytes with the
@@ -94,7 +90,6 @@ func StartDurableFloor(ctx context.Context, nc, worker *nats.Conn, id, raw strin
 		stream:  "SKILLBUS_BENCH_" + id,
 		subject: "_skillbus_bench.floor." + id + ".run",
 		done:    "_skillbus_bench.floor." + id + ".done.",
-		waiters: map[string]chan string{},
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -141,13 +136,7 @@ func StartDurableFloor(ctx context.Context, nc, worker *nats.Conn, id, raw strin
 // onDone hands a finished message to its run's waiter.
 func (f *DurableFloor) onDone(m *nats.Msg) {
 	run := strings.TrimPrefix(m.Subject, f.done)
-	f.mu.Lock()
-	ch := f.waiters[run]
-	delete(f.waiters, run)
-	f.mu.Unlock()
-	if ch != nil {
-		ch <- string(m.Data)
-	}
+	f.waiters.deliver(run, string(m.Data))
 }
 
 // handle is the worker's part of one run: the rounds, a checkpoint after
@@ -221,15 +210,8 @@ func (f *DurableFloor) handle(m jetstream.Msg) {
 // that did not succeed, ctx's.
 func (f *DurableFloor) Run(ctx context.Context) (int, error) {
 	run := fmt.Sprintf("floor-%s-%d", f.id, f.n.Add(1))
-	ch := make(chan string, 1)
-	f.mu.Lock()
-	f.waiters[run] = ch
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		delete(f.waiters, run)
-		f.mu.Unlock()
-	}()
+	ch, done := f.waiters.add(run)
+	defer done()
 	b, _ := json.Marshal(floorRequest{Run: run, Sequence: "durable-floor", Args: f.argsOf(0, 0)})
 	if _, err := f.js.Publish(ctx, f.subject, b, jetstream.WithMsgID(run)); err != nil {
 		return 0, err
@@ -260,7 +242,5 @@ func (f *DurableFloor) Close() {
 	if f.kv != nil {
 		_ = f.wjs.DeleteKeyValue(ctx, "skillbus_bench_"+f.id)
 	}
-	if err := f.js.DeleteStream(ctx, f.stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return
-	}
+	_ = f.js.DeleteStream(ctx, f.stream)
 }
