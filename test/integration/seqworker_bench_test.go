@@ -84,45 +84,21 @@ func BenchmarkSeqworker(b *testing.B) {
 	rawConn := natsserver.ConnectTB(b, env.srv)
 	rawRun := func() error {
 		for g := 1; g <= 3; g++ {
-			errs := make(chan error, 8)
-			for c := 1; c <= 8; c++ {
-				go func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					_, err := rawConn.RequestWithContext(ctx, "_bench.raw.echo", fmt.Appendf(nil, `{"g":%d,"c":%d}`, g, c))
-					errs <- err
-				}()
-			}
-			var first error
-			for range 8 {
-				if err := <-errs; err != nil && first == nil {
-					first = err
-				}
-			}
-			if first != nil {
-				return first
+			if err := inParallel(8, func(ctx context.Context, c int) error {
+				_, err := rawConn.RequestWithContext(ctx, "_bench.raw.echo", fmt.Appendf(nil, `{"g":%d,"c":%d}`, g, c+1))
+				return err
+			}); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
 	floorRun := func() error {
 		for g := 1; g <= 3; g++ {
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for c := 1; c <= 8; c++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					if _, err := client.Call(ctx, "bench.echo", json.RawMessage(fmt.Sprintf(`{"g":%d,"c":%d}`, g, c))); err != nil {
-						errs <- err
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			if err := <-errs; err != nil {
+			if err := inParallel(8, func(ctx context.Context, c int) error {
+				_, err := client.Call(ctx, "bench.echo", json.RawMessage(fmt.Sprintf(`{"g":%d,"c":%d}`, g, c+1)))
+				return err
+			}); err != nil {
 				return err
 			}
 		}
@@ -327,4 +303,24 @@ func reportCPU(b *testing.B, cpu0 time.Duration) {
 		return
 	}
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
+}
+
+// inParallel makes n calls of call at once, each under a 10 s deadline,
+// and returns the first error: one round of a benchmark's floor.
+func inParallel(n int, call func(ctx context.Context, i int) error) error {
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			errs <- call(ctx, i)
+		}()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -71,42 +71,18 @@ func BenchmarkSeqworkerForEach(b *testing.B) {
 	}
 	rawConn := natsserver.ConnectTB(b, env.srv)
 	rawRun := func() error {
-		errs := make(chan error, n)
-		for i := range n {
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, err := rawConn.RequestWithContext(ctx, "_bench.raw.echo", fmt.Appendf(nil, `{"i":%d,"n":%d}`, i, i))
-				errs <- err
-			}()
-		}
-		var first error
-		for range n {
-			if err := <-errs; err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
+		return inParallel(n, func(ctx context.Context, i int) error {
+			_, err := rawConn.RequestWithContext(ctx, "_bench.raw.echo", fmt.Appendf(nil, `{"i":%d,"n":%d}`, i, i))
+			return err
+		})
 	}
 
 	// The same 100 calls through the pkg/tool client, as the engine makes them.
 	floorRun := func() error {
-		errs := make(chan error, n)
-		for i := range n {
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, err := client.Call(ctx, "bench.echo", fmt.Appendf(nil, `{"i":%d,"n":%d}`, i, i))
-				errs <- err
-			}()
-		}
-		var first error
-		for range n {
-			if err := <-errs; err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
+		return inParallel(n, func(ctx context.Context, i int) error {
+			_, err := client.Call(ctx, "bench.echo", fmt.Appendf(nil, `{"i":%d,"n":%d}`, i, i))
+			return err
+		})
 	}
 
 	parsed, err := seq.Parse([]byte(swForEachSeq))
