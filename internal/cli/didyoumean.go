@@ -46,14 +46,13 @@ func seqNames(list *registry.SeqList, groups bool) []string {
 	return out
 }
 
-// storedSeqHint is the not-found hint for sequence name, asking the
-// registry for the stored names over nc.
+// storedSeqHint is clientSeqHint over a bare connection.
 func storedSeqHint(ctx context.Context, nc *nats.Conn, name string) string {
-	var l registry.SeqList
-	if err := request(ctx, nc, registry.SubjectSeqList, struct{}{}, &l); err != nil {
+	c, err := client.New(nc, client.WithTimeout(requestTimeout))
+	if err != nil {
 		return listSeqsHint
 	}
-	return withDidYouMean(name, seqNames(&l, false), listSeqsHint)
+	return clientSeqHint(ctx, c, name)
 }
 
 // clientSeqHint is storedSeqHint through a client.

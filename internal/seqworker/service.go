@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,11 +210,7 @@ func argProblems(def *seq.Sequence, args map[string]json.RawMessage) string {
 	if len(probs) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(probs))
-	for k := range probs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(probs))
 	msgs := make([]string, len(keys))
 	for i, k := range keys {
 		msgs[i] = probs[k]
