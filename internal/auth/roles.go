@@ -105,12 +105,13 @@ const (
 	kvSS  = "KV_" + events.BucketSessions
 	kvRL  = "KV_" + events.BucketRegistryLease
 	objRS = "OBJ_" + events.BucketRunSlots
+	kvSC  = "KV_" + events.BucketSchedules
 )
 
 // Streams are every stream skillbus provisions (events.Provision); the
 // service that owns each (events.OwnerOf) is the only role that may create
 // or delete consumers on it (docs/security.md, "Consumers").
-var Streams = []string{kvSK, kvSQ, kvRU, kvSS, kvRL, objRS, events.StreamSeqRuns, events.StreamEvents}
+var Streams = []string{kvSK, kvSQ, kvRU, kvSS, kvRL, objRS, kvSC, events.StreamSeqRuns, events.StreamEvents}
 
 // TableOptions choose the optional parts of the permission table.
 type TableOptions struct {
@@ -318,7 +319,7 @@ func registryRole() Role {
 			grants("take, renew and release the lease of the one replica that writes (KV create, update, delete)", "$KV."+events.BucketRegistryLease+".>"),
 			streamRead("read the lease", kvRL), ephemeral("watch the lease (take over when the leader releases it)", kvRL),
 			grants("forward seq.create and seq.delete to the replica holding the lease", events.RegistryLeaderPrefix+".>"),
-			grants("registry events (put, delete, invalid, clash, warning, reverted, differs)", events.SubjectRegistryEventsAll),
+			grants("registry events (put, delete, invalid, fixed, clash, warning, reverted, differs)", events.SubjectRegistryEventsAll),
 		),
 		Sub: cat(inbox(RoleRegistry),
 			grants("its endpoints (skill and sequence list, get, info; seq.create, seq.delete; the leader's forwarded seq.create and seq.delete)", events.RegistryPrefix+".>"),
@@ -346,6 +347,9 @@ func seqworkerRole() Role {
 			grants("queue run requests (seq.run, boot runs) and keep schedules", events.SubjectRunAll, events.SubjectScheduleAll),
 			streamRead("read schedules", sr),
 			grants("replace a sequence's schedule", jsAPI+"STREAM.PURGE."+sr),
+			grants("schedule entries' state: pause, current and buffered ticks, counters (KV create, compare-and-set update, purge)", "$KV."+events.BucketSchedules+".>"),
+			streamRead("read schedule entries' state; list a sequence's entries (stream info)", kvSC),
+			grants("delete the state of a removed schedule entry", jsAPI+"STREAM.PURGE."+kvSC),
 			grants("pull run requests from its durable consumer and ack them (in-progress heartbeats included)",
 				jsAPI+"CONSUMER.MSG.NEXT."+sr+"."+c, "$JS.ACK."+sr+"."+c+".>"),
 			grants("boot runs: its durable consumer of agent_ready events",
@@ -440,11 +444,20 @@ func reads(name string) []Grant {
 			events.RegistrySkillListSubject, events.RegistrySkillGetSubject, events.RegistrySkillInfoSubject,
 			events.RegistrySeqListSubject, events.RegistrySeqGetSubject),
 		grants("list and read runs (`skillbus runs ls`, `runs show`)", events.SeqStatusSubject, events.SeqListSubject),
+		grants("list and read schedule entries (`skillbus schedules`, `schedules show`)", events.SeqSchedulesListSubject, events.SeqSchedulesShowSubject),
 		streamRead("read and follow events (`skillbus watch`, STREAM.MSG.GET from a cursor)", ev),
 		clientRead("a run's state (`skillbus watch RUN`; STREAM.MSG.GET, no direct gets)", kvRU),
 		clientRead("a run's large slot values (STREAM.MSG.GET of the object's metadata and chunks)", objRS),
 		discovery(),
 	)
+}
+
+// scheduleOps are the schedule operations of the roles that start and
+// cancel runs (as seq.retry and seq.cancel): pause and unpause an entry,
+// run a tick now, backfill a range (docs/runs.md, "Scheduled runs").
+func scheduleOps(where string) []Grant {
+	return grants("pause, unpause, trigger and backfill schedule entries "+where,
+		events.SeqSchedulesPauseSubject, events.SeqSchedulesUnpauseSubject, events.SeqSchedulesTriggerSubject, events.SeqSchedulesBackfillSubject)
 }
 
 // clientSub is what a client role subscribes to: its inbox and the live
@@ -456,11 +469,13 @@ func clientSub(name string) []Grant {
 func runnerRole() Role {
 	return Role{
 		Name:    RoleRunner,
-		Summary: "a client that starts, watches and cancels runs (`skillbus run`, `call`, `runs cancel`, `agent-ready`, CI jobs): runs start only through the `skillbus.seq` endpoints",
+		Summary: "a client that starts, watches, signals and cancels runs (`skillbus run`, `call`, `runs cancel`, `runs signal`, `agent-ready`, CI jobs): runs start only through the `skillbus.seq` endpoints",
 		Pub: cat(
 			grants("start, cancel, re-run and retry runs, run one group (`skillbus run`, `call`, `runs cancel`, `runs rerun`, `runs retry`)",
 				events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject, events.SeqCallSubject),
+			grants("signal a waiting run: approve or reject its wait (`skillbus runs signal`)", events.SeqSignalSubject),
 			grants("announce an agent boot (`skillbus agent-ready`): boot sequences run once per boot id", events.SubjectAgentReadyAll),
+			scheduleOps("(`skillbus schedules pause`, `unpause`, `trigger`, `backfill`)"),
 			reads(RoleRunner),
 		),
 		Sub: clientSub(RoleRunner),
@@ -504,8 +519,11 @@ func readerRole() Role {
 func consoleRole(callsTools bool) Role {
 	ev := events.StreamEvents
 	pub := cat(
-		grants("start, cancel, re-run and retry runs (the run form, Cancel run…, Rerun, Retry from group N)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject),
+		grants("start, cancel, re-run and retry runs (the run form, Cancel run…, Rerun, Retry from group N, Retry from here)", events.SeqRunSubject, events.SeqCancelSubject, events.SeqRerunSubject, events.SeqRetrySubject),
+		grants("signal a waiting run (the approve and reject form of a waiting run's page)", events.SeqSignalSubject),
 		grants("a run's page (seq.status); the runs list (seq.list)", events.SeqStatusSubject, events.SeqListSubject),
+		grants("the Schedules page: list and show schedule entries", events.SeqSchedulesListSubject, events.SeqSchedulesShowSubject),
+		scheduleOps("(the Schedules page)"),
 		grants("the runs list: the RUNS bucket's TTL (runs it expired leave the list)", jsAPI+"STREAM.INFO."+kvRU),
 		clientRead("a run's large slot values (RUN_SLOTS, STREAM.MSG.GET)", objRS),
 		streamRead("a run's timeline and a schedule's last state (the EVENTS stream, STREAM.MSG.GET)", ev),

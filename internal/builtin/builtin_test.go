@@ -201,6 +201,37 @@ func TestFileTools(t *testing.T) {
 	}
 }
 
+// TestTrailingSlashOnAFile checks that a path ending in / names a
+// directory, as the OS has it: "README.md/" is not read as "README.md".
+func TestTrailingSlashOnAFile(t *testing.T) {
+	root, _ := project(t)
+	p := newProvider(t, Config{Root: root})
+	for _, tc := range []struct{ tool, args string }{
+		{"fs.read", `{"path":"README.md/"}`},
+		{"fs.read", `{"path":"lib/util.go/"}`},
+		{"fs.read", `{"path":"link-in/"}`},
+		{"fs.read", `{"path":"README.md/."}`},
+		{"fs.stat", `{"path":"README.md/"}`},
+		{"fs.grep", `{"pattern":"TODO","path":"main.go/"}`},
+		{"fs.lines", `{"path":"main.go/"}`},
+	} {
+		res, code, err := call(t, p, tc.tool, tc.args)
+		if code != "400" || !strings.Contains(fmt.Sprint(err), "not a directory") || !strings.Contains(fmt.Sprint(err), "drop the trailing slash") {
+			t.Errorf("%s(%s) = %s, code %q, %v; want code 400 saying it is not a directory", tc.tool, tc.args, res, code, err)
+		}
+	}
+	for _, tc := range []struct{ tool, args string }{
+		{"fs.stat", `{"path":"lib/"}`},
+		{"fs.lines", `{"path":"lib/"}`},
+		{"fs.grep", `{"pattern":"FIXME","path":"lib/"}`},
+		{"fs.list", `{"path":"lib/"}`},
+	} {
+		if res, _, err := call(t, p, tc.tool, tc.args); err != nil {
+			t.Errorf("%s(%s) = %s, %v; want a result (a directory may end in /)", tc.tool, tc.args, res, err)
+		}
+	}
+}
+
 func TestListAFile(t *testing.T) {
 	root, _ := project(t)
 	p := newProvider(t, Config{Root: root})

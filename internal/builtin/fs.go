@@ -152,6 +152,23 @@ func local(p string) (string, error) {
 	return c, nil
 }
 
+// file checks a tool path as local does and, when it ends in "/" (or
+// "/."), that it names a directory, as the OS does: "go.mod/" is refused
+// with code "400" (not a directory) rather than read as "go.mod". Used by
+// the tools that take a file (fs.read, fs.stat) or a file or directory
+// (fs.grep, fs.lines); docs/tools.md states the rule.
+func (p *Provider) file(given string) (string, error) {
+	name, err := local(given)
+	if err != nil || name == "." || !(strings.HasSuffix(given, "/") || strings.HasSuffix(given, "/.")) {
+		return name, err
+	}
+	fi, err := p.root.Stat(name)
+	if err == nil && !fi.IsDir() {
+		return "", tool.Errorf("400", "path %q is not a directory: it ends in / but %q is a %s; drop the trailing slash to name the file", given, name, typeOf(fi.Mode()))
+	}
+	return name, nil
+}
+
 // fsError maps an error from the root onto a tool error with a code.
 func fsError(p string, err error) error {
 	switch {
@@ -325,7 +342,7 @@ func (p *Provider) stat(ctx context.Context, args json.RawMessage) (any, error) 
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
-	name, err := local(in.Path)
+	name, err := p.file(in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +368,7 @@ func (p *Provider) read(ctx context.Context, args json.RawMessage) (any, error) 
 	if in.MaxBytes > 0 && in.MaxBytes < limit {
 		limit = in.MaxBytes
 	}
-	name, err := local(in.Path)
+	name, err := p.file(in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -522,7 +539,7 @@ func (p *Provider) grep(ctx context.Context, args json.RawMessage) (any, error) 
 	if in.MaxMatches > 0 {
 		limit = min(in.MaxMatches, p.cfg.MaxResults)
 	}
-	dir, err := local(in.Path)
+	dir, err := p.file(in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -582,7 +599,7 @@ func (p *Provider) lines(ctx context.Context, args json.RawMessage) (any, error)
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
-	dir, err := local(in.Path)
+	dir, err := p.file(in.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/skillbus/skillbus/internal/runargs"
 	"github.com/skillbus/skillbus/pkg/seq"
 )
@@ -75,6 +77,36 @@ func readArgsFile(env Env, name string) (*runargs.File, error) {
 // maxArgsFile bounds --args-file: 8 MiB, well above what a run request
 // may carry (1 MiB by default).
 const maxArgsFile = 8 << 20
+
+// checkPayload refuses a request of n bytes (what: "the run request")
+// that the connected NATS server would refuse: more than its max_payload.
+// nats.go says only "maximum payload exceeded"; this says the size, the
+// limit and the fixes (docs/runs.md, "Large state"). file is the
+// --args-file, nil when none was given.
+func checkPayload(nc *nats.Conn, what string, n int, file *runargs.File) error {
+	limit := nc.MaxPayload()
+	if limit <= 0 || int64(n) <= limit {
+		return nil
+	}
+	from := "its arguments"
+	if file != nil {
+		from = fmt.Sprintf("its arguments (--args-file %s is %s)", file.Name, sizeText(int64(len(file.Data))))
+	}
+	return fmt.Errorf("%s is %s with %s, more than the NATS server's max_payload of %s: "+
+		"pass large data by reference instead, a path a tool reads (fs.read) or a slot an earlier group writes (a slot over 64 KiB goes to the object store), "+
+		"or raise max_payload in the server's configuration (docs/runs.md, \"Large state\")", what, sizeText(int64(n)), from, sizeText(limit))
+}
+
+// sizeText says a byte count as "5.0 MiB (5242880 bytes)".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/(1<<20), n)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB (%d bytes)", float64(n)/(1<<10), n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 func readLimited(name string, n int64) ([]byte, error) {
 	f, err := os.Open(name)

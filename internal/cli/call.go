@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 )
 
@@ -75,9 +76,22 @@ func runCall(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus call: %v\n", err)
 			return ExitFailure
 		}
+		b, _ := json.Marshal(events.SeqCallRequest{Group: group, Args: raw})
+		if err := checkPayload(nc, "the call request", len(b), af); err != nil {
+			fmt.Fprintf(env.Stderr, "skillbus call: group %s was not called: %v\n", group, err)
+			return ExitFailure
+		}
 		reply, err := c.Call(ctx, group, raw)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "skillbus call: %v\n", describeClient(err, ""))
+			return ExitFailure
+		}
+		if reply.Error != "" && len(reply.Result) == 0 {
+			// The group never ran (a wait_for group, which only a run
+			// can do): there is no table to show, only the error.
+			if !out.Structured(env.Stdout, reply) {
+				fmt.Fprintf(env.Stderr, "skillbus call: group %s was not run: %s\n", group, reply.Error)
+			}
 			return ExitFailure
 		}
 		if !out.Structured(env.Stdout, reply) {

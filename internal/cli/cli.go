@@ -65,6 +65,7 @@ func commands() map[string]command {
 		"sections":    sectionsCommand(),
 		"run":         runCommand(),
 		"runs":        runsCommand(),
+		"schedules":   schedulesCommand(),
 		"dev":         devCommand(),
 		"skills":      skillsCommand(),
 		"seqs":        seqsCommand(),

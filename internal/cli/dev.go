@@ -40,6 +40,10 @@ skillbus commands and for the nats CLI (` + "`nats micro ls`" + `), and the URL 
 the web console (runs live, sequences, skills, assembly preview, tools;
 docs/console.md), served on the same loopback address. Once everything
 serves, it publishes agent_ready for --agent, so boot sequences run.
+The test files under DIR (skillbus test, docs/testing.md) run once at the
+start and again when one of them or a definition it tests changes; each
+run prints "skillbus dev: tests FILE: N passed, N failed" on stderr, with
+a line per failing case.
 
 Flags:
   --dir DIR           skills and sequences to load and watch (default .)
@@ -247,6 +251,7 @@ func runDev(ctx context.Context, env Env, args []string) int {
 	} else {
 		defer stopProblems()
 	}
+	defer watchTests(ctx, env.Stderr, *dir, devTestsEvery)() // skillbus test on change: devtests.go
 	uiURL := ""
 	if *uiPort >= 0 {
 		uiHost := *host

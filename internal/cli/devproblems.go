@@ -17,11 +17,12 @@ import (
 )
 
 // registryProblemSubjects are the registry events `skillbus dev` reports on
-// stderr: a file that failed validation, two files defining one name, a
-// file that loaded with warnings, and a write to SKILLS or SEQUENCES that
-// the registry undid.
+// stderr: a file that failed validation and one fixed since, two files
+// defining one name, a file that loaded with warnings, and a write to
+// SKILLS or SEQUENCES that the registry undid.
 var registryProblemSubjects = []string{
 	"events.registry.*." + events.OpInvalid,
+	"events.registry.*." + events.OpFixed,
 	"events.registry.*." + events.OpClash,
 	"events.registry.*." + events.OpWarning,
 	"events.registry.*." + events.OpReverted,
@@ -29,12 +30,13 @@ var registryProblemSubjects = []string{
 }
 
 // reportRegistryProblems prints on w, one readable line each, the
-// registry's invalid, clash, warning and reverted events (README.md,
+// registry's invalid, fixed, clash, warning and reverted events (README.md,
 // "skillbus dev") published since since on the EVENTS stream of the NATS
 // server at url — those of the first load as well as those of later edits
 // — until the returned stop is called:
 //
 //	skillbus dev: invalid seqs/a.seq.yaml:4: group 1 "g": tool 1 "x": ...
+//	skillbus dev: fixed seqs/a.seq.yaml: sequence "a" loads again
 //	skillbus dev: warning skills/pdf/SKILL.md:4: unknown field "allowed_tools" is ignored; ...
 //	skillbus dev: clash: group name "fetch" is defined by both a.seq.yaml and b.seq.yaml; keeping ...
 //	skillbus dev: reverted: SKILLS/pdf was written at revision 12 ...
@@ -88,8 +90,9 @@ func reportRegistryProblems(ctx context.Context, w io.Writer, url string, since 
 // one line per problem of an invalid file ("skillbus dev: invalid
 // FILE:LINE: message"; the registry joins a file's problems with
 // newlines), the first carrying the note that the last good version is
-// kept; one "skillbus dev: warning FILE:LINE: message" per warning; one
-// line for a clash or a reverted write. Other events render as "".
+// kept; "skillbus dev: fixed FILE: sequence NAME loads again" for a file
+// valid again; one "skillbus dev: warning FILE:LINE: message" per warning;
+// one line for a clash or a reverted write. Other events render as "".
 func registryProblemText(data []byte) string {
 	var ev events.RegistryEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
@@ -116,6 +119,8 @@ func registryProblemText(data []byte) string {
 			fmt.Fprintf(&b, "skillbus dev: invalid %s%s\n", ev.File, kept)
 		}
 		writeWarnings(&b, "skillbus dev: warning ", ev)
+	case events.OpFixed:
+		fmt.Fprintf(&b, "skillbus dev: fixed %s: %s %q loads again\n", ev.File, ev.Kind, ev.Name)
 	case events.OpWarning:
 		writeWarnings(&b, "skillbus dev: warning ", ev)
 	case events.OpClash:
@@ -175,6 +180,12 @@ func scheduleLine(ev *events.ScheduleEvent) string {
 	zone := ""
 	if ev.TimeZone != "" {
 		zone = " in " + ev.TimeZone
+	}
+	if ev.RunID != "" { // a tick that did not run now (docs/sequences.md, Overlap)
+		return fmt.Sprintf("sequence %s/%s: tick %s (%s) %s: %s", ev.Sequence, ev.Entry, ev.TickAt.UTC().Format(time.RFC3339), ev.RunID, ev.Status, oneLine(ev.Error, 200))
+	}
+	if ev.Entry != "" {
+		zone += ", entry " + ev.Entry
 	}
 	if ev.Status == events.ScheduleRefused {
 		return fmt.Sprintf("sequence %s: the NATS server refused its schedule %q%s (%s); it does not run on its own until the schedule is fixed", ev.Sequence, ev.Schedule, zone, oneLine(ev.Error, 200))

@@ -33,6 +33,8 @@ func TestRegistryProblemText(t *testing.T) {
 			"skillbus dev: reverted: SKILLS/pdf was written at revision 5 …; put back\n"},
 		{"clash", events.RegistryEvent{Kind: "skill", Op: events.OpClash, Error: "skill name \"a\" is defined by both x and y"},
 			"skillbus dev: clash: skill name \"a\" is defined by both x and y\n"},
+		{"fixed", events.RegistryEvent{Kind: "sequence", Op: events.OpFixed, Name: "s", File: "seqs/s.seq.yaml"},
+			"skillbus dev: fixed seqs/s.seq.yaml: sequence \"s\" loads again\n"},
 		{"put is not a problem", events.RegistryEvent{Kind: "skill", Op: events.OpPut, Name: "a"}, ""},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/nats-io/nats.go"
 	"github.com/skillbus/skillbus/internal/registry"
@@ -62,6 +63,22 @@ func clientSeqHint(ctx context.Context, c *client.Client, name string) string {
 		return listSeqsHint
 	}
 	return withDidYouMean(name, seqNames(l, false), listSeqsHint)
+}
+
+// seqStored reports whether a sequence named name is stored and, when it
+// is not, the did-you-mean hint for it (`runs --sequence grete`). A
+// registry that does not answer counts as stored: the caller then shows
+// what it has rather than a guess.
+func seqStored(ctx context.Context, c *client.Client, name string) (hint string, stored bool) {
+	l, err := c.SeqList(ctx)
+	if err != nil {
+		return "", true
+	}
+	names := seqNames(l, false)
+	if slices.Contains(names, name) {
+		return "", true
+	}
+	return withDidYouMean(name, names, listSeqsHint), false
 }
 
 // clientSkillHint is the not-found hint for skill name.

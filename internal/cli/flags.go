@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/internal/suggest"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 // splitArgs separates args into the flag tokens (each flag with its value
@@ -188,8 +190,9 @@ func mapValues(m map[string]command) []command {
 }
 
 // choiceValue is a string flag that takes one of a fixed set of values;
-// anything else is a usage error listing them (and `skillbus completion`
-// offers them).
+// anything else is a usage error listing them, with the one a near miss
+// most likely meant (`--status faild`: did you mean "failed"?), and
+// `skillbus completion` offers them.
 type choiceValue struct {
 	value   string
 	choices []string
@@ -212,6 +215,9 @@ func (v *choiceValue) String() string {
 
 func (v *choiceValue) Set(s string) error {
 	if !slices.Contains(v.choices, s) {
+		if c := suggest.Closest(s, v.choices); c != "" {
+			return fmt.Errorf("want %s; did you mean %q?", orList(v.choices), c)
+		}
 		return fmt.Errorf("want %s", orList(v.choices))
 	}
 	v.value = s
@@ -249,6 +255,20 @@ func givenAny(fs *flag.FlagSet, names ...string) string {
 	for _, n := range names {
 		if given(fs, n) {
 			return "--" + n
+		}
+	}
+	return ""
+}
+
+// longText says which free-text flag — a reason, a note, a by — is longer
+// than events.MaxReasonLength bytes, the bound pkg/events puts on those
+// fields of every request (seq.cancel, seq.signal, seq.schedules.*), as a
+// usage error's message (`--by is 2000 bytes long; the limit is 1024 bytes
+// (...)`); "" when none is. Each pair is a flag's name and its value.
+func longText(flags ...[2]string) string {
+	for _, f := range flags {
+		if len(f[1]) > events.MaxReasonLength {
+			return fmt.Sprintf("--%s is %d bytes long; the limit is %d bytes (a reason, a note or a name of who asks): shorten it", f[0], len(f[1]), events.MaxReasonLength)
 		}
 	}
 	return ""

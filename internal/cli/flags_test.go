@@ -308,3 +308,25 @@ func TestEveryReadCommandHasOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestChoiceFlagDidYouMean: a near miss of a choice flag's value names the
+// value it most likely meant (`runs --status faild`), after the list.
+func TestChoiceFlagDidYouMean(t *testing.T) {
+	clearNATSEnv(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"typo", []string{"runs", "--status", "faild"}, `--status "faild": want queued, running, waiting, interrupted, succeeded, failed or cancelled; did you mean "failed"?`},
+		{"case", []string{"runs", "ls", "--status", "Waiting"}, `did you mean "waiting"?`},
+		{"far", []string{"runs", "--status", "broken"}, `--status "broken": want queued, running, waiting, interrupted, succeeded, failed or cancelled` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errb := runMain(t, tc.args...)
+			if code != ExitUsage || !strings.Contains(errb, tc.want) {
+				t.Errorf("skillbus %s = %d %q; want %d with %q", strings.Join(tc.args, " "), code, errb, ExitUsage, tc.want)
+			}
+		})
+	}
+}

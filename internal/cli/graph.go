@@ -33,6 +33,9 @@ func dataflow(s *seq.Sequence) []flowEdge {
 					continue
 				}
 				found = true
+				if s.Groups[i].WaitFor != nil { // the signal writes a wait group's slots
+					edges = append(edges, flowEdge{from: i, call: 0, to: j, slot: k})
+				}
 				for ci, c := range s.Groups[i].Tools {
 					if c.As == k {
 						edges = append(edges, flowEdge{from: i, call: ci, to: j, slot: k})
@@ -85,6 +88,9 @@ func GraphMermaid(s *seq.Sequence) string {
 			label += " — when " + g.When
 		}
 		fmt.Fprintf(&b, "  subgraph g%d[\"%s\"]\n    direction TB\n", i+1, q(label))
+		if g.WaitFor != nil { // a hexagon: the run waits here, held by no worker
+			fmt.Fprintf(&b, "    g%dc1{{\"%s\"}}\n", i+1, q(waitGraphText(g)))
+		}
 		for ci, c := range g.Tools {
 			if c.ForEach != "" { // a stacked shape: many calls
 				fmt.Fprintf(&b, "    g%dc%d[[\"%s\"]]\n", i+1, ci+1, q(callText(c)))
@@ -130,6 +136,9 @@ func GraphDOT(s *seq.Sequence) string {
 			label += "\nwhen " + g.When
 		}
 		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%s;\n    style=rounded;\n", i+1, q(label))
+		if g.WaitFor != nil { // a hexagon: the run waits here, held by no worker
+			fmt.Fprintf(&b, "    g%dc1 [label=%s, shape=hexagon, style=\"\"];\n", i+1, q(waitGraphText(g)))
+		}
 		for ci, c := range g.Tools {
 			if c.ForEach != "" { // a stacked shape: many calls
 				fmt.Fprintf(&b, "    g%dc%d [label=%s, shape=box3d, style=\"\"];\n", i+1, ci+1, q(callText(c)))
@@ -156,4 +165,21 @@ func GraphDOT(s *seq.Sequence) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// waitGraphText is the label of a wait group's node: what it waits for
+// and what the signal brings (docs/sequences.md, "wait_for").
+func waitGraphText(g seq.Group) string {
+	w := g.WaitFor
+	switch w.Kind() {
+	case seq.WaitSignal:
+		t := fmt.Sprintf("wait for signal %s (timeout %s)", w.Signal, w.Timeout)
+		if len(g.Out) > 0 {
+			t += " → " + seq.Signature(g.Out).String()
+		}
+		return t
+	case seq.WaitUntil:
+		return "wait until " + w.UntilKey()
+	}
+	return "wait " + w.Duration.String()
 }

@@ -39,7 +39,9 @@ is closed for good; every flag can also be set as SKILLBUS_<FLAG>.
 Flags:
   --prefix P      subject prefix of the tools (default mcp)
   --only NAMES    serve only these MCP tools (comma-separated MCP names)
-  --name NAME     micro service name (default mcp-<prefix>)
+  --name NAME     the provider's micro service name (default mcp-<the MCP
+                  server's own name, from its initialize reply>; with
+                  --prefix, mcp-<prefix>)
   --site SITE     the edge site this bridge runs at, shown by skillbus tools
                   (default none: the NATS server's name is shown; docs/edge.md)
   --no-restart    stop when the MCP server exits instead of starting it again
@@ -97,6 +99,9 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	cfg := mcpbridge.Config{Prefix: *prefix, Only: only.values, ServiceName: *name, Site: *site, Command: pos[0], Args: pos[1:], Stderr: env.Stderr, NoRestart: *noRestart}
+	if !given(fs, "prefix") {
+		cfg.Prefix = "" // the default (mcp), and the provider is named after the server
+	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo
@@ -113,7 +118,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "skillbus mcp: %v\n", err)
 			return nil, err
 		}
-		fmt.Fprintf(env.Stdout, "serving %d tool(s) of %s: %v; Ctrl-C to stop\n", len(b.Tools()), pos[0], b.Tools())
+		fmt.Fprintf(env.Stdout, "serving %d tool(s) of %s as %s: %v; Ctrl-C to stop\n", len(b.Tools()), termSafe(b.Server()), b.ServiceName(), b.Tools())
 		if conflicts, err := b.Conflicts(ctx, 500*time.Millisecond); err == nil {
 			for _, c := range conflicts {
 				fmt.Fprintf(env.Stderr, "skillbus mcp: warning: %s\n", c)

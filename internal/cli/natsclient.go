@@ -377,6 +377,10 @@ type serveFlags struct {
 	budget     time.Duration
 	logJSON    bool
 	logLevel   string
+	// showsRefusals is set by a command whose service works on with
+	// refused subscriptions and shows them itself (servicecmd.Spec's
+	// ShowsRefusals; `skillbus ui`); not a flag.
+	showsRefusals bool
 }
 
 // register defines the flags on fs.
@@ -431,7 +435,7 @@ func serveService(ctx context.Context, env Env, name string, sf *serveFlags, sta
 	}
 	log := slog.New(telemetry.LogHandler(h))
 	o := servicecmd.Options{Name: strings.Fields(name)[0], Conn: connSettings(env), HealthAddr: sf.healthAddr, ShutdownBudget: sf.budget}
-	return servicecmd.Serve(ctx, log, o, servicecmd.Spec{New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+	return servicecmd.Serve(ctx, log, o, servicecmd.Spec{ShowsRefusals: sf.showsRefusals, New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
 		return &funcService{rt: rt, start: start}, nil
 	}})
 }

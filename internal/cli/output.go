@@ -183,11 +183,26 @@ func printRunState(w io.Writer, st *events.RunState, s *seq.Sequence) {
 // printResultTable prints one row per group and one per call under it. An
 // error is said once: a group's error that the run's error (runErr, "" for
 // none) already holds reads "(the run's error)", and a call's error that
-// its group's error holds reads "(the group's error)".
+// its group's error holds reads "(the group's error)". A group a retry
+// reused (GroupResult.ReusedFrom) reads "STATUS (reused)", and a line
+// under the table names the run that ran it.
 func printResultTable(w io.Writer, groups []seq.GroupResult, runErr string) {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "GROUP / CALL\tSTATUS\tATTEMPTS\tTIME\tERROR")
+	var reusedFrom []string
+	defer func() {
+		for _, from := range reusedFrom {
+			fmt.Fprintf(w, "(reused): the group finished in run %s; this retry did not call its tools again and kept its slots\n", termSafe(from))
+		}
+	}()
 	for i, g := range groups {
+		status := string(g.Status)
+		if g.ReusedFrom != "" {
+			status += " (reused)"
+			if !slices.Contains(reusedFrom, g.ReusedFrom) {
+				reusedFrom = append(reusedFrom, g.ReusedFrom)
+			}
+		}
 		d := ""
 		if g.Status != seq.GroupPending && g.Status != seq.GroupSkipped && g.Status != seq.GroupRunning {
 			d = roundDur(time.Duration(g.Duration)).String()
@@ -200,7 +215,10 @@ func printResultTable(w io.Writer, groups []seq.GroupResult, runErr string) {
 		if g.Error != "" && runErr != "" && strings.Contains(runErr, g.Error) {
 			shown = "(the run's error)"
 		}
-		fmt.Fprintf(tw, "%d %s\t%s\t\t%s\t%s\n", i+1, g.Name, g.Status, d, shown)
+		fmt.Fprintf(tw, "%d %s\t%s\t\t%s\t%s\n", i+1, g.Name, status, d, shown)
+		if g.Wait != nil {
+			fmt.Fprintf(tw, "    wait_for\t%s\t\t\t\n", groupWaitText(g.Wait)) // runsignal.go
+		}
 		for _, c := range g.Calls {
 			d := ""
 			if c.Attempts > 0 {
@@ -215,7 +233,7 @@ func printResultTable(w io.Writer, groups []seq.GroupResult, runErr string) {
 				fmt.Fprintf(tw, "      for_each\t%s\t\t\t\n", fanOutText(f))
 				lines, more := itemLines(f)
 				for _, it := range lines {
-					fmt.Fprintf(tw, "      item %d\t%s\t%d\t%s\t%s\n", it.Index, it.Status, it.Attempts, roundDur(time.Duration(it.Duration)), errorLine(it.Error, 100))
+					fmt.Fprintf(tw, "      %s\t%s\t%d\t%s\t%s\n", seq.ItemLabel(it.Index), it.Status, it.Attempts, roundDur(time.Duration(it.Duration)), errorLine(it.Error, 100))
 				}
 				if more > 0 {
 					fmt.Fprintf(tw, "      (%d more items not shown; -o json lists them)\t\t\t\t\n", more)

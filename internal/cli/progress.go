@@ -45,7 +45,18 @@ type progress struct {
 	// held are group results that arrived before an earlier group's (a
 	// resumed run whose earlier events were missed): printed once the
 	// gap is filled, so the lines come out in group order.
-	held    map[int]*seq.GroupResult
+	held map[int]*seq.GroupResult
+	// upTo is how many groups, from the first, are out (printed, or
+	// passed over by a flush of everything); notes are lines that belong
+	// after group `after` (a wait, an interruption, a resume), held until
+	// the groups before them are out. gated: a wait or an interruption
+	// was said after group gateAt, so the later groups are held until the
+	// resume is said — the events of a run may arrive in another order
+	// than the one they tell (noteAfter).
+	upTo    int
+	notes   []heldNote
+	gated   bool
+	gateAt  int
 	done    chan struct{}
 	stopped bool
 	wg      sync.WaitGroup
@@ -104,20 +115,55 @@ func (p *progress) group(ev *events.RunEvent) {
 	p.flushLocked(false)
 }
 
-// fill takes the finished groups of a run's checkpoint (after a resume:
-// groups whose events this process missed) and prints what is now in
-// order.
-func (p *progress) fill(st *events.RunState) {
-	var res seq.Result
-	if len(st.Result) == 0 || json.Unmarshal(st.Result, &res) != nil {
-		return
-	}
+// heldNote is a line of progress that belongs after group after
+// (progress.notes).
+type heldNote struct {
+	after int
+	text  string
+	// opens holds the later groups until a closing note (a wait, an
+	// interruption); closes ends that (a resume), and is said at once
+	// after the groups up to after that are known, without waiting for
+	// those whose events were missed.
+	opens, closes bool
+}
+
+// event prints the line of a run event that is not a group's — an
+// interruption, a resume, a wait, a signal, a cancel — where it belongs
+// among the groups' blocks, by what it says rather than by when it came:
+// a resume "after group N" comes after group N's block and before group
+// N+1's, though the worker's later events may arrive first or the
+// checkpoint read at the resume (st, nil when it could not be read)
+// already holds later groups. st's finished groups up to N — groups whose
+// events this process missed, finished on a worker that stopped — are
+// printed first.
+func (p *progress) event(ev *events.RunEvent, st *events.RunState) {
+	text := eventLine(ev) // watch.go
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := range res.Groups {
-		if gr := &res.Groups[i]; gr.Status.Finished() {
-			p.holdLocked(i+1, gr)
+	if p.stopped {
+		return
+	}
+	switch ev.Kind {
+	case events.RunResumed:
+		var res seq.Result
+		if st != nil && len(st.Result) > 0 && json.Unmarshal(st.Result, &res) == nil {
+			for i := range res.Groups {
+				if gr := &res.Groups[i]; gr.Status.Finished() && i+1 <= ev.Group {
+					p.holdLocked(i+1, gr)
+				}
+			}
 		}
+		p.notes = append(p.notes, heldNote{after: ev.Group, text: text, closes: true})
+	case events.RunInterrupted:
+		p.notes = append(p.notes, heldNote{after: ev.Group, text: text, opens: true})
+	case events.RunWaiting:
+		// At group N: after group N-1.
+		p.notes = append(p.notes, heldNote{after: max(ev.Group-1, 0), text: text, opens: true})
+	case events.RunSignalled:
+		p.notes = append(p.notes, heldNote{after: max(ev.Group-1, 0), text: text})
+	default:
+		p.noteLocked(text)
+		return
 	}
 	p.flushLocked(false)
 }
@@ -127,6 +173,10 @@ func (p *progress) fill(st *events.RunState) {
 func (p *progress) note(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.noteLocked(text)
+}
+
+func (p *progress) noteLocked(text string) {
 	if p.tty {
 		fmt.Fprint(rawWriter(p.w), "\r\033[K")
 	}
@@ -143,22 +193,50 @@ func (p *progress) holdLocked(n int, gr *seq.GroupResult) {
 	p.held[n] = gr
 }
 
-// flushLocked prints the held groups that follow the printed ones without
-// a gap; all of them, in order, when all is set.
+// flushLocked prints, in order, the held groups that follow the printed
+// ones without a gap and the held notes whose groups are out; with all,
+// every held group and note, passing over the groups that have none.
 func (p *progress) flushLocked(all bool) {
-	for n := 1; n <= len(p.s.Groups); n++ {
-		if p.printed[n] {
-			continue
-		}
-		gr, ok := p.held[n]
-		if !ok {
-			if all {
+	for {
+		if len(p.notes) > 0 {
+			hn := p.notes[0]
+			if hn.after <= p.upTo || all || hn.closes {
+				// A resume is said once the groups before it that are
+				// known are out: one whose event was missed and that the
+				// checkpoint lacks is passed over, not waited for.
+				for n := p.upTo + 1; n <= hn.after && n <= len(p.s.Groups); n++ {
+					p.passLocked(n)
+				}
+				p.noteLocked(hn.text)
+				switch {
+				case hn.opens:
+					p.gated, p.gateAt = true, hn.after
+				case hn.closes:
+					p.gated = false
+				}
+				p.notes = p.notes[1:]
 				continue
 			}
+		}
+		n := p.upTo + 1
+		if n > len(p.s.Groups) || p.gated && n > p.gateAt && !all {
 			return
 		}
+		if _, ok := p.held[n]; !ok && !all {
+			return
+		}
+		p.passLocked(n)
+	}
+}
+
+// passLocked prints group n's held block, if any, and counts it out.
+func (p *progress) passLocked(n int) {
+	if gr, ok := p.held[n]; ok {
 		delete(p.held, n)
 		p.printGroup(n, gr)
+	}
+	if n > p.upTo {
+		p.upTo = n
 	}
 }
 
@@ -207,7 +285,7 @@ func (p *progress) printGroup(n int, gr *seq.GroupResult) {
 				fmt.Fprintf(p.w, "      for_each: %s\n", fanOutText(f))
 				lines, more := itemLines(f)
 				for _, it := range lines {
-					fmt.Fprintf(p.w, "      item %d: %s", it.Index, it.Status)
+					fmt.Fprintf(p.w, "      %s: %s", seq.ItemLabel(it.Index), it.Status)
 					if it.Error != "" && !strings.Contains(it.Error, "attempt") {
 						fmt.Fprintf(p.w, " after %d attempt(s)", it.Attempts)
 					}

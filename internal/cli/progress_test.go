@@ -84,8 +84,7 @@ func TestProgressResumedInGroupOrder(t *testing.T) {
 		t.Fatalf("group 3 printed before group 2:\n%s", out.String())
 	}
 	cp, _ := json.Marshal(seq.Result{Sequence: "p", Status: seq.StatusRunning, Groups: []seq.GroupResult{one, two, {Name: "three", Status: seq.GroupPending}}})
-	pr.fill(&events.RunState{RunID: "r1", FinishedGroups: 2, Result: cp})
-	pr.note("run r1: resumed by worker w2 after group 2 of 3 (attempt 2)")
+	pr.event(&events.RunEvent{RunID: "r1", Kind: events.RunResumed, Worker: "w2", Group: 2, Groups: 3, Attempt: 2}, &events.RunState{RunID: "r1", FinishedGroups: 2, Result: cp})
 	final, _ := json.Marshal(seq.Result{Sequence: "p", Status: seq.StatusSucceeded, Groups: []seq.GroupResult{one, two, three}})
 	pr.finish(&events.RunState{RunID: "r1", Status: events.StatusSucceeded, Result: final})
 	got := out.String()
@@ -100,5 +99,76 @@ func TestProgressResumedInGroupOrder(t *testing.T) {
 	}
 	if !strings.Contains(got, "resumed by worker w2") {
 		t.Errorf("the resume note is missing:\n%s", got)
+	}
+}
+
+// TestProgressResumeBeforeLaterGroups: `skillbus run` of a sequence whose
+// group 2 is a `wait_for: {duration: …}` says the wait and the resume
+// after group 1 and before groups 2 and 3, as the events tell it — when
+// the checkpoint read at the resume already holds groups 2 and 3 (the
+// timer's resume finishes them at once), and when the later groups' events
+// arrive before the resume's.
+func TestProgressResumeBeforeLaterGroups(t *testing.T) {
+	s, err := seq.ParseYAML([]byte("name: p\ngroups:\n  - name: one\n    tools: [{tool: a}]\n  - name: pause\n    wait_for: {duration: 3s}\n  - name: three\n    tools: [{tool: c}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := func(name, tool string) seq.GroupResult {
+		return seq.GroupResult{Name: name, Status: seq.GroupSucceeded, Calls: []seq.CallResult{{Tool: tool, Status: seq.CallSucceeded, Attempts: 1}}}
+	}
+	one, pause, three := ok("one", "a"), seq.GroupResult{Name: "pause", Status: seq.GroupSucceeded}, ok("three", "c")
+	since := time.Now()
+	ws := &events.WaitState{Group: 2, GroupName: "pause", Kind: seq.WaitDuration, Since: since, Deadline: since.Add(3 * time.Second)}
+	groupEv := func(n int, gr seq.GroupResult) *events.RunEvent {
+		b, _ := json.Marshal(gr)
+		return &events.RunEvent{RunID: "r1", Kind: events.RunGroup, Group: n, GroupName: gr.Name, Status: string(gr.Status), Result: b}
+	}
+	all, _ := json.Marshal(seq.Result{Sequence: "p", Status: seq.StatusSucceeded, Groups: []seq.GroupResult{one, pause, three}})
+	checkpoint := &events.RunState{RunID: "r1", Status: events.StatusRunning, FinishedGroups: 3, Result: all}
+	waiting := &events.RunEvent{RunID: "r1", Kind: events.RunWaiting, Group: 2, GroupName: "pause", Groups: 3, Wait: ws}
+	resumed := &events.RunEvent{RunID: "r1", Kind: events.RunResumed, Worker: "w1", Group: 1, Groups: 3, Attempt: 2}
+	for _, tc := range []struct {
+		name string
+		feed func(pr *progress)
+	}{
+		{"the checkpoint holds the later groups", func(pr *progress) {
+			pr.group(groupEv(1, one))
+			pr.event(waiting, nil)
+			pr.event(resumed, checkpoint)
+			pr.group(groupEv(2, pause))
+			pr.group(groupEv(3, three))
+		}},
+		{"the later groups' events come first", func(pr *progress) {
+			pr.group(groupEv(1, one))
+			pr.event(waiting, nil)
+			pr.group(groupEv(2, pause))
+			pr.group(groupEv(3, three))
+			pr.event(resumed, checkpoint)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			pr := newProgress(&out, s, "r1")
+			pr.start()
+			tc.feed(pr)
+			before := out.String() // before the final state: what a user sees live
+			pr.finish(&events.RunState{RunID: "r1", Status: events.StatusSucceeded, Result: all})
+			got := out.String()
+			order := []string{"✓ group 1/3 one", `waiting at group 2 "pause" for a timer (duration until`, "resumed by worker w1 after group 1 of 3 (attempt 2)", "✓ group 2/3 pause", "✓ group 3/3 three", "run r1 succeeded"}
+			at := -1
+			for _, want := range order {
+				i := strings.Index(got, want)
+				if i < 0 || i < at {
+					t.Fatalf("%q missing or out of order; want the lines in the order %q:\n%s", want, order, got)
+				}
+				at = i
+				if want != "run r1 succeeded" && strings.Count(got, want) != 1 {
+					t.Errorf("%q printed %d times:\n%s", want, strings.Count(got, want), got)
+				}
+			}
+			if !strings.Contains(before, "✓ group 3/3 three") {
+				t.Errorf("group 3 was held until the run's end; want it printed once the resume is said:\n%s", before)
+			}
+		})
 	}
 }

@@ -320,6 +320,8 @@ func TestStoredNameDidYouMean(t *testing.T) {
 		{[]string{"call", "café-lst", "--arg", "root=."}, `did you mean "` + nfcGroup + `"? (list the sequences and their groups with`},
 		{[]string{"skills", "info", "read-dmo"}, `did you mean "read-demo"? (list the skills with`},
 		{[]string{"skills", "info", "zzzzzzzzzz"}, "; list the skills with `skillbus skills`"},
+		{[]string{"runs", "--sequence", "cafe-survey"}, `no runs of sequence "cafe-survey", and no sequence of that name is stored: did you mean "` + nfcSeq + `"? (list the stored sequences with`},
+		{[]string{"runs", "ls", "--sequence", "zzzzzzzzzz"}, "no sequence of that name is stored: list the stored sequences with `skillbus seqs`"},
 	} {
 		code, _, errb := runMain(t, tc.cmd...)
 		if code != ExitFailure || !strings.Contains(errb, tc.want) {
@@ -327,6 +329,32 @@ func TestStoredNameDidYouMean(t *testing.T) {
 		}
 		if strings.Contains(errb, "did you mean") && strings.Contains(tc.cmd[len(tc.cmd)-1], "zzz") {
 			t.Errorf("%q suggests a name far from it: %q", tc.cmd, errb)
+		}
+	}
+	// A stored sequence without runs is an empty list, not an error.
+	if code, out, errb := runMain(t, "runs", "--sequence", nfcSeq); code != ExitOK || !strings.Contains(out, "RUN ID") || !strings.Contains(errb, "no runs match") {
+		t.Errorf("runs --sequence %s (stored, no runs) = %d %q %q; want 0, the table head and \"no runs match\"", nfcSeq, code, out, errb)
+	}
+}
+
+// TestArgsOverMaxPayload: run and call with a 5 MiB --args-file say the
+// request's size, the server's max_payload and what to do, not nats.go's
+// bare "maximum payload exceeded".
+func TestArgsOverMaxPayload(t *testing.T) {
+	readStack(t)
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, []byte(`{"root":"`+strings.Repeat("x", 5<<20)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"run", nfcSeq, "--args-file", big}, {"call", nfcGroup, "--args-file", big}} {
+		code, _, errb := runMain(t, cmd...)
+		for _, want := range []string{"is 5.0 MiB (", "--args-file " + big + " is 5.0 MiB (5242891 bytes)", "max_payload of 1.0 MiB (1048576 bytes)", "fs.read", "object store", "raise max_payload"} {
+			if code != ExitFailure || !strings.Contains(errb, want) {
+				t.Errorf("%s %s --args-file (5 MiB) = %d %q; want 1 and %q", cmd[0], cmd[1], code, errb, want)
+			}
+		}
+		if strings.Contains(errb, "maximum payload exceeded") {
+			t.Errorf("%s: %q still shows the bare nats.go error", cmd[0], errb)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/skillbus/skillbus/internal/errtext"
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/registry"
+	"github.com/skillbus/skillbus/internal/runargs"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -209,6 +212,11 @@ func runRun(ctx context.Context, env Env, args []string) int {
 			return ExitFailure
 		}
 		defer nc.Close()
+		if sig := signalsOf(s); len(sig) > 0 {
+			// Only this process's own server can reach the run: say where.
+			fmt.Fprintf(env.Stderr, "skillbus run: note: this run waits for the signal(s) %s; its NATS server is this process's own, so signal it from another shell with NATS_URL=%s skillbus runs signal RUN_ID NAME (the waiting line below names the run id)\n",
+				strings.Join(sig, ", "), stack.URL())
+		}
 	}
 	if s == nil {
 		var raw json.RawMessage
@@ -230,7 +238,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if id == "" {
 		id = "run-" + nuid.Next()
 	}
-	st, code := submitAndWait(ctx, env, nc, s, inline, runArgs, id, !*quiet, remote, *detach, out)
+	st, code := submitAndWait(ctx, env, nc, s, inline, runArgs, af, id, !*quiet, remote, *detach, out)
 	if st == nil {
 		return code
 	}
@@ -294,7 +302,7 @@ func connFlagsUnused(env Env, cmd string, fs *flag.FlagSet, what string) int {
 // state (nil with an exit code when it could not be followed to the end).
 // It keeps waiting across seqworker restarts (client.Wait), saying on
 // stderr what it waits for; detach returns right after the submission.
-func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence, inline json.RawMessage, args map[string]json.RawMessage, id string, showProgress, remote, detach bool, out *output) (*events.RunState, int) {
+func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence, inline json.RawMessage, args map[string]json.RawMessage, file *runargs.File, id string, showProgress, remote, detach bool, out *output) (*events.RunState, int) {
 	c, err := client.New(nc, client.WithTimeout(requestTimeout))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus run: %v\n", err)
@@ -310,6 +318,11 @@ func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence,
 	var pr *progress
 	if showProgress && !detach {
 		pr = newProgress(env.Stderr, s, id)
+	}
+	b, _ := json.Marshal(req)
+	if err := checkPayload(nc, "the run request", len(b), file); err != nil {
+		fmt.Fprintf(env.Stderr, "skillbus run: the run was not sent: %v\n", err)
+		return nil, ExitFailure
 	}
 	if _, err := c.Start(ctx, req); err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus run: the run was not accepted: %v\n", describeClient(err, ""))
@@ -333,15 +346,15 @@ func submitAndWait(ctx context.Context, env Env, nc *nats.Conn, s *seq.Sequence,
 			switch ev.Kind {
 			case events.RunGroup:
 				pr.group(ev)
-			case events.RunInterrupted, events.RunResumed, events.RunCancelling:
+			case events.RunInterrupted, events.RunResumed, events.RunCancelling, events.RunWaiting, events.RunSignalled:
+				var cur *events.RunState
 				if ev.Kind == events.RunResumed {
 					// Groups finished before the interruption whose events
-					// were missed are printed from the checkpoint first.
-					if cur, err := c.Status(ctx, id); err == nil {
-						pr.fill(cur)
-					}
+					// were missed are printed from the checkpoint first
+					// (only those up to the resume: progress.event).
+					cur, _ = c.Status(ctx, id)
 				}
-				pr.note(eventLine(ev))
+				pr.event(ev, cur)
 			}
 		},
 		OnWaiting: func(text string) {
@@ -479,4 +492,20 @@ func callsTool(s *seq.Sequence, name string) bool {
 		}
 	}
 	return false
+}
+
+// signalsOf returns the names of the signals s waits for (its wait_for
+// groups with a signal, docs/sequences.md "wait_for"), in group order;
+// none for a nil s.
+func signalsOf(s *seq.Sequence) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range s.Groups {
+		if g.WaitFor != nil && g.WaitFor.Signal != "" && !slices.Contains(out, strconv.Quote(g.WaitFor.Signal)) {
+			out = append(out, strconv.Quote(g.WaitFor.Signal))
+		}
+	}
+	return out
 }

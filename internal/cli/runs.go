@@ -20,31 +20,35 @@ import (
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
+	"github.com/skillbus/skillbus/pkg/toolcall"
 )
 
 func runsCommand() command {
 	return command{
-		summary: "list, inspect, cancel, rerun and retry runs (ls, show, cancel, rerun, retry)",
+		summary: "list, inspect, cancel, rerun, retry and signal runs (ls, show, cancel, rerun, retry, signal)",
 		usage: `Usage: skillbus runs [ls] [--status S] [--sequence NAME] [--since DURATION] [--limit N] [--before CURSOR] [-o json|yaml|wide] [flags]
-       skillbus runs show RUN_ID [-o json|yaml]
+       skillbus runs show RUN_ID [--args] [-o json|yaml]
        skillbus runs cancel RUN_ID [--reason TEXT] [--by NAME] [--no-wait]
        skillbus runs rerun RUN_ID [--run-id NEW_ID]
-       skillbus runs retry RUN_ID [--run-id NEW_ID] [--latest]
+       skillbus runs retry RUN_ID [--run-id NEW_ID] [--latest] [--from GROUP]
+       skillbus runs signal RUN_ID NAME [--arg KEY=VALUE ...] [--args-file FILE] [--reject REASON] [--by NAME]
 
 ls lists the runs kept in the RUNS bucket, newest first: id, sequence,
-status (queued, running, interrupted, succeeded, failed, cancelled), trigger
-(manual, boot, schedule, seq_call), groups finished, age. -o wide adds the
+status (queued, running, waiting, interrupted, succeeded, failed, cancelled), trigger
+(manual, boot, schedule, manual-tick, backfill, seq_call), groups finished, age. -o wide adds the
 worker, the attempt and the error; -o json (or -o yaml) prints the page
 as the seqworker's list reply (pkg/events SeqListReply). It shows
 --limit runs (default 50, at most 1000) and prints the flag that shows the
 next page.
 
 show prints one run: its arguments, each group and call with status,
-attempts, time and error, its outputs (large ones read from the object
-store), the worker that holds or held it, its trigger and its times; -o json
-or -o yaml prints the run's state as stored in the RUNS bucket.
+attempts, time and error, the arguments each call was sent after
+substitution (one line each; --args prints them whole), its outputs (large
+ones read from the object store), the worker that holds or held it, its
+trigger and its times; -o json or -o yaml prints the run's state as stored
+in the RUNS bucket.
 
-cancel stops a run: a queued or interrupted run is cancelled at once; a
+cancel stops a run: a queued, interrupted or waiting run is cancelled at once; a
 running one is stopped by the worker holding it (its tool calls are
 canceled, no further group starts) — cancel waits up to 30 s for that
 unless --no-wait. A cancelled run is reported as such (exit 0); a
@@ -59,30 +63,52 @@ retry continues a failed or cancelled run in a new run: from its first
 group that did not finish, with its arguments and the finished groups'
 slots (no tool of a finished group is called again), and the definition
 the run ran — with --latest the stored one, refused when its signature
-or its groups before that point differ. The new run records retry_of; show
-prints the chain both ways. Each subcommand takes only its own flags, before or after RUN_ID.
+or its groups before that point differ. --from GROUP (a group's name, or
+its number as show prints it) runs the run again from that group instead,
+reusing only the groups before it: GROUP may be any group up to the first
+one that did not finish, and a succeeded run may be retried with --from
+(without it, a succeeded run is refused: there is nothing to continue).
+The new run records retry_of; show prints the chain both ways.
+
+signal delivers the signal NAME to a run waiting at a wait_for group
+(show says what it waits for and since when): its values, given as run
+arguments are (--arg KEY=VALUE, --args-file), must fit the wait's out
+types; --reject REASON fails the group instead (an approval denied). The
+first signal wins; a second one, or one to a run not waiting for NAME, is
+refused (exit 1). The run resumes on any worker. Each subcommand takes only its own flags, before or after RUN_ID.
 Needs NATS_URL. docs/runs.md describes run states and retention.
 
 Flags:
   --status S        ls: only runs with this status
-  --sequence NAME   ls: only runs of this sequence (NFC, as stored)
+  --sequence NAME   ls: only runs of this sequence (NFC, as stored); a name
+                    with no runs that is not stored is an error (did you mean)
   --since DURATION  ls: only runs created in the last DURATION (90m, 24h)
   --limit N         ls: page size (default 50, at most 1000)
   --before CURSOR   ls: the page after CURSOR (printed at the end of a page)
   -o FORMAT         ls: json, yaml or wide; show: json or yaml (--json: -o json)
+  --args            show: the arguments each call was sent, whole and indented
   --reason TEXT     cancel: why (recorded in the run)
-  --by NAME         cancel: who asks (default $USER)
   --no-wait         cancel: do not wait for the worker to stop the run
   --run-id ID       rerun, retry: the new run's id (default a new one)
   --latest          retry: use the stored definition, not the one the run ran
+  --from GROUP      retry: run again from GROUP (name or 1-based number),
+                    reusing the groups before it; a succeeded run too
+  --arg KEY=VALUE   signal: a value the signal brings (repeatable)
+  --args-file FILE  signal: a JSON object of the signal's values (- reads standard input)
+  --reject REASON   signal: reject the wait (the group fails with REASON)
+  --by NAME         cancel, signal: who asks (default $USER)
 
 Examples:
   skillbus runs
   skillbus runs ls --status failed --since 24h -o wide
   skillbus runs show run-Xq3... -o json
+  skillbus runs show run-Xq3... --args
   skillbus runs cancel run-Xq3... --reason "wrong arguments"
   skillbus runs rerun run-Xq3...
   skillbus runs retry run-Xq3...
+  skillbus runs retry run-Xq3... --from transform
+  skillbus runs signal run-Xq3... approve --arg ok=true --arg note="go ahead"
+  skillbus runs signal run-Xq3... approve --reject "not during the freeze"
 
 Exit codes: 0 done (cancel: the run is cancelled, or was already); 1 no
 such run, a succeeded or failed run cancelled, a run that did not stop
@@ -98,6 +124,7 @@ within 30 s, NATS or the seqworker unreachable; 2 bad command line.
 				"cancel": runsSub("cancel a queued or running run", operandLiveRun, runRunsCancel),
 				"rerun":  runsSub("start a run again with the same sequence and arguments", operandRun, runRunsRerun),
 				"retry":  runsSub("continue a failed or cancelled run from its first unfinished group", operandRun, runRunsRetry),
+				"signal": runsSub("deliver a signal to a waiting run (approve or reject its wait)", operandRun, runRunsSignal), // runsignal.go
 			}
 		},
 	}
@@ -134,7 +161,7 @@ func runsID(env Env, sub string, fs *flag.FlagSet, args []string) (id string, co
 
 func runRunsList(ctx context.Context, env Env, args []string) int {
 	fs := newFlags(env, "runs ls", runsCommand)
-	statuses := []string{events.StatusQueued, events.StatusRunning, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled}
+	statuses := []string{events.StatusQueued, events.StatusRunning, events.StatusWaiting, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled}
 	status := choiceFlag(fs, "status", "", "only runs with this status: "+orList(statuses), statuses...)
 	sequence := fs.String("sequence", "", "only runs of this sequence")
 	since := fs.Duration("since", 0, "only runs created in the last DURATION")
@@ -146,7 +173,7 @@ func runRunsList(ctx context.Context, env Env, args []string) int {
 		return flagExit(err)
 	}
 	if len(pos) != 0 {
-		return unknownSubcommand(env, "runs", pos, []string{"ls", "show", "cancel", "rerun", "retry"}, "ls, show RUN_ID, cancel RUN_ID, rerun RUN_ID and retry RUN_ID")
+		return unknownSubcommand(env, "runs", pos, []string{"ls", "show", "cancel", "rerun", "retry", "signal"}, "ls, show RUN_ID, cancel RUN_ID, rerun RUN_ID, retry RUN_ID and signal RUN_ID NAME")
 	}
 	if *limit < 1 || *limit > events.MaxListLimit {
 		return runsUsage(env, "ls", "--limit %d: want 1 to %d", *limit, events.MaxListLimit)
@@ -167,11 +194,12 @@ func runRunsList(ctx context.Context, env Env, args []string) int {
 func runRunsShow(ctx context.Context, env Env, args []string) int {
 	fs := newFlags(env, "runs show", runsCommand)
 	out := outputFlags(fs, "json", "yaml")
+	wholeArgs := fs.Bool("args", false, "print the arguments each call was sent whole and indented (by default one line each, cut at 160 characters)")
 	id, code := runsID(env, "show", fs, args)
 	if code >= 0 {
 		return code
 	}
-	return withClient(env, "runs", func(c *client.Client) int { return runsShow(ctx, env, c, id, out) })
+	return withClient(env, "runs", func(c *client.Client) int { return runsShow(ctx, env, c, id, out, *wholeArgs) })
 }
 
 func runRunsCancel(ctx context.Context, env Env, args []string) int {
@@ -182,6 +210,9 @@ func runRunsCancel(ctx context.Context, env Env, args []string) int {
 	id, code := runsID(env, "cancel", fs, args)
 	if code >= 0 {
 		return code
+	}
+	if msg := longText([2]string{"by", *by}, [2]string{"reason", *reason}); msg != "" {
+		return runsUsage(env, "cancel", "%s", msg)
 	}
 	if *by == "" {
 		*by = whoAsks(connSettings(env).Creds.V)
@@ -211,9 +242,15 @@ func runRunsRetry(ctx context.Context, env Env, args []string) int {
 	fs := newFlags(env, "runs retry", runsCommand)
 	newID := fs.String("run-id", "", "the new run's id")
 	latest := fs.Bool("latest", false, "use the stored definition, not the one the run ran")
+	from := fs.String("from", "", "the group to run again from: its name or 1-based number")
 	id, code := runsID(env, "retry", fs, args)
 	if code >= 0 {
 		return code
+	}
+	fromSet := false
+	fs.Visit(func(f *flag.Flag) { fromSet = fromSet || f.Name == "from" })
+	if fromSet && strings.TrimSpace(*from) == "" {
+		return runsUsage(env, "retry", "--from is empty; give a group's name or its number as `skillbus runs show %s` prints it", id)
 	}
 	if *newID != "" {
 		if err := events.CheckRunID(*newID); err != nil {
@@ -224,15 +261,45 @@ func runRunsRetry(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	return withClient(env, "runs", func(c *client.Client) int {
-		nid, err := c.Retry(ctx, id, *newID, *latest)
+		var opts []client.RetryOption
+		if *from != "" {
+			opts = append(opts, client.WithRetryFrom(*from))
+		}
+		reply, err := c.RetryReply(ctx, id, *newID, *latest, opts...)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skillbus runs retry: %v\n", describeClient(err, "list the failed runs with `skillbus runs --status failed`"))
+			// The seqworker decides what may be retried: its refusal is
+			// said as it is, with its code (docs/runs.md, "Retry").
+			code := ""
+			if te := (*toolcall.Error)(nil); errors.As(err, &te) && te.Code != "" {
+				code = " (code " + te.Code + ")"
+			}
+			fmt.Fprintf(env.Stderr, "skillbus runs retry: %v%s\n", describeClient(err, "list the failed runs with `skillbus runs --status failed`"), code)
 			return ExitFailure
 		}
+		nid := reply.RunID
 		fmt.Fprintln(env.Stdout, nid)
+		if reply.Existing {
+			retryExists(ctx, env, c, id, nid)
+			return ExitOK
+		}
+		if *from != "" {
+			fmt.Fprintf(env.Stderr, "skillbus runs retry: run %s runs %s again from group %s: the groups before it are reused (their tools are not called again), it and the groups after it run again; follow it with `skillbus watch %s`\n", nid, id, *from, nid)
+			return ExitOK
+		}
 		fmt.Fprintf(env.Stderr, "skillbus runs retry: run %s continues %s from its first group that did not finish; follow it with `skillbus watch %s`\n", nid, id, nid)
 		return ExitOK
 	})
+}
+
+// retryExists says that the retry asked (`runs retry RUN --run-id NEW`
+// asked again) exists already as run NEW, with its status: nothing new
+// was started (docs/runs.md, "Retry").
+func retryExists(ctx context.Context, env Env, c *client.Client, id, nid string) {
+	status := ""
+	if st, err := c.Status(ctx, nid); err == nil {
+		status = "; " + st.Status
+	}
+	fmt.Fprintf(env.Stderr, "skillbus runs retry: run %s exists already (it retries %s%s); nothing new was started: see it with `skillbus runs show %s`, or leave --run-id out for a new retry\n", nid, id, status, nid)
 }
 
 // runsRerun asks for the rerun and says what happened: a new run started,
@@ -278,6 +345,12 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 	if out.Structured(env.Stdout, reply) {
 		return ExitOK
 	}
+	if len(reply.Runs) == 0 && req.Sequence != "" && req.Before == "" {
+		if hint, stored := seqStored(ctx, c, req.Sequence); !stored {
+			fmt.Fprintf(env.Stderr, "skillbus runs: no runs of sequence %q, and no sequence of that name is stored: %s\n", req.Sequence, hint)
+			return ExitFailure
+		}
+	}
 	tw := newTable(env.Stdout)
 	head := "RUN ID\tSEQUENCE\tSTATUS\tTRIGGER\tGROUPS\tCREATED"
 	if out.Wide() {
@@ -290,7 +363,11 @@ func runsList(ctx context.Context, env Env, c *client.Client, req events.SeqList
 		if r.Groups > 0 {
 			groups += fmt.Sprintf("/%d", r.Groups)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.RunID, r.Sequence, r.Status, r.Trigger, groups, ago(now, r.CreatedAt))
+		status := r.Status
+		if r.Waiting != "" {
+			status += " (" + r.Waiting + ")" // what it waits for, since when
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.RunID, r.Sequence, status, r.Trigger, groups, ago(now, r.CreatedAt))
 		if out.Wide() {
 			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s", r.Worker, r.Attempt, ago(now, r.UpdatedAt), errorLine(r.Error, 80))
 		}
@@ -341,7 +418,7 @@ func ago(now, t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04")
 }
 
-func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *output) int {
+func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *output, wholeArgs bool) int {
 	st, err := c.Status(ctx, id)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "skillbus runs show: %v\n", describeClient(err, "list the runs with `skillbus runs`"))
@@ -361,7 +438,8 @@ func runsShow(ctx context.Context, env Env, c *client.Client, id string, out *ou
 	var res seq.Result
 	_ = json.Unmarshal(st.Result, &res)
 	fmt.Fprintln(env.Stdout)
-	printRunGroups(env.Stdout, st, &res) // runshow.go
+	printRunGroups(env.Stdout, st, &res)                              // runshow.go
+	printSentArgs(env.Stdout, res.Groups, res.ArgsNotKept, wholeArgs) // runshow.go
 	printSlots(env.Stdout, st.Slots, nil)
 	return ExitOK
 }
@@ -407,7 +485,11 @@ func printRunDetails(w io.Writer, st *events.RunState) {
 	if worker != "" && st.Status == events.StatusRunning {
 		worker += " (holds it; last heartbeat " + ago(time.Now(), st.Heartbeat) + ")"
 	}
+	if st.Status == events.StatusWaiting {
+		worker = "none holds it while it waits (last: " + st.Worker + ")"
+	}
 	row("Worker", worker)
+	row("Waiting", waitText(st.RunID, st.Wait, time.Now())) // runsignal.go
 	if st.Attempt > 0 {
 		row("Attempt", fmt.Sprintf("%d", st.Attempt))
 	}
@@ -516,7 +598,7 @@ func cancelledAlready(env Env, st *events.RunState) int {
 		fmt.Fprintf(env.Stdout, "run %s was already cancelled %s\n", st.RunID, finishedText(st))
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s already finished: %s %s; only a queued, running or interrupted run can be cancelled (rerun it with `skillbus runs rerun %s`)\n",
+	fmt.Fprintf(env.Stderr, "skillbus runs cancel: run %s already finished: %s %s; only a queued, running, waiting or interrupted run can be cancelled (rerun it with `skillbus runs rerun %s`)\n",
 		st.RunID, st.Status, finishedText(st), st.RunID)
 	return ExitFailure
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -115,4 +117,86 @@ func itemLines(f *seq.FanOut) ([]seq.ItemResult, int) {
 		return d, f.Omitted
 	}
 	return d[:maxItemLines], len(d) - maxItemLines + f.Omitted
+}
+
+// printSentArgs prints the arguments each call of the groups was sent,
+// after substitution (seq.SentArgs; docs/runs.md, "What a run state
+// holds"): a line per call that was sent — a for_each call's line holds
+// its first item's, then a line per item in its details — with the JSON on
+// one line cut at maxInlineValue characters, or, with whole set, the JSON
+// indented below the line. Calls never sent have no line; notKept
+// (seq.Result.ArgsNotKept) calls sent past the run's bound are counted in
+// a last line; a run state without any recorded arguments (written by an
+// older release) prints nothing.
+func printSentArgs(w io.Writer, groups []seq.GroupResult, notKept int, whole bool) {
+	type line struct{ label, args string }
+	var lines []line
+	for gi, g := range groups {
+		for ci, c := range g.Calls {
+			label := fmt.Sprintf("%d %s / %s", gi+1, g.Name, callLabel(c))
+			if len(g.Calls) > 1 {
+				label = fmt.Sprintf("%d %s / %d %s", gi+1, g.Name, ci+1, callLabel(c))
+			}
+			if text := sentArgsText(c.SentArgs, whole); text != "" {
+				if c.ForEach != nil {
+					label += " (its first item)"
+				}
+				lines = append(lines, line{label, text})
+			}
+			if c.ForEach == nil {
+				continue
+			}
+			for _, it := range c.ForEach.Details {
+				if text := sentArgsText(it.SentArgs, whole); text != "" {
+					lines = append(lines, line{"    " + seq.ItemLabel(it.Index), text})
+				}
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	defer func() {
+		if notKept > 0 {
+			fmt.Fprintf(w, "  (the arguments of %d more calls or items are not kept: a run's state keeps at most %s of arguments)\n", notKept, sizeText(seq.MaxRunArgs))
+		}
+	}()
+	if whole {
+		fmt.Fprintln(w, "\nArguments sent (after substitution):")
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n    %s\n", l.label, strings.ReplaceAll(l.args, "\n", "\n    "))
+		}
+		return
+	}
+	fmt.Fprintln(w, "\nArguments sent (after substitution; --args prints them whole):")
+	tw := newTable(w)
+	for _, l := range lines {
+		fmt.Fprintf(tw, "  %s\t%s\n", l.label, l.args)
+	}
+	tw.Flush()
+}
+
+// sentArgsText is how printSentArgs shows one call's arguments: their
+// JSON as a person reads it on one line (or indented when whole), or,
+// for clipped ones, their size and the start that was kept; "" when the
+// call was not sent.
+func sentArgsText(a seq.SentArgs, whole bool) string {
+	switch {
+	case len(a.Args) > 0:
+		if whole {
+			var b bytes.Buffer
+			if json.Indent(&b, a.Args, "", "  ") == nil {
+				return readableJSON(b.String())
+			}
+		}
+		return oneLine(readableJSON(string(a.Args)), maxInlineValue)
+	case a.ArgsClipped != nil:
+		c := a.ArgsClipped
+		head := readableJSON(c.Head)
+		if !whole {
+			head = oneLine(head, maxInlineValue)
+		}
+		return fmt.Sprintf("(%s sent; the first %d bytes kept) %s…", sizeText(int64(c.Size)), len(c.Head), head)
+	}
+	return ""
 }

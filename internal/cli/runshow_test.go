@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -85,12 +86,12 @@ func TestFanOutShown(t *testing.T) {
 	var b strings.Builder
 	printRunGroups(&b, &events.RunState{Status: events.StatusSucceeded, FinishedGroups: 1}, res)
 	out := b.String()
-	for _, want := range []string{"100 items: 90 ok, 8 failed, 2 canceled", "item 3 ", "boom d", "item 11 ", "(5 more items not shown; -o json lists them)"} {
+	for _, want := range []string{"100 items: 90 ok, 8 failed, 2 canceled", "item 4 ($index 3)", "boom d", "item 12 ($index 11)", "(5 more items not shown; -o json lists them)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs show lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "item 13 ") {
+	if strings.Contains(out, "($index 13)") {
 		t.Errorf("runs show prints more than %d items:\n%s", maxItemLines, out)
 	}
 	line := eventLine(&events.RunEvent{RunID: "r", Kind: events.RunGroup, Group: 1, GroupName: "g", Status: "partial", Result: mustJSONText(t, res.Groups[0])})
@@ -121,4 +122,106 @@ func mustJSONText(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestReusedGroupsShown: runs show of a retry marks the groups it took
+// from the original (not called again) apart from the groups it ran, and
+// names the run that ran them.
+func TestReusedGroupsShown(t *testing.T) {
+	res := &seq.Result{Groups: []seq.GroupResult{
+		{Name: "fetch", Status: seq.GroupSucceeded, ReusedFrom: "run-orig", Calls: []seq.CallResult{{Tool: "gh.info", Status: seq.CallSucceeded, Attempts: 1}}},
+		{Name: "post", Status: seq.GroupSucceeded, Calls: []seq.CallResult{{Tool: "chat.post", Status: seq.CallSucceeded, Attempts: 1}}},
+	}}
+	var b strings.Builder
+	printRunGroups(&b, &events.RunState{Status: events.StatusSucceeded, FinishedGroups: 2, RetryOf: "run-orig"}, res)
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	var fetch, post string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "1 fetch"):
+			fetch = l
+		case strings.HasPrefix(l, "2 post"):
+			post = l
+		}
+	}
+	if !strings.Contains(fetch, "succeeded (reused)") || strings.Contains(post, "reused") || !strings.Contains(post, "succeeded") {
+		t.Errorf("groups: fetch %q, post %q; want fetch marked reused and post not:\n%s", fetch, post, out)
+	}
+	if !strings.Contains(out, "(reused): the group finished in run run-orig; this retry did not call its tools again") {
+		t.Errorf("runs show does not say where the reused group ran:\n%s", out)
+	}
+}
+
+// TestRunsShowSentArgs: runs show prints the arguments each call was
+// sent after substitution, on a real stack: $args.root substituted in the
+// line of the call, whole and indented with --args, and in -o json as the
+// call's "args".
+func TestRunsShowSentArgs(t *testing.T) {
+	readStack(t)
+	if code, out, errb := runMain(t, "run", nfcSeq, "--arg", "root=.", "--quiet", "--run-id", "args-run-1"); code != ExitOK {
+		t.Fatalf("run = %d\n%s\n%s", code, out, errb)
+	}
+	code, out, errb := runMain(t, "runs", "show", "args-run-1")
+	if code != ExitOK {
+		t.Fatalf("runs show = %d\n%s", code, errb)
+	}
+	want := "Arguments sent (after substitution; --args prints them whole):\n  1 " + nfcGroup + ` / fs.list → top  {"path":"."}` + "\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("runs show:\n%s\nwant it to contain\n%s", out, want)
+	}
+	if i, j := strings.Index(out, "GROUP / CALL"), strings.Index(out, "Arguments sent"); i < 0 || j < i {
+		t.Errorf("runs show: the arguments come at %d, the table at %d; want them after the table", j, i)
+	}
+	_, out, _ = runMain(t, "runs", "show", "args-run-1", "--args")
+	if want := "  1 " + nfcGroup + " / fs.list → top\n    {\n      \"path\": \".\"\n    }\n"; !strings.Contains(out, want) {
+		t.Errorf("runs show --args:\n%s\nwant it to contain\n%s", out, want)
+	}
+	_, out, _ = runMain(t, "runs", "show", "args-run-1", "-o", "json")
+	var st events.RunState
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	var res seq.Result
+	var sent bytes.Buffer
+	if err := json.Unmarshal(st.Result, &res); err != nil || len(res.Groups) != 1 || json.Compact(&sent, res.Groups[0].Calls[0].Args) != nil || sent.String() != `{"path":"."}` {
+		t.Errorf("runs show -o json: result %s (%v); want the call's args {\"path\":\".\"}", st.Result, err)
+	}
+}
+
+// TestPrintSentArgs: a for_each call's line holds its first item's
+// arguments and its items in details follow; clipped arguments say their
+// size and what was kept; calls never sent have no line, those past the
+// run's bound are counted; an old state without arguments prints nothing.
+func TestPrintSentArgs(t *testing.T) {
+	args := func(s string) seq.SentArgs { return seq.SentArgs{Args: json.RawMessage(s)} }
+	groups := []seq.GroupResult{
+		{Name: "list", Status: seq.GroupSucceeded, Calls: []seq.CallResult{
+			{Tool: "fs.list", As: "top", Status: seq.CallSucceeded, Attempts: 1, SentArgs: args(`{"path":"src","tag":"\u003cb\u003e"}`)},
+			{Tool: "fs.big", Status: seq.CallSucceeded, Attempts: 1, SentArgs: seq.SentArgs{ArgsClipped: &seq.ClippedArgs{Size: 10240, Head: `{"text":"aaaa`}}},
+			{Tool: "fs.never", Status: seq.CallNotRun},
+		}},
+		{Name: "stat", Status: seq.GroupPartial, Calls: []seq.CallResult{
+			{Tool: "fs.stat", Status: seq.CallFailed, Attempts: 3, SentArgs: args(`{"path":"src/a.go"}`), ForEach: &seq.FanOut{Items: 3, Succeeded: 2, Failed: 1, FailedItems: []int{2},
+				Details: []seq.ItemResult{{Index: 2, Status: seq.CallFailed, Attempts: 1, SentArgs: args(`{"path":"src/c.go"}`)}}}},
+		}},
+	}
+	var b strings.Builder
+	printSentArgs(&b, groups, 7, false)
+	want := `
+Arguments sent (after substitution; --args prints them whole):
+  1 list / 1 fs.list → top           {"path":"src","tag":"<b>"}
+  1 list / 2 fs.big                  (10.0 KiB (10240 bytes) sent; the first 13 bytes kept) {"text":"aaaa…
+  2 stat / fs.stat (its first item)  {"path":"src/a.go"}
+      item 3 ($index 2)              {"path":"src/c.go"}
+  (the arguments of 7 more calls or items are not kept: a run's state keeps at most 32.0 KiB (32768 bytes) of arguments)
+`
+	if got := b.String(); got != want {
+		t.Errorf("printSentArgs:\n%s\nwant\n%s", got, want)
+	}
+	b.Reset()
+	printSentArgs(&b, []seq.GroupResult{{Name: "old", Calls: []seq.CallResult{{Tool: "t", Status: seq.CallSucceeded, Attempts: 1}}}}, 0, false)
+	if b.Len() != 0 {
+		t.Errorf("a state without arguments: %q; want nothing", b.String())
+	}
 }

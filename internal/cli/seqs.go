@@ -287,12 +287,21 @@ func describeSequence(w io.Writer, s *seq.Sequence) {
 	if s.Schedule != "" {
 		fmt.Fprintf(w, "  schedule: %s\n", scheduleWithZone(s.Schedule, s.TimeZone))
 	}
+	for _, e := range s.Entries { // the list form (docs/sequences.md, Schedule entries)
+		fmt.Fprintf(w, "  schedule %s: %s, overlap %s%s\n", e.Name, scheduleWithZone(e.Pattern(), e.TimeZone), e.Overlap, entryArgsText(e))
+	}
 	for i, g := range s.Groups {
 		mode := "parallel"
 		if !g.Parallel {
 			mode = "in order"
 		}
-		fmt.Fprintf(w, "\n%d. %s  (%s, timeout %s, missing: %s, on_error: %s", i+1, g.Name, mode, g.Timeout, g.Missing, g.OnError)
+		if wf := g.WaitFor; wf != nil {
+			// A wait has no calls: no parallelism, group timeout or
+			// missing policy applies (docs/sequences.md, "wait_for").
+			fmt.Fprintf(w, "\n%d. %s  (waits %s, on_error: %s", i+1, g.Name, waitForText(wf), g.OnError)
+		} else {
+			fmt.Fprintf(w, "\n%d. %s  (%s, timeout %s, missing: %s, on_error: %s", i+1, g.Name, mode, g.Timeout, g.Missing, g.OnError)
+		}
 		if g.Retries > 0 {
 			fmt.Fprintf(w, ", retries %d", g.Retries)
 		}
@@ -327,6 +336,19 @@ func describeSequence(w io.Writer, s *seq.Sequence) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// waitForText says what a wait_for group waits for, in the words of
+// docs/sequences.md: `for the signal "approve" (timeout 1h0m0s)`, `for
+// 10m0s`, `until $args.at`.
+func waitForText(wf *seq.WaitFor) string {
+	switch wf.Kind() {
+	case seq.WaitSignal:
+		return fmt.Sprintf("for the signal %q (timeout %s)", wf.Signal, wf.Timeout)
+	case seq.WaitUntil:
+		return "until " + wf.Until
+	}
+	return "for " + wf.Duration.String()
 }
 
 func typesString(m map[string]seq.Type) string {

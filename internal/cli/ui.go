@@ -36,9 +36,12 @@ it can start and cancel runs (and call tools, when its credentials allow)
 with this command's NATS credentials. On a locked-down bus give it the
 console role's creds (` + "`skillbus auth`" + ` writes creds/console.creds;
 docs/security.md): the runs list is then live, queued runs included; the
-Tools page's form needs ` + "`skillbus auth --console-calls-tools`" + `. What
-the credentials do not allow fails at once, naming the subject and the
-creds, on the page where it was tried.
+Tools page's form needs ` + "`skillbus auth --console-calls-tools`" + `. With
+credentials that lack some permissions it starts and serves what they
+allow: what a creds file does not allow is said up front on every page
+(unavailable pages, disabled buttons), and anything else the server refuses
+fails at once, naming the subject and the creds, on the page where it was
+tried.
 
 --listen on any other address (0.0.0.0:4280, a LAN address) REQUIRES a
 token, from the environment (SKILLBUS_TOKEN) or a file (--token-file), as
@@ -95,7 +98,11 @@ func runUI(ctx context.Context, env Env, args []string) int {
 	user := fs.String("user", "", "recorded as who cancels runs")
 	maxStreams := fs.Int("max-streams", httplimit.DefaultMaxStreams, "most live event streams (open pages) at once")
 	bodyTimeout := fs.Duration("body-timeout", httplimit.DefaultBodyTimeout, "how long a request body may take to arrive")
-	var sf serveFlags // --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go)
+	// --health-addr, --shutdown-budget, logs; SKILLBUS_* (natsclient.go).
+	// The console works on with credentials that lack some permissions
+	// and shows what they do not allow on its pages (docs/console.md), so
+	// a refused subscription does not end it.
+	sf := serveFlags{showsRefusals: true}
 	sf.register(fs)
 	pos, err := sf.parse(env, fs, args)
 	if err != nil {

@@ -42,8 +42,9 @@ loads it (an unknown skill field such as allowed_tools is one: the
 restriction it meant is not applied). A file the registry would ignore
 because of its name — a sequence in deploy.yaml, a skill.md — is a warning.
 Test files of skillbus test (*.test.yaml, docs/testing.md) are parsed too:
-one that does not parse is invalid, and a mocked tool that its sequence
-never calls is a warning.
+one that does not parse is invalid; a mocked tool that its sequence never
+calls, and a skill name that no loaded skill has (in a skill.test.yaml),
+are warnings.
 
 Flags (anywhere on the line; -- ends them):
   --strict             warnings fail too (exit 1): for CI
@@ -72,12 +73,18 @@ definition file found.
 // validateReport is the --json output of validate: every file checked
 // (registry.FileReport), the counts and the verdict.
 type validateReport struct {
-	Files    []registry.FileReport `json:"files"`
-	Checked  int                   `json:"checked"`  // definition files checked (files of kind "" not counted)
-	Invalid  int                   `json:"invalid"`  // files with an error
-	Warnings int                   `json:"warnings"` // warnings, over all files
-	Strict   bool                  `json:"strict"`
-	OK       bool                  `json:"ok"` // exit code 0
+	Files   []registry.FileReport `json:"files"`
+	Checked int                   `json:"checked"` // definition files checked (files of kind "" and test files not counted)
+	// Sequences, Skills and Tests count the files checked by kind: the
+	// definitions (Checked is their sum) and the test files of skillbus
+	// test (docs/testing.md).
+	Sequences int  `json:"sequences"`
+	Skills    int  `json:"skills"`
+	Tests     int  `json:"tests"`
+	Invalid   int  `json:"invalid"`  // files with an error
+	Warnings  int  `json:"warnings"` // warnings, over all files
+	Strict    bool `json:"strict"`
+	OK        bool `json:"ok"` // exit code 0
 }
 
 func runValidate(ctx context.Context, env Env, args []string) int {
@@ -119,11 +126,16 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 	reports = checkToolArgs(ctx, env, reports) // against the cluster's tool schemas, when one is named (validate_schema.go)
 	reports = append(reports, checkTestFiles(defPaths, testPaths)...)
 	rep := validateReport{Files: reports, Strict: *strict}
-	tests := 0 // test files (kind "test"), not counted as definitions
 	for _, r := range reports {
-		if r.Kind == "test" {
-			tests++
-		} else if r.Kind != "" {
+		switch r.Kind {
+		case "test":
+			rep.Tests++
+		case "sequence":
+			rep.Sequences++
+		case "skill":
+			rep.Skills++
+		}
+		if r.Kind != "" && r.Kind != "test" {
 			rep.Checked++
 		}
 		if !r.Valid {
@@ -137,7 +149,7 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 	}
 	code := ExitOK
 	switch {
-	case rep.Checked == 0 && tests == 0:
+	case rep.Checked == 0 && rep.Tests == 0:
 		code = ExitUsage
 	case rep.Invalid > 0, *strict && rep.Warnings > 0:
 		code = ExitFailure
@@ -146,7 +158,7 @@ func runValidate(ctx context.Context, env Env, args []string) int {
 	if !out.Structured(env.Stdout, rep) {
 		printValidate(env.Stdout, rep)
 	}
-	if rep.Checked == 0 && tests == 0 {
+	if rep.Checked == 0 && rep.Tests == 0 {
 		fmt.Fprintf(env.Stderr, "skillbus validate: no sequence (*.seq.json, *.seq.yaml, *.seq.yml) or skill (SKILL.md, skill.yaml) file under %s\n", strings.Join(paths, " "))
 	}
 	return code
@@ -163,10 +175,26 @@ func printValidate(w io.Writer, out validateReport) {
 			fmt.Fprintf(w, "%s: ok: %s\n", r.Path, r.Summary)
 		}
 	}
-	if out.Checked == 0 {
+	if out.Checked+out.Tests == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%d file(s) checked, %d invalid", out.Checked, out.Invalid)
+	fmt.Fprintf(w, "%d file(s) checked", out.Checked+out.Tests)
+	if out.Tests > 0 { // with test files among them, say which kinds
+		var kinds []string
+		for _, k := range []struct {
+			n          int
+			one, other string
+		}{{out.Sequences, "sequence", "sequences"}, {out.Skills, "skill", "skills"}, {out.Tests, "test file", "test files"}} {
+			switch {
+			case k.n == 1:
+				kinds = append(kinds, "1 "+k.one)
+			case k.n > 1:
+				kinds = append(kinds, fmt.Sprintf("%d %s", k.n, k.other))
+			}
+		}
+		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(w, ", %d invalid", out.Invalid)
 	if out.Warnings > 0 {
 		fmt.Fprintf(w, ", %d warning(s)", out.Warnings)
 		if out.Strict {

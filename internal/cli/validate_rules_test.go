@@ -189,8 +189,8 @@ func TestValidateJSONAndFlagsAnywhere(t *testing.T) {
 					Warning bool   `json:"warning"`
 				} `json:"problems"`
 			} `json:"files"`
-			Checked, Invalid, Warnings int
-			Strict, OK                 bool
+			Checked, Sequences, Skills, Tests, Invalid, Warnings int
+			Strict, OK                                           bool
 		}
 		dec := json.NewDecoder(strings.NewReader(out))
 		dec.DisallowUnknownFields()

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillbus/skillbus/internal/registry"
 )
 
 func writeSeqFile(t *testing.T, dir, name, text string) string {
@@ -59,7 +61,7 @@ func TestValidateSequenceFileOK(t *testing.T) {
 }
 
 func TestValidateExampleSequences(t *testing.T) {
-	files, _ := filepath.Glob("../../examples/sequences/*.seq.*")
+	files := exampleSeqFiles(t, "../../examples/sequences")
 	if len(files) < 4 {
 		t.Fatalf("want at least 4 example sequences, found %d", len(files))
 	}
@@ -141,4 +143,22 @@ groups:
 	if strings.Contains(out.String(), good+": warning") {
 		t.Errorf("the for_each call's $item was checked as a literal:\n%s", out.String())
 	}
+}
+
+// exampleSeqFiles lists the sequence files of dir as the registry names
+// them (*.seq.json, *.seq.yaml, *.seq.yml): an editor's backup beside them
+// (my.seq.yaml~, my.seq.yaml.bak) is no example.
+func exampleSeqFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	all, err := filepath.Glob(filepath.Join(dir, "*.seq.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range all {
+		if registry.FileKind(f) == "sequence" {
+			files = append(files, f)
+		}
+	}
+	return files
 }

@@ -411,6 +411,25 @@ func eventLine(ev *events.RunEvent) string {
 			fmt.Fprintf(&b, " of %d", ev.Groups)
 		}
 		fmt.Fprintf(&b, " (attempt %d)", ev.Attempt)
+	case events.RunWaiting:
+		fmt.Fprintf(&b, "waiting %s", oneLine(waitText(ev.RunID, ev.Wait, time.Now()), 400)) // runsignal.go
+	case events.RunSignalled:
+		what := "signalled"
+		if ev.Wait != nil && ev.Wait.Signalled != nil && ev.Wait.Signalled.Reject {
+			what = "rejected"
+		}
+		if ev.Wait != nil {
+			fmt.Fprintf(&b, "%s %q at group %d %s", what, ev.Wait.Signal, ev.Group, ev.GroupName)
+		} else {
+			fmt.Fprint(&b, what)
+		}
+		if ev.By != "" {
+			fmt.Fprintf(&b, " by %s", oneLine(ev.By, 100))
+		}
+		if ev.Reason != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(ev.Reason, 200))
+		}
+		fmt.Fprint(&b, "; a worker resumes it")
 	case events.RunCancelling:
 		fmt.Fprint(&b, "cancel requested")
 		if ev.By != "" {

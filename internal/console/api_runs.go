@@ -14,6 +14,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/natsconn"
 	"github.com/skillbus/skillbus/internal/version"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/streamread"
@@ -32,6 +33,8 @@ func (s *Server) apiInfo(w http.ResponseWriter, r *http.Request) {
 		"role":        s.access.role,
 		"credentials": s.access.credentials,
 		"refused":     s.refusals(),
+		// What the credentials are known not to allow, up front (perms.go).
+		"limits": s.access.limits(),
 		// The console's own NATS connection (natsstate.go).
 		"nats": s.natsw.state(),
 	})
@@ -47,6 +50,18 @@ type runsPage struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Next is the cursor of the next page ("" on the last one).
 	Next string `json:"next,omitempty"`
+	// First is the position of the page's first run among all that match
+	// (0 on the newest page), HasPrev whether newer runs precede the page
+	// and Prev the cursor of the page before ("" for the newest page); the
+	// three are known only for the live list (else First is 0 and HasPrev
+	// false: the browser's Back goes to the page before).
+	First   int    `json:"first"`
+	HasPrev bool   `json:"has_prev,omitempty"`
+	Prev    string `json:"prev,omitempty"`
+	// Statuses are the statuses a filter offers, in order: the known ones
+	// (runStatuses), then any other that a run has (a status of a newer
+	// seqworker), so a new status shows without a change of the console.
+	Statuses []string `json:"statuses"`
 	// Live is true when the list comes from the RUNS watch (and so is
 	// kept up to date by the stream's summaries).
 	Live bool `json:"live"`
@@ -58,18 +73,46 @@ type runsPage struct {
 	Note string `json:"note,omitempty"`
 }
 
+// runStatuses are the run statuses the console knows, in the order the
+// runs page shows them (events.Status*).
+var runStatuses = []string{events.StatusQueued, events.StatusRunning, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled}
+
 // Run triggers a filter accepts (events.Trigger*).
-var triggers = []string{events.TriggerManual, events.TriggerBoot, events.TriggerSchedule, events.TriggerSeqCall}
+var triggers = []string{events.TriggerManual, events.TriggerBoot, events.TriggerSchedule, events.TriggerManualTick, events.TriggerBackfill, events.TriggerSeqCall}
 
 // runFilter is GET /api/runs' query: status, sequence, trigger, since and
 // until (RFC 3339 times, or for since a duration back from now: 90m, 24h),
-// limit (default 50, at most 1000) and before (a page cursor).
+// q (a search: see matches), limit (default 50, at most 1000) and before
+// (a page cursor).
 type runFilter struct {
 	req          events.SeqListRequest
 	trigger      string
 	until        time.Time
+	words        []string // q in lower case, split at white space
 	limit        int
 	beforeCursor string
+}
+
+// maxSearch bounds the length of a search (q).
+const maxSearch = 256
+
+// matches reports whether r matches every word of the search: a word
+// matches a run whose id, sequence, worker or error holds it, or whose
+// status or trigger it is (case-insensitive; docs/console.md, Runs).
+func (f *runFilter) matches(r events.RunSummary) bool {
+	for _, w := range f.words {
+		trig := r.Trigger
+		if trig == "" || trig == events.TriggerCall {
+			trig = events.TriggerManual
+		}
+		ok := strings.Contains(strings.ToLower(r.RunID), w) || strings.Contains(strings.ToLower(r.Sequence), w) ||
+			strings.Contains(strings.ToLower(r.Worker), w) || strings.Contains(strings.ToLower(r.Error), w) ||
+			r.Status == w || trig == w || strings.ReplaceAll(trig, "_", " ") == w
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func parseRunFilter(r *http.Request) (*runFilter, error) {
@@ -77,7 +120,13 @@ func parseRunFilter(r *http.Request) (*runFilter, error) {
 	f := &runFilter{limit: events.DefaultListLimit}
 	f.req.Status, f.req.Sequence, f.trigger, f.beforeCursor = q.Get("status"), q.Get("sequence"), q.Get("trigger"), q.Get("before")
 	if f.trigger != "" && !slices.Contains(triggers, f.trigger) {
-		return nil, fmt.Errorf("trigger %q; want manual, boot, schedule or seq_call", f.trigger)
+		return nil, fmt.Errorf("trigger %q; want manual, boot, schedule, manual-tick, backfill or seq_call", f.trigger)
+	}
+	if v := q.Get("q"); v != "" {
+		if len(v) > maxSearch {
+			return nil, fmt.Errorf("q: the search is %d bytes; at most %d", len(v), maxSearch)
+		}
+		f.words = strings.Fields(strings.ToLower(v))
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -127,7 +176,22 @@ func (f *runFilter) keep(r events.RunSummary, withStatus bool) bool {
 		(f.req.Sequence == "" || r.Sequence == f.req.Sequence) &&
 		(f.trigger == "" || r.Trigger == f.trigger || f.trigger == events.TriggerManual && (r.Trigger == "" || r.Trigger == events.TriggerCall)) &&
 		(f.req.Since.IsZero() || !r.CreatedAt.Before(f.req.Since)) &&
-		(f.until.IsZero() || !r.CreatedAt.After(f.until))
+		(f.until.IsZero() || !r.CreatedAt.After(f.until)) &&
+		f.matches(r)
+}
+
+// statusesOf returns runStatuses and then, sorted, any other status of
+// runs.
+func statusesOf(runs []events.RunSummary) []string {
+	out := slices.Clone(runStatuses)
+	var more []string
+	for _, r := range runs {
+		if r.Status != "" && !slices.Contains(out, r.Status) && !slices.Contains(more, r.Status) {
+			more = append(more, r.Status)
+		}
+	}
+	slices.Sort(more)
+	return append(out, more...)
 }
 
 // cursor is a run's page cursor, as seq.list writes it: its created time
@@ -149,8 +213,8 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 		s.runsThroughList(w, r, f)
 		return
 	}
-	page := runsPage{Live: true, Counts: map[string]int{}}
-	for _, st := range []string{events.StatusQueued, events.StatusRunning, events.StatusInterrupted, events.StatusSucceeded, events.StatusFailed, events.StatusCancelled} {
+	page := runsPage{Live: true, Counts: map[string]int{}, Statuses: statusesOf(all)}
+	for _, st := range page.Statuses {
 		page.Counts[st] = 0
 	}
 	keep := all[:0]
@@ -185,6 +249,10 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	if end < len(keep) && end > start {
 		page.Next = cursor(keep[end-1])
 	}
+	page.First, page.HasPrev = start, start > 0
+	if p := start - f.limit; p > 0 {
+		page.Prev = cursor(keep[p-1])
+	}
 	writeJSON(w, http.StatusOK, page)
 }
 
@@ -192,7 +260,8 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runsThroughList(w http.ResponseWriter, r *http.Request, f *runFilter) {
 	req := f.req
 	req.Limit, req.Before = f.limit, f.beforeCursor
-	if f.trigger != "" || !f.until.IsZero() {
+	narrowed := f.trigger != "" || !f.until.IsZero() || len(f.words) > 0
+	if narrowed {
 		req.Limit = events.MaxListLimit
 	}
 	reply, err := s.runs.List(r.Context(), req)
@@ -200,15 +269,15 @@ func (s *Server) runsThroughList(w http.ResponseWriter, r *http.Request, f *runF
 		writeFail(w, r, seqErr(err))
 		return
 	}
-	page := runsPage{Runs: []events.RunSummary{}, Total: reply.Total, Next: reply.Next, NotLive: s.index.why()}
+	page := runsPage{Runs: []events.RunSummary{}, Total: reply.Total, Next: reply.Next, NotLive: s.index.why(), Statuses: statusesOf(reply.Runs)}
 	for _, run := range reply.Runs {
 		if f.keep(run, true) && len(page.Runs) < f.limit {
 			page.Runs = append(page.Runs, run)
 		}
 	}
-	if f.trigger != "" || !f.until.IsZero() {
+	if narrowed {
 		page.Total, page.Next = len(page.Runs), ""
-		page.Note = fmt.Sprintf("the live run list is not available, so the trigger and until filters were applied to the newest %d runs of seq.list only", events.MaxListLimit)
+		page.Note = fmt.Sprintf("the live run list is not available, so the search and the trigger and until filters were applied to the newest %d runs of seq.list only", events.MaxListLimit)
 	}
 	writeJSON(w, http.StatusOK, page)
 }
@@ -386,14 +455,25 @@ func (s *Server) apiRerun(w http.ResponseWriter, r *http.Request) {
 
 // apiRetry is POST /api/runs/{id}/retry: seq.retry, as `skillbus runs
 // retry` — a new run that continues a failed or cancelled run from its
-// first group that did not finish (docs/runs.md, Retry); the answer is
-// {"run_id": NEW}. A run that cannot be retried answers 409.
+// first group that did not finish (docs/runs.md, Retry), or with the
+// body's "from" (a group's name or 1-based number, as `runs retry
+// --from`) re-runs a failed, cancelled or succeeded run from that group
+// (docs/runs.md, "Retry from a group"); the answer is {"run_id": NEW}. A
+// run that cannot be retried, or a group it never reached, answers 409; a
+// from that names no group of the run 400 (the seqworker's words: the
+// closest name, the groups allowed).
 func (s *Server) apiRetry(w http.ResponseWriter, r *http.Request) {
-	var req struct{}
+	var req struct {
+		From string `json:"from"`
+	}
 	if !readJSON(w, r, &req) {
 		return
 	}
-	id, err := s.runs.Retry(r.Context(), r.PathValue("id"), "", false)
+	var opts []client.RetryOption
+	if req.From != "" {
+		opts = append(opts, client.WithRetryFrom(req.From))
+	}
+	id, err := s.runs.Retry(r.Context(), r.PathValue("id"), "", false, opts...)
 	if err != nil {
 		writeFail(w, r, seqErr(err))
 		return

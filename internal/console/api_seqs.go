@@ -27,6 +27,13 @@ type seqView struct {
 	Every    string     `json:"every,omitempty"`
 	// ScheduleNote says why NextTick is unknown.
 	ScheduleNote string `json:"schedule_note,omitempty"`
+	// Entries are the sequence's schedule entries as the seqworker
+	// describes them (seq.schedules.list: pattern, zone, overlap, the next
+	// fire time, paused or not), in either form of `schedule`; on a
+	// sequence's page, the stored sequence's entries without Next and
+	// State when the seqworker did not answer (EntriesNote says why).
+	Entries     []events.ScheduleInfo `json:"entries,omitempty"`
+	EntriesNote string                `json:"entries_note,omitempty"`
 }
 
 // apiSeqs is GET /api/seqs: seq.list (as `skillbus seqs`), with the next
@@ -38,9 +45,26 @@ func (s *Server) apiSeqs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]seqView, 0, len(list.Sequences))
+	var entries map[string][]events.ScheduleInfo
+	var entriesNote string
+	for _, sum := range list.Sequences {
+		if sum.Schedule != "" {
+			entries, entriesNote = s.scheduleEntries(r.Context(), "")
+			break
+		}
+	}
 	for _, sum := range list.Sequences {
 		v := seqView{SequenceSummary: sum}
 		if sum.Schedule != "" {
+			v.Entries = entries[sum.Name]
+			if v.Entries == nil {
+				v.EntriesNote = entriesNote
+			}
+		}
+		// The list form's summary ("berlin: 0 0 9 * * MON-FRI
+		// Europe/Berlin; ops: @every 6h0m0s") has no one next tick: its
+		// entries have theirs.
+		if sum.Schedule != "" && !strings.Contains(sum.Schedule, ": ") {
 			tz := ""
 			if raw, err := s.seqGet(r.Context(), sum.Name); err == nil {
 				var sq struct {
@@ -134,7 +158,28 @@ func (s *Server) apiSeq(w http.ResponseWriter, r *http.Request) {
 		s.nextTick(&d.seqView, sq.TimeZone)
 		d.ScheduleState = s.scheduleState(ctx, sq.Name)
 	}
+	if es := sq.ScheduleEntries(); len(es) > 0 {
+		d.Entries, d.EntriesNote = s.seqEntries(ctx, sq.Name, es)
+	}
 	writeJSON(w, http.StatusOK, d)
+}
+
+// seqEntries describes the stored entries es of the sequence name: the
+// seqworker's description of each (next fire time, state) when it
+// answers, else the entry as stored, with why not.
+func (s *Server) seqEntries(ctx context.Context, name string, es []seq.ScheduleEntry) ([]events.ScheduleInfo, string) {
+	known, note := s.scheduleEntries(ctx, name)
+	out := make([]events.ScheduleInfo, 0, len(es))
+	for _, e := range es {
+		info := events.ScheduleInfo{Sequence: name, Entry: e.Name, Pattern: e.Pattern(), TimeZone: e.TimeZone, Overlap: string(e.Overlap), Args: e.ArgsJSON()}
+		for _, k := range known[name] {
+			if k.Entry == e.Name {
+				info = k
+			}
+		}
+		out = append(out, info)
+	}
+	return out, note
 }
 
 // scheduleState returns the last schedule event of a sequence in EVENTS.

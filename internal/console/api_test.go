@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,6 +253,11 @@ type runsPage struct {
 	Counts map[string]int      `json:"counts"`
 	Next   string              `json:"next"`
 	Live   bool                `json:"live"`
+	// The page's position (live list only) and the statuses a filter offers.
+	First    int      `json:"first"`
+	HasPrev  bool     `json:"has_prev"`
+	Prev     string   `json:"prev"`
+	Statuses []string `json:"statuses"`
 }
 
 func TestAPIRunsList(t *testing.T) {
@@ -310,24 +316,47 @@ func TestAPIRunsList(t *testing.T) {
 	check("trigger=boot")
 	check("since=1h&sequence=console-long", bad)
 	check("until=" + url.QueryEscape(time.Now().Add(-time.Hour).Format(time.RFC3339)))
-	// Pages.
-	var p1, p2 runsPage
-	if err := getJSON(e.url+"api/runs?sequence=console-demo&limit=2", &p1); err != nil || len(p1.Runs) != 2 || p1.Next == "" {
+	// The search: every word matches the run id (any part of it), the
+	// sequence, the status, the trigger, the worker or the error.
+	check("q="+url.QueryEscape(strings.ToUpper(bad)), bad)
+	check("q=long", bad)
+	check("q=FAILED", bad)
+	check("q=console+succeeded", ids[2], ids[1], ids[0])
+	check("q=manual+demo", ids[2], ids[1], ids[0])
+	check("q=got+null", bad) // its error: the tool refused the null argument
+	check("q=console-demo+failed")
+	check("q="+url.QueryEscape(ids[1])+"&status=succeeded", ids[1])
+	if !slices.Equal(page.Statuses, []string{"queued", "running", "interrupted", "succeeded", "failed", "cancelled"}) {
+		t.Errorf("statuses %v; want the six known, in order", page.Statuses)
+	}
+	// Pages: the next one's cursor, and from the second the page before.
+	var p1, p2, p3 runsPage
+	if err := getJSON(e.url+"api/runs?sequence=console-demo&limit=2", &p1); err != nil || len(p1.Runs) != 2 || p1.Next == "" || p1.First != 0 || p1.HasPrev {
 		t.Fatalf("first page: %+v, %v", p1, err)
 	}
-	if err := getJSON(e.url+"api/runs?sequence=console-demo&limit=2&before="+url.QueryEscape(p1.Next), &p2); err != nil || len(p2.Runs) != 1 || p2.Runs[0].RunID != ids[0] {
-		t.Fatalf("second page: %+v, %v", p2, err)
+	if err := getJSON(e.url+"api/runs?sequence=console-demo&limit=2&before="+url.QueryEscape(p1.Next), &p2); err != nil || len(p2.Runs) != 1 || p2.Runs[0].RunID != ids[0] || p2.First != 2 || !p2.HasPrev || p2.Prev != "" {
+		t.Fatalf("second page: %+v, %v; want the oldest run at position 2, the newest page before it", p2, err)
+	}
+	if err := getJSON(e.url+"api/runs?limit=1&before="+url.QueryEscape(p1.Next), &p3); err != nil || p3.First != 3 || !p3.HasPrev || p3.Prev == "" {
+		t.Fatalf("a page of one after the second demo run: %+v, %v; want position 3 and the cursor of the page before", p3, err)
+	}
+	var back runsPage
+	if err := getJSON(e.url+"api/runs?limit=1&before="+url.QueryEscape(p3.Prev), &back); err != nil || back.First != 2 || back.Runs[0].RunID != ids[1] {
+		t.Fatalf("the page before it: %+v, %v; want position 2, the second demo run", back, err)
 	}
 	// Bad filters read as seq.list says them.
 	var he *httpError
 	if err := getJSON(e.url+"api/runs?status=nope", nil); !errors.As(err, &he) || he.Status != 400 || !strings.Contains(he.Body.Error, `status "nope"; want queued, running, interrupted, succeeded, failed or cancelled`) {
 		t.Errorf("bad status: %v", err)
 	}
-	if err := getJSON(e.url+"api/runs?trigger=cron", nil); !errors.As(err, &he) || he.Status != 400 || !strings.Contains(he.Body.Error, "want manual, boot, schedule or seq_call") {
+	if err := getJSON(e.url+"api/runs?trigger=cron", nil); !errors.As(err, &he) || he.Status != 400 || !strings.Contains(he.Body.Error, "want manual, boot, schedule, manual-tick, backfill or seq_call") {
 		t.Errorf("bad trigger: %v", err)
 	}
 	if err := getJSON(e.url+"api/runs?since=yesterday", nil); !errors.As(err, &he) || he.Status != 400 {
 		t.Errorf("bad since: %v", err)
+	}
+	if err := getJSON(e.url+"api/runs?q="+strings.Repeat("x", 300), nil); !errors.As(err, &he) || he.Status != 400 || !strings.Contains(he.Body.Error, "the search is 300 bytes; at most 256") {
+		t.Errorf("long search: %v", err)
 	}
 }
 

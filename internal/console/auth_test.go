@@ -213,6 +213,9 @@ type consoleInfo struct {
 	Live     bool          `json:"live"`
 	RunsLive bool          `json:"runs_live"`
 	Refused  []refusalInfo `json:"refused"`
+	Limits   []struct {
+		What, Label, Subject, Reason string
+	} `json:"limits"`
 }
 
 // toolsPage is what the tests read of /api/tools.
@@ -435,6 +438,14 @@ func TestRunnerRole(t *testing.T) {
 	if err := getJSON(e.url+"api/runs?trigger=manual", &page); err != nil || page.Live || len(page.Runs) == 0 || page.Runs[0].RunID != a || !strings.Contains(page.NotLive, "$KV.RUNS.") {
 		t.Errorf("runs through seq.list: %+v, %v; want the run, not live, saying why", page, err)
 	}
+	// The search through seq.list: applied to its newest runs, with a note.
+	var found struct {
+		runsPage
+		Note string `json:"note"`
+	}
+	if err := getJSON(e.url+"api/runs?q="+a[len(a)-6:]+"+nightly", &found); err != nil || len(found.Runs) != 1 || found.Runs[0].RunID != a || !strings.Contains(found.Note, "the search") {
+		t.Errorf("a search through seq.list: %+v, %v; want the run and the note that it searched the newest runs", found, err)
+	}
 
 	// A tool call: the publish is refused, and the answer comes at once.
 	start := time.Now()
@@ -480,5 +491,45 @@ func TestRunnerRole(t *testing.T) {
 		if strings.Contains(l, "tool.test.sleep") {
 			t.Errorf("the console with known creds tried the call anyway: %s", l)
 		}
+	}
+}
+
+// TestLimitsKnownUpFront: told its creds file, the console says on
+// /api/info what its credentials do not allow, before anything is tried —
+// the reader's: starting, cancelling, rerunning, retrying and signalling runs,
+// pausing, triggering and backfilling schedule entries; a tool
+// provider's: every page; the console role's: nothing — each naming the
+// subject and the credentials. Without the creds file nothing is known up
+// front (a refusal is then said when it happens).
+func TestLimitsKnownUpFront(t *testing.T) {
+	e := startLocked(t, lockedOptions{role: auth.RoleConsole, knownCreds: true})
+	limitsOf := func(url string) (whats []string, reasons string) {
+		t.Helper()
+		var info consoleInfo
+		if err := getJSON(url+"api/info", &info); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range info.Limits {
+			whats = append(whats, l.What)
+			reasons += l.Reason + "\n"
+		}
+		return whats, reasons
+	}
+	if got, _ := limitsOf(e.url); len(got) != 0 {
+		t.Errorf("the console role's limits %v; want none", got)
+	}
+	_, reader := startConsoleAs(t, e.stack.URL(), e.setup, auth.RoleReader, true, &connErrs{})
+	got, reasons := limitsOf(reader.URL())
+	if fmt.Sprint(got) != "[start cancel rerun retry signal pause trigger backfill]" || !strings.Contains(reasons, "starting runs (Run…, Edit and rerun) needs to publish to skillbus.seq.run") ||
+		!strings.Contains(reasons, "role reader") || !strings.Contains(reasons, "docs/security.md") {
+		t.Errorf("the reader's limits %v:\n%s\nwant start, cancel, rerun, retry, signal, pause, trigger and backfill, naming the subject, the role and docs/security.md", got, reasons)
+	}
+	_, provider := startConsoleAs(t, e.stack.URL(), e.setup, auth.ToolRole("test"), true, &connErrs{})
+	if got, _ := limitsOf(provider.URL()); fmt.Sprint(got) != "[runs run seqs skills preview schedules start cancel rerun retry signal pause trigger backfill]" {
+		t.Errorf("a tool provider's limits %v; want every page but Tools, and every action", got)
+	}
+	_, unknown := startConsoleAs(t, e.stack.URL(), e.setup, auth.RoleReader, false, &connErrs{})
+	if got, _ := limitsOf(unknown.URL()); len(got) != 0 {
+		t.Errorf("limits %v without the creds file; want none known", got)
 	}
 }

@@ -114,12 +114,15 @@ func TestBrowserLocked(t *testing.T) {
 		b.t = t
 		long := startRun(t, e.url, "console-long", map[string]string{"ms": "600000"})
 		t.Cleanup(func() { _ = postJSON(e.url+"api/runs/"+long+"/cancel", map[string]any{"reason": "test over"}, nil) })
-		consoleAs(auth.RoleReader, true)
+		// Not told its creds file: the buttons are there and each refusal
+		// is said where it happens (told, they are disabled up front: the
+		// next subtest).
+		consoleAs(auth.RoleReader, false)
 		b.open("#/seqs/console-nightly")
 		b.do("open the run form", chromedp.Click(chromedp.ID("open-run-form")))
 		b.wait("the form", `!!document.getElementById("start-run")`, 10*time.Second)
 		b.expectFailure("/api/seqs/console-nightly/run", 403)
-		took := timed("the refused start shown in the form", `(function(){ const f = document.getElementById("run-form"); return !!f && f.textContent.includes('publish to "skillbus.seq.run"') && f.textContent.includes("role reader") })()`,
+		took := timed("the refused start shown in the form", `(function(){ const f = document.getElementById("run-form"); return !!f && f.textContent.includes('publish to "skillbus.seq.run"') && f.textContent.includes("the reader role's creds") })()`,
 			chromedp.Click(chromedp.ID("start-run")))
 		t.Logf("the refused run start was shown after %v", took)
 		if took > 5*time.Second {
@@ -130,13 +133,27 @@ func TestBrowserLocked(t *testing.T) {
 		b.wait("the run runs", callStatus(0, 0, "running"), 30*time.Second)
 		b.do("ask to cancel", chromedp.Click(chromedp.ID("cancel-run")))
 		b.expectFailure("/api/runs/"+long+"/cancel", 403)
-		took = timed("the refused cancel shown on the run page", `(function(){ const e = document.querySelector("main .error"); return !!e && e.textContent.includes("Cancel") && e.textContent.includes('publish to "skillbus.seq.cancel"') && e.textContent.includes("role reader") })()`,
+		took = timed("the refused cancel shown on the run page", `(function(){ const e = document.querySelector("main .error"); return !!e && e.textContent.includes("Cancel") && e.textContent.includes('publish to "skillbus.seq.cancel"') && e.textContent.includes("the reader role's creds") })()`,
 			chromedp.Click(chromedp.ID("confirm-cancel")))
 		t.Logf("the refused cancel was shown after %v", took)
 		if took > 5*time.Second {
 			t.Errorf("the refused cancel was shown after %v; want it at once", took)
 		}
 		shot("reader-cancel-refused")
+	})
+
+	t.Run("the reader's creds, told: the actions disabled up front with the reason", func(t *testing.T) {
+		b.t = t
+		long := startRun(t, e.url, "console-long", map[string]string{"ms": "600000"})
+		t.Cleanup(func() { _ = postJSON(e.url+"api/runs/"+long+"/cancel", map[string]any{"reason": "test over"}, nil) })
+		consoleAs(auth.RoleReader, true)
+		const limitsShown = `(function(){ const r = document.getElementById("limits"); return !!r && !r.hidden && r.textContent.includes("skillbus.seq.run") && r.textContent.includes("role reader") })()`
+		b.open("#/seqs/console-nightly")
+		b.wait("Run… disabled with the reason", limitsShown+` && document.getElementById("open-run-form").disabled && document.getElementById("open-run-form").title.includes("skillbus.seq.run")`, 10*time.Second)
+		shot("reader-known-seq")
+		b.open("#/runs/" + long)
+		b.wait("the run's actions disabled with the reason", callStatus(0, 0, "running")+` && ["cancel-run", "rerun-run", "edit-rerun"].every((id) => document.getElementById(id).disabled && document.getElementById(id).title.includes("needs to publish to skillbus.seq."))`, 30*time.Second)
+		shot("reader-known-run")
 	})
 
 	t.Run("a tool provider's creds: pages it cannot read say so", func(t *testing.T) {
@@ -162,6 +179,14 @@ func TestBrowserLocked(t *testing.T) {
 		}
 		b.wait("the refused events subscription above the page", refusalsShown+` && document.getElementById("refusals").textContent.includes("events.>")`, 20*time.Second)
 		shot("provider-runs")
+		// Told its creds file, the console says which pages are unavailable
+		// before trying them: in the navigation and on the page.
+		consoleAs(auth.ToolRole("test"), true)
+		b.expectFailure("/api/runs", 403)
+		b.expectFailure("/api/seqs", 403)
+		b.open("#/runs")
+		b.wait("the unavailable pages named up front", `(function(){ const n = document.getElementById("page-limit"); const nav = document.querySelector('[data-nav="skills"]'); return !!n && n.textContent.includes("skillbus.seq.list") && nav.textContent.includes("(unavailable)") && !document.querySelector('[data-nav="tools"]').textContent.includes("unavailable") && document.getElementById("limits").textContent.includes("Unavailable pages") })()`, 10*time.Second)
+		shot("provider-known-runs")
 	})
 
 	if errs := b.errors(); len(errs) > 0 {

@@ -202,3 +202,59 @@ func (s *Server) toolCallRefused(name string) string {
 	}
 	return why + "Run the tool in a sequence instead, or give the console the console role's creds made with `skillbus auth " + auth.ConsoleCallsToolsFlag + "` (docs/security.md)"
 }
+
+// limitView is something the console's credentials are known not to allow
+// (the user JWT's permissions of Config.Creds), said up front on every
+// page — a page that cannot be read, an action whose button is disabled —
+// rather than when it is tried (docs/console.md, "What the credentials do
+// not allow").
+type limitView struct {
+	// What is a page (runs, run, seqs, skills, preview, tools,
+	// schedules) or an action (start, cancel, rerun, retry, signal, pause,
+	// trigger, backfill).
+	What string `json:"what"`
+	// Label names it in words ("the Runs page", "starting runs").
+	Label string `json:"label"`
+	// Subject is what it needs to publish to; Reason says so in words.
+	Subject string `json:"subject"`
+	Reason  string `json:"reason"`
+}
+
+// needs are the pages and actions limits checks, with the subject each
+// needs to publish to (the requests their API calls make: server.go's
+// routes).
+var needs = []struct{ what, label, subject string }{
+	{"runs", "the Runs page", events.SeqListSubject},
+	{"run", "a run's page", events.SeqStatusSubject},
+	{"seqs", "the Sequences pages", events.RegistrySeqListSubject},
+	{"skills", "the Skills pages", events.RegistrySkillListSubject},
+	{"preview", "the assembly preview", events.RegistrySkillGetSubject},
+	{"tools", "the Tools pages", "$SRV.INFO"},
+	{"schedules", "the Schedules pages", events.SeqSchedulesListSubject},
+	{"start", "starting runs (Run…, Edit and rerun)", events.SeqRunSubject},
+	{"cancel", "cancelling runs", events.SeqCancelSubject},
+	{"rerun", "rerunning runs", events.SeqRerunSubject},
+	{"retry", "retrying runs", events.SeqRetrySubject},
+	{"signal", "answering waiting runs (Approve, Reject)", events.SeqSignalSubject},
+	{"pause", "pausing and unpausing schedule entries", events.SeqSchedulesPauseSubject},
+	{"trigger", "triggering schedule entries (Trigger now)", events.SeqSchedulesTriggerSubject},
+	{"backfill", "backfilling schedule entries", events.SeqSchedulesBackfillSubject},
+}
+
+// limits returns what the credentials are known not to allow, in the
+// order of needs; none when their permissions are not known (no creds
+// file: what is refused is then said when it is tried).
+func (a *access) limits() []limitView {
+	out := []limitView{}
+	if a.perms == nil {
+		return out
+	}
+	for _, n := range needs {
+		if a.perms.MayPublish(n.subject) {
+			continue
+		}
+		out = append(out, limitView{What: n.what, Label: n.label, Subject: n.subject,
+			Reason: fmt.Sprintf("%s needs to publish to %s, which %s may not (docs/security.md lists what each role may do; the console role may do all of this)", n.label, n.subject, a.who())})
+	}
+	return out
+}

@@ -245,38 +245,9 @@ func explain(ctx context.Context, skills []skill.Skill, req *skillface.Request, 
 			v.Reasons = append(v.Reasons, fmt.Sprintf("but the session already holds %d skill bodies, the most it may (session_bodies), so its body was not injected", len(resp.Active)))
 		}
 		if len(v.Reasons) == 0 {
-			v.Reasons = whyNot(&sk, req)
+			v.Reasons = skillface.WhyNotActivated(&sk, req)
 		}
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// whyNot says why a skill did not activate.
-func whyNot(sk *skill.Skill, req *skillface.Request) []string {
-	if sk.Invocation == skill.InvocationUserOnly {
-		return []string{"it is user-only (invocation: user-only, or disable-model-invocation: true): only a mount activates it"}
-	}
-	if len(sk.Triggers) == 0 && len(sk.Paths) == 0 {
-		return []string{"it has no triggers and no paths: only a mount activates it"}
-	}
-	var why []string
-	if len(sk.Triggers) > 0 {
-		why = append(why, fmt.Sprintf("none of its triggers (%s) appears in the message as a whole word or phrase (case and spacing ignored)", quoteList(sk.Triggers)))
-	}
-	switch {
-	case len(sk.Paths) > 0 && len(req.WorkFiles) == 0:
-		why = append(why, fmt.Sprintf("no work files were given to match its paths (%s)", quoteList(sk.Paths)))
-	case len(sk.Paths) > 0:
-		why = append(why, fmt.Sprintf("no work file matches its paths (%s)", quoteList(sk.Paths)))
-	}
-	return why
-}
-
-func quoteList(list []string) string {
-	q := make([]string, len(list))
-	for i, s := range list {
-		q[i] = strconv.Quote(s)
-	}
-	return strings.Join(q, ", ")
 }

@@ -77,7 +77,8 @@ type Config struct {
 	// caller); informational.
 	NATSURL string
 	// User is recorded as who asked when the page cancels a run (the
-	// cancel's "by"); default "skillbus console".
+	// cancel's "by"), signals one, or pauses, unpauses, triggers or
+	// backfills a schedule entry; default "skillbus console".
 	User string
 	// Creds is the creds file the console's NATS connection uses, when it
 	// uses one (optional): the console reads its user's role (the
@@ -321,10 +322,18 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/runs/{id}/cancel", s.needsNATS(s.watched(s.apiCancel, events.SeqCancelSubject)))
 	m.HandleFunc("POST /api/runs/{id}/rerun", s.needsNATS(s.watched(s.apiRerun, events.SeqRerunSubject)))
 	m.HandleFunc("POST /api/runs/{id}/retry", s.needsNATS(s.watched(s.apiRetry, events.SeqRetrySubject)))
+	m.HandleFunc("POST /api/runs/{id}/signal", s.needsNATS(s.watched(s.apiSignal, events.SeqStatusSubject, events.SeqSignalSubject)))
 
 	m.HandleFunc("GET /api/seqs", s.watched(s.apiSeqs, regRead...))
 	m.HandleFunc("GET /api/seqs/{name}", s.watched(s.apiSeq, append(slices.Clone(regRead), natsconn.JetStreamAPI(events.StreamEvents)...)...))
 	m.HandleFunc("POST /api/seqs/{name}/run", s.needsNATS(s.watched(s.apiSeqRun, events.RegistrySeqGetSubject, events.SeqRunSubject)))
+
+	m.HandleFunc("GET /api/schedules", s.watched(s.apiSchedules, events.SeqSchedulesListSubject))
+	m.HandleFunc("GET /api/schedules/{seq}/{entry}", s.watched(s.apiSchedule, events.SeqSchedulesShowSubject))
+	m.HandleFunc("POST /api/schedules/{seq}/{entry}/pause", s.needsNATS(s.watched(s.apiSchedulePause(true), events.SeqSchedulesPauseSubject, events.SeqSchedulesShowSubject)))
+	m.HandleFunc("POST /api/schedules/{seq}/{entry}/unpause", s.needsNATS(s.watched(s.apiSchedulePause(false), events.SeqSchedulesUnpauseSubject, events.SeqSchedulesShowSubject)))
+	m.HandleFunc("POST /api/schedules/{seq}/{entry}/trigger", s.needsNATS(s.watched(s.apiScheduleTrigger, events.SeqSchedulesTriggerSubject)))
+	m.HandleFunc("POST /api/schedules/{seq}/{entry}/backfill", s.needsNATS(s.watched(s.apiScheduleBackfill, events.SeqSchedulesBackfillSubject)))
 
 	m.HandleFunc("GET /api/skills", s.watched(s.apiSkills, regRead...))
 	m.HandleFunc("GET /api/skills/{name}", s.watched(s.apiSkill, regRead...))

@@ -89,8 +89,13 @@ type Config struct {
 	// are left out. A name that the server does not have is an error at
 	// Start.
 	Only []string
-	// ServiceName is the micro service name; default "mcp-" + Prefix with
-	// dots as '-'.
+	// ServiceName is the micro service name: the tool provider's name in
+	// `skillbus tools` and `nats micro ls`. Default, when Prefix is not
+	// set either, "mcp-" + the MCP server's own name from its initialize
+	// reply (serverInfo.name, ProviderName), so that the provider is named
+	// after the server rather than its launcher (npx); with a Prefix, or
+	// for a server that gives no usable name, "mcp-" + Prefix with dots as
+	// '-' (docs/mcp.md).
 	ServiceName string
 	// Site is the edge site the bridge runs at (tool.ServerConfig.Site,
 	// docs/edge.md); default none.
@@ -202,7 +207,57 @@ type Bridge struct {
 
 	refresh chan struct{}
 	wg      sync.WaitGroup
+	server  mcp.Implementation // the server's serverInfo at Start; read-only after
 }
+
+// ProviderName is the default provider (micro service) name of a bridge
+// to the MCP server named name (its serverInfo.name): "mcp-" + name in
+// lower case, each run of characters other than a letter, digit, '-' or
+// '_' made one '-', '-' and '_' trimmed at both ends, at most 64 bytes;
+// "" when nothing is left. "@acme/Kitchen Sink" gives
+// "mcp-acme-kitchen-sink".
+func ProviderName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' {
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	n := strings.Trim(b.String(), "-_")
+	if len(n) > 60 {
+		n = strings.TrimRight(n[:60], "-_")
+	}
+	if n == "" {
+		return ""
+	}
+	return "mcp-" + n
+}
+
+// Server describes the MCP server for messages: its serverInfo name and
+// version from the initialize reply, with the command that started it
+// ("secure-filesystem-server 0.2.0 (npx)"); the command alone when the
+// server gave no name.
+func (b *Bridge) Server() string {
+	if b.server.Name == "" {
+		return b.cfg.Command
+	}
+	s := b.server.Name
+	if b.server.Version != "" {
+		s += " " + b.server.Version
+	}
+	return s + " (" + b.cfg.Command + ")"
+}
+
+// ServiceName returns the provider (micro service) name the tools are
+// served under (Config.ServiceName).
+func (b *Bridge) ServiceName() string { return b.cfg.ServiceName }
 
 // Start starts the MCP server, lists its tools and serves them on nc.
 // ctx bounds the start only. Errors: ErrConfig, ErrNameClash, the server's
@@ -214,6 +269,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (_ *Bridge, err error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	fromServer := cfg.ServiceName == "" && cfg.Prefix == ""
 	cfg = cfg.withDefaults()
 	b := &Bridge{cfg: cfg, nc: nc, done: make(chan struct{}), quit: make(chan struct{}), refresh: make(chan struct{}, 1)}
 	b.client = mcp.NewClient(&mcp.Implementation{Name: "skillbus-mcp-bridge", Version: version.String()}, &mcp.ClientOptions{
@@ -229,6 +285,12 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (_ *Bridge, err error
 	session, err := b.connect(sctx)
 	if err != nil {
 		return nil, err
+	}
+	if ir := session.InitializeResult(); ir != nil && ir.ServerInfo != nil {
+		b.server = *ir.ServerInfo
+	}
+	if n := ProviderName(b.server.Name); fromServer && n != "" {
+		b.cfg.ServiceName = n
 	}
 	if err := b.serveTools(sctx, session); err != nil {
 		_ = session.Close()
@@ -444,7 +506,7 @@ func (b *Bridge) serveTools(ctx context.Context, session *mcp.ClientSession) err
 	if same {
 		return nil
 	}
-	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.cfg.Command, QueueGroup: b.cfg.ServiceName, Metadata: b.metadata(), Site: b.cfg.Site, Meters: b.cfg.Meters}, tools...)
+	srv, err := tool.Serve(b.nc, tool.ServerConfig{Name: b.cfg.ServiceName, Version: version.String(), Description: "MCP tools of " + b.Server(), QueueGroup: b.cfg.ServiceName, Metadata: b.metadata(), Site: b.cfg.Site, Meters: b.cfg.Meters}, tools...)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: serve the tools: %w", err)
 	}

@@ -43,6 +43,10 @@ const (
 // longDescription.
 const envList = "MCPBRIDGE_TEST_LIST"
 
+// envName sets the server's own name (serverInfo.name); default
+// "test-server".
+const envName = "MCPBRIDGE_TEST_NAME"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envServer) == "1" {
 		if f := os.Getenv(envRefuse); f != "" {
@@ -85,7 +89,11 @@ func serveTestMCP() {
 	if os.Getenv(envList) == "long" {
 		sopts = &mcp.ServerOptions{PageSize: 2}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1.0.0"}, sopts)
+	name := "test-server"
+	if n := os.Getenv(envName); n != "" {
+		name = n
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, sopts)
 	switch os.Getenv(envList) {
 	case "loop":
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -238,7 +246,7 @@ func TestBridge(t *testing.T) {
 		if !errors.Is(err, toolcall.ErrMissing) || time.Now().After(deadline) {
 			t.Fatalf("Call(t.late) after list_changed: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // between real calls: nothing outside the bridge tells when it serves t.late
 	}
 
 	// Structured content keeps integers exact.
@@ -262,11 +270,8 @@ func TestBridgeRestartsTheServer(t *testing.T) {
 	}
 	_, _ = c.Call(ctx, "r.exit", nil) // the server exits; restarts fail while refuse exists
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "could not be started again") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no failed restart logged 10 s after the server exited; logs:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !logs.waitFor("could not be started again", 10*time.Second) {
+		t.Fatalf("no failed restart logged 10 s after the server exited; logs:\n%s", logs.String())
 	}
 	_, err := c.Call(ctx, "r.echo", json.RawMessage(`{"text":"hi"}`))
 	var te *toolcall.Error
@@ -290,7 +295,7 @@ func TestBridgeRestartsTheServer(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("Call(r.echo) 10 s after the server could start again: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // between real calls, while the bridge's back-off starts the server again
 	}
 	if b.Restarts() != 1 {
 		t.Errorf("Restarts() = %d; want 1", b.Restarts())
@@ -338,14 +343,43 @@ func TestBridgeSkipsStrayOutput(t *testing.T) {
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex // mu guards b and written
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write; nil until waitFor asks
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor reports whether the text written holds want within limit,
+// woken by each Write.
+func (s *syncBuffer) waitFor(want string, limit time.Duration) bool {
+	timeout := time.NewTimer(limit)
+	defer timeout.Stop()
+	for {
+		s.mu.Lock()
+		found := strings.Contains(s.b.String(), want)
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		next := s.written
+		s.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-next:
+		case <-timeout.C:
+			return false
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -435,6 +469,55 @@ func TestResult(t *testing.T) {
 		b, _ := json.Marshal(v)
 		if err != nil || string(b) != tc.want {
 			t.Errorf("%s: Result = %s, %v; want %s", tc.name, b, err, tc.want)
+		}
+	}
+}
+
+// TestProviderNamedAfterServer: without --name and --prefix the provider
+// is named after the MCP server's own name (serverInfo.name of its
+// initialize reply), sanitized, not after the command that started it;
+// with a prefix it stays mcp-<prefix>.
+func TestProviderNamedAfterServer(t *testing.T) {
+	b, nc, c := startBridge(t, Config{}, envName+"=@acme/Kitchen Sink")
+	if got := b.ServiceName(); got != "mcp-acme-kitchen-sink" {
+		t.Errorf("ServiceName() = %q; want mcp-acme-kitchen-sink", got)
+	}
+	if got := b.Server(); got != "@acme/Kitchen Sink 1.0.0 ("+os.Args[0]+")" {
+		t.Errorf("Server() = %q; want the server's name and version, then the command", got)
+	}
+	msg, err := nc.Request("$SRV.INFO.mcp-acme-kitchen-sink", nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("no provider named mcp-acme-kitchen-sink on the bus: %v", err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil || !strings.Contains(info.Description, "@acme/Kitchen Sink 1.0.0") {
+		t.Errorf("provider info = %+v (%v); want its description to name the server", info, err)
+	}
+	if _, err := c.Call(context.Background(), "mcp.echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
+		t.Errorf("Call(mcp.echo) under the default prefix: %v", err)
+	}
+
+	if b, _, _ := startBridge(t, Config{Prefix: "files"}, envName+"=Kitchen"); b.ServiceName() != "mcp-files" {
+		t.Errorf("with a prefix: ServiceName() = %q; want mcp-files", b.ServiceName())
+	}
+	if b, _, _ := startBridge(t, Config{}, envName+"=???"); b.ServiceName() != "mcp-mcp" {
+		t.Errorf("a server name with nothing usable: ServiceName() = %q; want mcp-mcp", b.ServiceName())
+	}
+}
+
+func TestProviderName(t *testing.T) {
+	for in, want := range map[string]string{
+		"secure-filesystem-server": "mcp-secure-filesystem-server",
+		"@acme/Kitchen Sink":       "mcp-acme-kitchen-sink",
+		"GitHub MCP Server":        "mcp-github-mcp-server",
+		"Ünïcode ✓ tools":          "mcp-n-code-tools",
+		"__x__":                    "mcp-x",
+		"":                         "",
+		"!!!":                      "",
+		strings.Repeat("a", 100):   "mcp-" + strings.Repeat("a", 60),
+	} {
+		if got := ProviderName(in); got != want {
+			t.Errorf("ProviderName(%q) = %q; want %q", in, got, want)
 		}
 	}
 }

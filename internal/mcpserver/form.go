@@ -19,13 +19,18 @@ import (
 // registry parses them itself, strictly: every problem comes back as
 // `skillbus validate` reports it).
 type sequenceForm struct {
-	Name        string      `json:"name" jsonschema:"the sequence's name: letters, digits, - and _ (any script), unique among stored sequences"`
-	Description string      `json:"description,omitempty" jsonschema:"what the sequence does, for whoever lists it"`
-	Boot        bool        `json:"boot,omitempty" jsonschema:"true: run once at every agent boot (may read only the arguments agent and boot_id)"`
-	Schedule    string      `json:"schedule,omitempty" jsonschema:"run on a schedule: a cron expression of 6 fields, seconds first (\"0 0 6 * * *\", 06:00:00 every day) or \"@every 1h\"; leave out to run only on demand"`
-	Timezone    string      `json:"timezone,omitempty" jsonschema:"IANA time zone of a cron schedule, such as Europe/Berlin (default UTC)"`
-	Groups      []groupForm `json:"groups" jsonschema:"the steps, run one after another (at least one)"`
+	Name        string        `json:"name" jsonschema:"the sequence's name: letters, digits, - and _ (any script), unique among stored sequences"`
+	Description string        `json:"description,omitempty" jsonschema:"what the sequence does, for whoever lists it"`
+	Boot        bool          `json:"boot,omitempty" jsonschema:"true: run once at every agent boot (may read only the arguments agent and boot_id)"`
+	Schedule    scheduleValue `json:"schedule,omitempty" jsonschema:"run on a schedule: a cron expression of 6 fields, seconds first (\"0 0 6 * * *\", 06:00:00 every day) or \"@every 1h\"; or a list of entries, each {name, cron or every, timezone, args, overlap, jitter, start_at, end_at, pause_on_failure} (docs/sequences.md, Schedule entries); leave out to run only on demand"`
+	Timezone    string        `json:"timezone,omitempty" jsonschema:"IANA time zone of a cron schedule, such as Europe/Berlin (default UTC)"`
+	Groups      []groupForm   `json:"groups" jsonschema:"the steps, run one after another (at least one)"`
 }
+
+// scheduleValue is sequenceForm's schedule: a string or a list of entry
+// objects (docs/sequences.md, "Schedules"), as JSON decodes them into an
+// interface; its schema (schemaOptions) says which.
+type scheduleValue interface{}
 
 // groupForm is one group of sequenceForm.
 type groupForm struct {
@@ -39,7 +44,16 @@ type groupForm struct {
 	Timeout     string            `json:"timeout,omitempty" jsonschema:"bound of the whole group, a Go duration such as 30s or 2m (default 60s)"`
 	OnError     string            `json:"on_error,omitempty" jsonschema:"what a failed call does: abort (default: the run fails), continue (its slot null) or retry (with retries)"`
 	Retries     int               `json:"retries,omitempty" jsonschema:"further attempts after the first, 1 to 10; required with on_error retry and allowed only with it"`
-	Tools       string            `json:"tools" jsonschema:"the tool calls: ONE STRING of JSON objects, each followed by ; (also the last). Each object: tool (required), args (an object; strings may be exactly \"$args.KEY\" or contain it), as (an out slot), fallback (JSON text, only with missing degrade), for_each (\"$args.LIST\" of a key of in typed array<T>: one call per item, args read $item, $item.FIELD and $index, as gets an array of the results in item order), max_parallel (items in flight, with for_each). Example: {\"tool\":\"fs.read\",\"args\":{\"path\":\"$args.path\"},\"as\":\"text\"};"`
+	WaitFor     *waitForm         `json:"wait_for,omitempty" jsonschema:"instead of tools: the run waits here, held by no worker — for a signal (seq_signal; its values fill the group's out) with a timeout, for a duration, or until a time in a string of in"`
+	Tools       string            `json:"tools,omitempty" jsonschema:"the tool calls (every group but a wait_for one): ONE STRING of JSON objects, each followed by ; (also the last). Each object: tool (required), args (an object; strings may be exactly \"$args.KEY\" or contain it), as (an out slot), fallback (JSON text, only with missing degrade), for_each (\"$args.LIST\" of a key of in typed array<T>: one call per item, args read $item, $item.FIELD and $index, as gets an array of the results in item order), max_parallel (items in flight, with for_each). Example: {\"tool\":\"fs.read\",\"args\":{\"path\":\"$args.path\"},\"as\":\"text\"};"`
+}
+
+// waitForm is a group's wait_for (docs/sequences.md, "wait_for").
+type waitForm struct {
+	Signal   string `json:"signal,omitempty" jsonschema:"the signal's name; needs timeout"`
+	Timeout  string `json:"timeout,omitempty" jsonschema:"how long to wait for the signal, 1s to 144h, such as 24h; then the group fails under its on_error"`
+	Duration string `json:"duration,omitempty" jsonschema:"wait this long, 1s to 144h, then go on"`
+	Until    string `json:"until,omitempty" jsonschema:"$args.KEY of a string of in holding an RFC 3339 time: wait until then"`
 }
 
 // sequenceSchema is the schema of sequenceForm with its enums.
@@ -54,7 +68,13 @@ func sequenceSchema() *jsonschema.Schema {
 // written (defaults left out), each group's calls as one tools string.
 // seq.ParseJSON of its JSON gives back s.
 func formOf(s *seq.Sequence) sequenceForm {
-	f := sequenceForm{Name: s.Name, Description: s.Description, Boot: s.Boot, Schedule: s.Schedule, Timezone: s.TimeZone}
+	f := sequenceForm{Name: s.Name, Description: s.Description, Boot: s.Boot, Timezone: s.TimeZone}
+	switch {
+	case len(s.Entries) > 0:
+		f.Schedule = s.Entries // the list form, as Encode writes it
+	case s.Schedule != "":
+		f.Schedule = s.Schedule
+	}
 	for _, g := range s.Groups {
 		gf := groupForm{Name: g.Name, Description: g.Description, In: typeMap(g.In), Out: typeMap(g.Out), When: g.When, Retries: g.Retries}
 		if !g.Parallel {
@@ -69,6 +89,15 @@ func formOf(s *seq.Sequence) sequenceForm {
 		}
 		if g.OnError != seq.OnErrorAbort {
 			gf.OnError = string(g.OnError)
+		}
+		if w := g.WaitFor; w != nil {
+			gf.WaitFor = &waitForm{Signal: w.Signal, Until: w.Until}
+			if w.Timeout != 0 {
+				gf.WaitFor.Timeout = w.Timeout.String()
+			}
+			if w.Duration != 0 {
+				gf.WaitFor.Duration = w.Duration.String()
+			}
 		}
 		var tools strings.Builder
 		for _, c := range g.Tools {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -84,6 +85,9 @@ func TestFormRoundTrip(t *testing.T) {
 		t.Fatal("no example sequences found")
 	}
 	for _, f := range files {
+		if registry.FileKind(f) != "sequence" {
+			continue // an editor's backup (my.seq.yaml~) is no example
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -244,4 +248,36 @@ func FuzzFilterLines(f *testing.F) {
 			t.Errorf("%d lines passed on or answered; the input has %d non-blank lines", n, want)
 		}
 	})
+}
+
+// TestRunTextArgs: seq_status's text names the arguments a call that did
+// not succeed was sent, and a failed item's, cut to maxArgsText bytes; a
+// succeeded call's are only in the structured answer.
+func TestRunTextArgs(t *testing.T) {
+	long := `{"text":"` + strings.Repeat("x", 400) + `"}`
+	calls := callViews([]seq.CallResult{
+		{Tool: "fs.list", Status: seq.CallSucceeded, Attempts: 1, SentArgs: seq.SentArgs{Args: json.RawMessage(`{"path":"src"}`)}},
+		{Tool: "fs.read", Status: seq.CallFailed, Attempts: 1, Error: "no file", SentArgs: seq.SentArgs{Args: json.RawMessage(`{"path":"src/gone"}`)}},
+		{Tool: "fs.big", Status: seq.CallFailed, Attempts: 1, SentArgs: seq.SentArgs{Args: json.RawMessage(long)}},
+		{Tool: "fs.huge", Status: seq.CallFailed, Attempts: 1, SentArgs: seq.SentArgs{ArgsClipped: &seq.ClippedArgs{Size: 9000}}},
+		{Tool: "fs.stat", Status: seq.CallFailed, Attempts: 2, ForEach: &seq.FanOut{Items: 2, Succeeded: 1, Failed: 1, FailedItems: []int{1},
+			Details: []seq.ItemResult{{Index: 1, Status: seq.CallFailed, Attempts: 1, Error: "404", SentArgs: seq.SentArgs{Args: json.RawMessage(`{"path":"b"}`)}}}}},
+	})
+	if string(calls[0].Args) != `{"path":"src"}` || calls[3].ArgsClipped == nil || calls[3].ArgsClipped.Size != 9000 {
+		t.Errorf("callViews: %+v; want each call's arguments", calls)
+	}
+	text := runText(runView{RunID: "r", Status: "failed", Steps: []stepView{{Group: "g", Status: "failed", Calls: calls}}})
+	for _, want := range []string{
+		"- fs.read: failed — no file\n     args: {\"path\":\"src/gone\"}\n",
+		"args: {\"text\":\"" + strings.Repeat("x", maxArgsText-9) + "…\n",
+		"args: (9000 bytes, too long to keep)\n",
+		"item 2 ($index 1): failed after 1 attempt(s) — 404 (args {\"path\":\"b\"})\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("runText:\n%s\nwant it to contain %q", text, want)
+		}
+	}
+	if strings.Contains(text, `{"path":"src"}`) {
+		t.Errorf("runText shows a succeeded call's arguments:\n%s", text)
+	}
 }

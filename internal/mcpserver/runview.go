@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
@@ -26,13 +27,14 @@ const (
 type runView struct {
 	RunID          string                     `json:"run_id"`
 	Sequence       string                     `json:"sequence,omitempty"`
-	Status         string                     `json:"status" jsonschema:"queued, running, interrupted (another worker resumes it), succeeded, failed or cancelled"`
+	Status         string                     `json:"status" jsonschema:"queued, running, waiting (for a signal or a time: see wait), interrupted (another worker resumes it), succeeded, failed or cancelled"`
 	Finished       bool                       `json:"finished" jsonschema:"true once the run succeeded, failed or was cancelled"`
 	FinishedGroups int                        `json:"finished_groups"`
 	Groups         int                        `json:"groups"`
 	Error          string                     `json:"error,omitempty"`
 	Outputs        map[string]json.RawMessage `json:"outputs,omitempty" jsonschema:"the slots written so far, by name (JSON values; null for a skipped group's)"`
 	Steps          []stepView                 `json:"steps,omitempty" jsonschema:"each group run so far, in order, with its calls"`
+	Wait           *events.WaitState          `json:"wait,omitempty" jsonschema:"what a waiting run waits for: its group, the signal's name and the values it brings (out), since and until when"`
 	Next           string                     `json:"next,omitempty" jsonschema:"what to do next"`
 }
 
@@ -53,8 +55,12 @@ type callView struct {
 	Attempts int    `json:"attempts"`
 	Error    string `json:"error,omitempty"`
 	// ForEach is a for_each call's fan-out: its items' counts, failed
-	// items and their errors (docs/sequences.md, "for_each").
+	// items and their errors and arguments (docs/sequences.md, "for_each").
 	ForEach *seq.FanOut `json:"for_each,omitempty"`
+	// Args and ArgsClipped are the arguments the tool was sent
+	// (seq.SentArgs; docs/runs.md, "What a run state holds").
+	Args        json.RawMessage  `json:"args,omitempty" jsonschema:"the JSON object the tool was sent, after $args, $item and $index were substituted (a for_each call: its first item's); absent when the call was not sent or its arguments were clipped"`
+	ArgsClipped *seq.ClippedArgs `json:"args_clipped,omitempty" jsonschema:"arguments too long to keep whole (over 2 KiB): their size in bytes and their start"`
 }
 
 // view builds the answer for st; output names one output to return alone
@@ -93,6 +99,9 @@ func (s *Server) view(ctx context.Context, st *events.RunState, output string) (
 		v.Next = "The run failed: read the failed group's calls above, fix the arguments or the sequence (seq_show, seq_create) and run it again."
 	case st.Status == events.StatusCancelled:
 		v.Next = "The run was cancelled."
+	case st.Status == events.StatusWaiting && st.Wait != nil:
+		v.Wait = st.Wait
+		v.Next = waitNext(st) // seqsignal.go
 	default:
 		v.Next = fmt.Sprintf("The run is still %s: call seq_status {\"run_id\": %q, \"wait_seconds\": 60} to wait for its end, or seq_cancel to stop it.", st.Status, st.RunID)
 	}
@@ -102,7 +111,7 @@ func (s *Server) view(ctx context.Context, st *events.RunState, output string) (
 func callViews(calls []seq.CallResult) []callView {
 	out := make([]callView, 0, len(calls))
 	for _, c := range calls {
-		out = append(out, callView{Tool: c.Tool, As: c.As, Status: string(c.Status), Attempts: c.Attempts, Error: c.Error, ForEach: c.ForEach})
+		out = append(out, callView{Tool: c.Tool, As: c.As, Status: string(c.Status), Attempts: c.Attempts, Error: c.Error, ForEach: c.ForEach, Args: c.Args, ArgsClipped: c.ArgsClipped})
 	}
 	return out
 }
@@ -188,6 +197,10 @@ func writeCalls(b *strings.Builder, indent string, calls []callView) {
 			fmt.Fprintf(b, " — %s", c.Error)
 		}
 		b.WriteString("\n")
+		// The arguments of a call that did not succeed, to see what to fix.
+		if t := argsText(seq.SentArgs{Args: c.Args, ArgsClipped: c.ArgsClipped}); t != "" && c.Status != string(seq.CallSucceeded) {
+			fmt.Fprintf(b, "%s  args: %s\n", indent, t)
+		}
 		if f := c.ForEach; f != nil {
 			fmt.Fprintf(b, "%s  for_each: %d items, %d succeeded, %d failed", indent, f.Items, f.Succeeded, f.Failed)
 			if n := f.Items - f.Succeeded - f.Failed; n > 0 {
@@ -199,14 +212,40 @@ func writeCalls(b *strings.Builder, indent string, calls []callView) {
 					fmt.Fprintf(b, "%s  (%d more items in the JSON)\n", indent, len(f.Details)-i+f.Omitted)
 					break
 				}
-				fmt.Fprintf(b, "%s  item %d: %s after %d attempt(s)", indent, it.Index, it.Status, it.Attempts)
+				fmt.Fprintf(b, "%s  %s: %s after %d attempt(s)", indent, seq.ItemLabel(it.Index), it.Status, it.Attempts)
 				if it.Error != "" {
 					fmt.Fprintf(b, " — %s", it.Error)
+				}
+				if t := argsText(it.SentArgs); t != "" {
+					fmt.Fprintf(b, " (args %s)", t)
 				}
 				b.WriteString("\n")
 			}
 		}
 	}
+}
+
+// maxArgsText bounds the arguments runText shows of one call or item.
+const maxArgsText = 300
+
+// argsText is a call's arguments as runText shows them: compact JSON cut
+// at maxArgsText bytes, or the size of clipped ones; "" when not sent.
+func argsText(a seq.SentArgs) string {
+	switch {
+	case len(a.Args) > 0:
+		t := string(a.Args)
+		if len(t) > maxArgsText {
+			n := maxArgsText
+			for n > 0 && !utf8.RuneStart(t[n]) {
+				n--
+			}
+			t = t[:n] + "…"
+		}
+		return t
+	case a.ArgsClipped != nil:
+		return fmt.Sprintf("(%d bytes, too long to keep)", a.ArgsClipped.Size)
+	}
+	return ""
 }
 
 // writeOutputs writes each output: a JSON string as its text, any other

@@ -61,8 +61,9 @@ type (
 	}
 
 	seqRetryIn struct {
-		RunID  string `json:"run_id" jsonschema:"the id of a failed or cancelled run"`
+		RunID  string `json:"run_id" jsonschema:"the id of a failed or cancelled run (with from, also a succeeded one)"`
 		Latest bool   `json:"latest,omitempty" jsonschema:"use the stored definition instead of the one the run ran (refused when it differs before the group the retry starts at)"`
+		From   string `json:"from,omitempty" jsonschema:"run again from this group instead of the first one that did not finish: the group's name, or its 1-based number written as a string; at most the first group that did not finish (any group of a succeeded run); the groups before it are reused"`
 	}
 
 	seqCallIn struct {
@@ -143,9 +144,10 @@ func (s *Server) seqTools() []toolDef {
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true}},
 			false, []string{events.SeqCancelSubject}, s.seqCancel),
 		defineTool(s, mcp.Tool{Name: "seq_retry", Title: "Retry a run from where it failed",
-			Description: "Continue a failed or cancelled run in a new run, from its first group that did not finish: the groups that finished are not run again (their outputs are reused), with the same arguments and the definition the run ran. The answer is the new run's state (follow it with seq_status). Use it after fixing what made a group fail (a tool that was down, a missing provider), instead of seq_run, which would call every tool again.\n\nExample: {\"run_id\": \"mcp-3Kx9\"}",
+			Description: "Continue a failed or cancelled run in a new run, from its first group that did not finish: the groups that finished are not run again (their outputs are reused), with the same arguments and the definition the run ran. The answer is the new run's state (follow it with seq_status). Use it after fixing what made a group fail (a tool that was down, a missing provider), instead of seq_run, which would call every tool again. With \"from\" (a group's name, or its number as a string) it runs the run again from that earlier group instead (one whose tool produced bad data), reusing only the groups before it; a succeeded run may be retried this way.\n\nExample: {\"run_id\": \"mcp-3Kx9\"}",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
 			false, []string{events.SeqRetrySubject, events.SeqStatusSubject}, s.seqRetry),
+		seqSignalTool(s), // seqsignal.go
 		defineTool(s, mcp.Tool{Name: "seq_call", Title: "Run one group",
 			Description: "Run one group of a stored sequence by its name — its tool calls at once — with its in values, and return the slots it wrote. Every group of every stored sequence is callable this way (seq_list shows the group names). Use it for one step of a flow without running the whole sequence.\n\nExample: {\"group\": \"survey-inventory\", \"args\": {\"root\": \".\"}}",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
@@ -370,7 +372,11 @@ func (s *Server) seqCancel(ctx context.Context, req *mcp.CallToolRequest, in seq
 }
 
 func (s *Server) seqRetry(ctx context.Context, _ *mcp.CallToolRequest, in seqRetryIn) (runView, string, error) {
-	nid, err := s.c.Retry(ctx, in.RunID, "", in.Latest)
+	var opts []client.RetryOption
+	if in.From != "" {
+		opts = append(opts, client.WithRetryFrom(in.From))
+	}
+	nid, err := s.c.Retry(ctx, in.RunID, "", in.Latest, opts...)
 	if err != nil {
 		return runView{}, "", err
 	}

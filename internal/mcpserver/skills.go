@@ -53,7 +53,7 @@ func (s *Server) skillTools() []toolDef {
 
 // modelTools returns every model-facing tool.
 func (s *Server) modelTools() []toolDef {
-	return append(s.skillTools(), s.seqTools()...)
+	return append(append(s.skillTools(), s.seqTools()...), s.scheduleTools()...)
 }
 
 func (s *Server) skillList(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (skillListOut, string, error) {

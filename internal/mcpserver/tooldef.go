@@ -14,6 +14,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
+	"github.com/skillbus/skillbus/pkg/events"
+	"github.com/skillbus/skillbus/pkg/seq"
 
 	"github.com/skillbus/skillbus/internal/suggest"
 	"github.com/skillbus/skillbus/pkg/client"
@@ -29,10 +31,42 @@ type toolDef struct {
 }
 
 // schemaOptions derive JSON Schemas from this package's Go types: a
-// json.RawMessage is any JSON value.
-var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage](): {},
-}}
+// json.RawMessage is any JSON value, and the values of a signal
+// (events.SignalInfo.Values, a json.RawMessage that is always an object)
+// and the arguments a call was sent (seq.SentArgs.Args, in callView and
+// seq.ItemResult) are an object — a property that is any JSON value, the schema `true`,
+// is refused by strict MCP clients (the inspector's --strict).
+var schemaOptions = func() *jsonschema.ForOptions {
+	o := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {},
+	}}
+	si, err := jsonschema.For[events.SignalInfo](o)
+	if err != nil {
+		panic(err)
+	}
+	si.Properties["values"] = &jsonschema.Schema{Type: "object", Description: "the values the signal brought, by the names of the wait's out"}
+	portable(si)
+	o.TypeSchemas[reflect.TypeFor[events.SignalInfo]()] = si
+	// The arguments a call or a for_each item was sent (seq.SentArgs) are
+	// an object.
+	for _, t := range []reflect.Type{reflect.TypeFor[seq.ItemResult](), reflect.TypeFor[callView]()} {
+		cs, err := jsonschema.ForType(t, o)
+		if err != nil {
+			panic(err)
+		}
+		desc := "the JSON object the tool was sent, after $args, $item and $index were substituted; absent when it was not sent or its arguments were clipped (args_clipped)"
+		if p := cs.Properties["args"]; p != nil && p.Description != "" {
+			desc = p.Description
+		}
+		cs.Properties["args"] = &jsonschema.Schema{Type: "object", Description: desc}
+		portable(cs)
+		o.TypeSchemas[t] = cs
+	}
+	o.TypeSchemas[reflect.TypeFor[scheduleValue]()] = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "object"}},
+	}}
+	return o
+}()
 
 // schemaFor returns the JSON Schema of T (github.com/google/jsonschema-go):
 // a struct's fields are its properties, required unless omitempty, with
@@ -301,7 +335,7 @@ func notFoundHint(tool string) string {
 		return "Call seq_list for the stored sequences"
 	case "seq_call":
 		return "Call seq_list for the group names (each group of a stored sequence can be called)"
-	case "seq_status", "seq_cancel", "seq_retry":
+	case "seq_status", "seq_cancel", "seq_retry", "seq_signal":
 		return "Check the run_id: it is the one seq_run returned"
 	}
 	return ""

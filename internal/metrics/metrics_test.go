@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -112,8 +113,14 @@ func TestInstrumentNames(t *testing.T) {
 
 // TestPendingIsCached: however often /metrics is scraped, the SEQ_RUNS
 // consumer is asked at most once per PendingMaxAge; a failed read is not
-// retried before then either, and reports nothing.
+// retried before then either, and reports nothing. The scrapes go through
+// an httptest recorder, so the test runs in a synctest bubble and
+// PendingMaxAge passes on its fake clock, not the wall clock.
 func TestPendingIsCached(t *testing.T) {
+	synctest.Test(t, testPendingIsCached)
+}
+
+func testPendingIsCached(t *testing.T) {
 	mp, get := scrape(t)
 	var reads atomic.Int64
 	fail := atomic.Bool{}
@@ -137,11 +144,13 @@ func TestPendingIsCached(t *testing.T) {
 	if n := reads.Load(); n != 1 {
 		t.Errorf("20 scrapes read the consumer %d times; want 1 (cached for %v)", n, metrics.PendingMaxAge)
 	}
-	if testing.Short() {
-		return
-	}
 	fail.Store(true)
-	time.Sleep(metrics.PendingMaxAge + 100*time.Millisecond)
+	time.Sleep(metrics.PendingMaxAge - time.Millisecond)
+	wantLines(t, get(), `skillbus_seq_runs_pending{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version=""} 10`)
+	if n := reads.Load(); n != 1 {
+		t.Errorf("a scrape 1 ms before PendingMaxAge read the consumer again (%d reads); want the cached value", n)
+	}
+	time.Sleep(time.Millisecond)
 	for range 5 {
 		if text := get(); strings.Contains(text, "skillbus_seq_runs_pending{") {
 			t.Errorf("a failed read still reports a pending count:\n%s", text)

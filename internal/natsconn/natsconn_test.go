@@ -298,14 +298,29 @@ func TestReconnectDelay(t *testing.T) {
 
 // syncBuf is a log buffer shared by the connection's callbacks and the test.
 type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu      sync.Mutex // mu guards b and written
+	b       strings.Builder
+	written chan struct{} // closed by the next Write; nil until waitLog asks
 }
 
 func (s *syncBuf) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// changed returns the text so far and a channel closed by the next Write.
+func (s *syncBuf) changed() (string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{})
+	}
+	return s.b.String(), s.written
 }
 
 func (s *syncBuf) String() string {
@@ -314,14 +329,17 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
+// waitLog waits until the log holds want, woken by each line written.
 func waitLog(t *testing.T, log *syncBuf, want string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute) // generous: a loaded machine
-	for !strings.Contains(log.String(), want) {
-		if time.Now().After(deadline) {
+	timeout := time.NewTimer(time.Minute) // generous: a loaded machine
+	defer timeout.Stop()
+	for text, next := log.changed(); !strings.Contains(text, want); text, next = log.changed() {
+		select {
+		case <-next:
+		case <-timeout.C:
 			t.Fatalf("no %q in the log:\n%s", want, log.String())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -364,7 +382,7 @@ func TestDialWaitsThenReconnects(t *testing.T) {
 	s.Shutdown()
 	s.WaitForShutdown()
 	waitLog(t, &log, `msg="NATS disconnected; reconnecting"`)
-	time.Sleep(700 * time.Millisecond) // several reconnect attempts fail
+	time.Sleep(700 * time.Millisecond) // the behaviour: an outage long enough for several reconnect attempts to fail
 	startServer(t, port, nil)
 	waitLog(t, &log, `msg="NATS reconnected"`)
 	if err := conn.WaitConnected(ctx); err != nil {

@@ -33,30 +33,44 @@ func permServer(t *testing.T) *server.Server {
 
 // collected gathers errors from a callback.
 type collected struct {
-	mu   sync.Mutex
-	errs []*natsconn.PermissionError
+	mu    sync.Mutex // mu guards errs and added
+	errs  []*natsconn.PermissionError
+	added chan struct{} // closed by the next add; nil until wait asks
 }
 
 func (c *collected) add(e *natsconn.PermissionError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.errs = append(c.errs, e)
+	if c.added != nil {
+		close(c.added)
+		c.added = nil
+	}
 }
 
+// wait waits until ok holds for the errors gathered, woken by each add.
 func (c *collected) wait(t *testing.T, what string, ok func([]*natsconn.PermissionError) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
 	for {
 		c.mu.Lock()
 		done := ok(c.errs)
+		if c.added == nil {
+			c.added = make(chan struct{})
+		}
+		next := c.added
 		c.mu.Unlock()
 		if done {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-next:
+		case <-timeout.C:
+			c.mu.Lock()
+			defer c.mu.Unlock()
 			t.Fatalf("%s: not within 10 s (got %v)", what, c.errs)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -71,10 +85,17 @@ func TestPermissionWatch(t *testing.T) {
 	srv := permServer(t)
 	var prevMu sync.Mutex
 	var prevErrs []string
+	afterClose := make(chan struct{}, 1) // the previous handler saw denied.after
 	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("u", "p"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		prevMu.Lock()
 		prevErrs = append(prevErrs, err.Error())
 		prevMu.Unlock()
+		if strings.Contains(err.Error(), "denied.after") {
+			select {
+			case afterClose <- struct{}{}:
+			default:
+			}
+		}
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -152,20 +173,12 @@ func TestPermissionWatch(t *testing.T) {
 	before := len(un.errs)
 	_ = nc.Publish("denied.after", nil)
 	_ = nc.Flush()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		prevMu.Lock()
-		got := strings.Contains(strings.Join(prevErrs, "\n"), "denied.after")
-		prevMu.Unlock()
-		if got || time.Now().After(deadline) {
-			if !got {
-				t.Errorf("after Close the previous handler did not get the violation")
-			}
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-afterClose:
+	case <-time.After(10 * time.Second):
+		t.Errorf("after Close the previous handler did not get the violation")
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // a window for a report the closed watch must not make
 	un.mu.Lock()
 	if len(un.errs) != before {
 		t.Errorf("after Close the watch still reports violations")

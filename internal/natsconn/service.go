@@ -34,6 +34,20 @@ func ReconnectDelay(attempts int) time.Duration {
 	return d - d/5 + time.Duration(rand.Int64N(int64(2*d/5)+1))
 }
 
+// Dead-link detection of Dial: a PING every PingInterval, and the
+// connection is taken for dead (and reconnected elsewhere) when
+// MaxPingsOutstanding of them go unanswered — 4 to 6 s after a silent
+// failure of the server or of the network to it (a partition, a frozen
+// node), where nats.go's defaults (2 minutes, 2) take 4 to 6 minutes. It
+// must stay under the 8 s a tool call waits for a silent provider (3 s
+// of silence and the 5 s lost grace, docs/tools.md, "Keep-alives"): a
+// provider or seqworker whose node is cut off reconnects to another one
+// in time for the call sent again to reach it (RELIABILITY.md).
+const (
+	PingInterval        = 2 * time.Second
+	MaxPingsOutstanding = 2
+)
+
 // unreachableLogEvery is how often Dial repeats its "waiting for NATS"
 // line while a server stays unreachable (the first failure is logged at
 // once).
@@ -68,7 +82,8 @@ type Conn struct {
 //     the last error (again every 15 s).
 //   - A lost connection reconnects for ever (nats.MaxReconnects(-1)) with
 //     the back-off of ReconnectDelay; disconnects, reconnects and lame duck
-//     notices are logged.
+//     notices are logged. A silent one is found dead within 4 to 6 s
+//     (PingInterval, MaxPingsOutstanding).
 //   - The connection can still close for good: nats.go gives up when a
 //     server refuses the credentials twice in a row, and a server may
 //     close a client. Lost is closed then, with the reason logged, so the
@@ -91,6 +106,8 @@ func Dial(c *Config, name string, log *slog.Logger, opts ...nats.Option) (*Conn,
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(ReconnectDelay),
+		nats.PingInterval(PingInterval),
+		nats.MaxPingsOutstanding(MaxPingsOutstanding),
 		nats.ConnectHandler(conn.onConnect),
 		nats.ReconnectHandler(conn.onReconnect),
 		nats.DisconnectErrHandler(conn.onDisconnect),

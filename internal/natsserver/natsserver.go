@@ -345,19 +345,24 @@ func StartCluster(n int, name, dir string, ready time.Duration) ([]*Server, erro
 	}
 	deadline := time.Now().Add(ready)
 	for time.Now().Before(deadline) {
-		if metaLeaderKnown(nodes) {
+		if metaLeaderSeesAll(nodes) {
 			return nodes, nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	ShutdownAll(nodes)
-	return nil, fmt.Errorf("%w: no JetStream meta leader in cluster %q after %s", ErrNotReady, name, ready)
+	return nil, fmt.Errorf("%w: no JetStream meta leader that sees all %d nodes in cluster %q after %s", ErrNotReady, n, name, ready)
 }
 
-func metaLeaderKnown(nodes []*Server) bool {
+// metaLeaderSeesAll reports whether a node is the JetStream meta leader
+// and counts every node as a current peer (online, with JetStream and
+// stats received): only then can it place an asset on all of them (a
+// replicated bucket made before fails with "no suitable peers for
+// placement").
+func metaLeaderSeesAll(nodes []*Server) bool {
 	for _, s := range nodes {
 		if s.srv.JetStreamIsLeader() {
-			return true
+			return len(s.srv.JetStreamClusterPeers()) >= len(nodes)
 		}
 	}
 	return false

@@ -160,7 +160,7 @@ func Check(paths []string, opt CheckOptions) ([]FileReport, error) {
 			defs[e.def.source] = e.def
 		}
 	}
-	_, _, clashes := resolve(defs, nil)
+	_, _, clashes := resolve(defs, nil, storedSeqs{})
 	byDisplay := map[string]*entry{}
 	for _, e := range entries {
 		byDisplay[filepath.ToSlash(e.display)] = e

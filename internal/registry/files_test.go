@@ -193,6 +193,13 @@ func TestMisnamed(t *testing.T) {
 		{"skill.yml", "", "rename it to skill.yaml"},
 		{"README.md", "", ""},
 	}
+	// A backup named on the command line (validate FILE) is told no
+	// rename to its own name ("rename it to flow.seq.yaml~").
+	for _, n := range []string{"flow.seq.yaml~", "flow.seq.yaml.bak"} {
+		if got := misnameProblem(n, []byte("name: f\ngroups: []\n")); !strings.Contains(got, "editor's backup") || strings.Contains(got, "rename it to") {
+			t.Errorf("misnameProblem(%q) = %q; want it to say a backup is ignored, with no rename to its own name", n, got)
+		}
+	}
 	for _, tt := range tests {
 		if !misnameCandidate(tt.name) {
 			if tt.want != "" {

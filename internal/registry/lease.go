@@ -473,7 +473,7 @@ func (r *Registry) treeDiffLocked() []string {
 			fileDefs[rel] = st.good
 		}
 	}
-	skills, seqs, _ := resolve(fileDefs, r.created)
+	skills, seqs, _ := resolve(fileDefs, r.created, r.storedSeqsLocked())
 	found := map[string]string{}
 	for kind, desired := range map[string]map[string]*definition{kindSkill: skills, kindSequence: seqs} {
 		for _, d := range desired {

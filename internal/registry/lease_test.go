@@ -246,7 +246,7 @@ func (e *leaseEnv) settled(t *testing.T, bucket string, quiet time.Duration) uin
 		if time.Now().After(deadline) {
 			t.Fatalf("%s keeps being written (last sequence %d): the registries flap", bucket, seq)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // settling is a span of quiet: read the stream again
 		if s := e.lastSeq(t, bucket); s != seq {
 			seq, since = s, time.Now()
 		}
@@ -284,7 +284,7 @@ func TestLeaseSameTreeOneWriter(t *testing.T) {
 		return ok, v
 	})
 	before := e.settled(t, events.BucketSkills, time.Second)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // the behaviour is an absence: no write in 1.5 s (3 MaxDelays) after settling
 	if after := e.lastSeq(t, events.BucketSkills); after != before {
 		t.Errorf("SKILLS written again after settling (sequence %d -> %d)", before, after)
 	}
@@ -341,7 +341,7 @@ func TestLeaseDifferentTrees(t *testing.T) {
 	// No flapping: the buckets settle on A's tree and stay.
 	before := e.settled(t, events.BucketSkills, time.Second)
 	seqBefore := e.lastSeq(t, events.BucketSequences)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // the behaviour is an absence: no write in 1.5 s (3 MaxDelays) after settling
 	if after := e.lastSeq(t, events.BucketSkills); after != before {
 		t.Errorf("SKILLS written again after settling (sequence %d -> %d): the replicas flap", before, after)
 	}
@@ -542,7 +542,7 @@ func TestLeaseLeftByEarlierRun(t *testing.T) {
 	if _, err := lease.Create(ctx, events.RegistryLeaseKey, stale); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // BusStarted below must be later than the entry on the clock, not only in order
 	r := e.start(t, "", nil)
 	if r.leading.Load() {
 		t.Errorf("a registry took a lease another process holds")
@@ -581,12 +581,12 @@ func TestLeaseLostStopsWriting(t *testing.T) {
 	if _, err := lease.Put(ctx, events.RegistryLeaseKey, other); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the leader steps down", func() (bool, string) {
-		return !a.leading.Load(), "still leading"
+	// leading turns false before the step down is logged (stepDown logs
+	// after stopLeadingLocked), so wait for both.
+	eventually(t, "the leader steps down and logs it", func() (bool, string) {
+		return !a.leading.Load() && strings.Contains(a.log.String(), "no longer holds the lease"),
+			fmt.Sprintf("leading=%v, log:\n%s", a.leading.Load(), a.log)
 	})
-	if !strings.Contains(a.log.String(), "no longer holds the lease") {
-		t.Errorf("no log line for the step down:\n%s", a.log)
-	}
 	skills := e.kv(t, events.BucketSkills)
 	writeFile(t, path, skillMD("s", "v2"))
 	time.Sleep(time.Second) // well past Debounce and MaxDelay

@@ -43,6 +43,11 @@ func misnameProblem(name string, data []byte) string {
 		return ""
 	}
 	ext := strings.ToLower(filepath.Ext(name))
+	if ext != ".yaml" && ext != ".yml" && ext != ".json" {
+		// A backup or copy (flow.seq.yaml~, flow.seq.yaml.bak) named on
+		// the command line: its name has no extension to keep.
+		return "`skillbus run` takes this file as a sequence (it has name and groups), but the registry loads only files named *.seq.json, *.seq.yaml or *.seq.yml, so `skillbus dev` and the registry ignore it (as they should an editor's backup or a copy); give it such a name if it is meant to be loaded"
+	}
 	stem := strings.TrimSuffix(name, filepath.Ext(name))
 	if s, ok := strings.CutSuffix(strings.ToLower(stem), ".seq"); ok {
 		stem = stem[:len(s)]

@@ -44,9 +44,12 @@
 //
 //   - Name clashes are resolved by a documented rule, never by read order:
 //     a skill name belongs to the file whose path sorts first; sequences
-//     created with seq.create come first, then sequence files by path, and
-//     a sequence whose name or any group name is taken is not stored. Each
-//     clash is logged and published (events.OpClash) naming both sources.
+//     created with seq.create come first, then the sequence files stored
+//     as they are, then new or edited ones, each by path, and a sequence
+//     whose name or any group name is taken is not stored (a new file
+//     never drops a stored sequence; an edited file that clashes keeps its
+//     stored version). Each clash is logged and published (events.OpClash)
+//     naming both sources and, for a group, the fix.
 //
 //   - Bucket entries are tagged with their source in the Skillbus-Source
 //     header ("file:<path>" or "seq.create"); entries from files are
@@ -622,7 +625,7 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var warned []*events.RegistryEvent
+	var warned []*events.RegistryEvent // the scan's warning and fixed events
 	var recheck time.Duration
 	now := time.Now()
 	for _, j := range jobs { // in path order
@@ -651,6 +654,7 @@ func (r *Registry) rescan(ctx context.Context, settle bool) ([]string, time.Dura
 		if j.def != nil {
 			if st.problems != nil {
 				r.log.Info("file valid again", "file", rel)
+				warned = append(warned, &events.RegistryEvent{Kind: eventKind(j.def.kind), Op: events.OpFixed, Name: j.def.name, File: rel, At: time.Now().UTC()})
 			}
 			st.good, st.problems = j.def, nil
 			if len(warns) > 0 {
@@ -722,6 +726,18 @@ func (r *Registry) rootGoneLocked(ctx context.Context, err error) ([]string, tim
 	r.log.Warn("definitions directory gone; keeping the stored definitions until it is back", "dir", r.cfg.Dir, "err", err, "files", n)
 	r.publishEvent(ctx, &events.RegistryEvent{Kind: events.KindTree, Op: events.OpWarning, Warnings: []string{msg}, At: time.Now().UTC()})
 	return nil, rootPoll, nil
+}
+
+// storedSeqsLocked is what the bucket holds of the sequence files, for
+// resolve. The caller holds r.mu.
+func (r *Registry) storedSeqsLocked() storedSeqs {
+	sums := map[string]string{}
+	for _, e := range r.stored[kindSequence] {
+		if rel, ok := strings.CutPrefix(e.source, filePrefix); ok {
+			sums[rel] = e.sum
+		}
+	}
+	return storedSeqs{sums: sums, version: func(rel string) *definition { return r.storedVersionLocked(kindSequence, rel) }}
 }
 
 // storedVersionLocked returns the bucket's version of the definition that
@@ -853,7 +869,7 @@ func (r *Registry) applyLocked(ctx context.Context) error {
 			fileDefs[rel] = st.good
 		}
 	}
-	skills, seqs, clashes := resolve(fileDefs, r.created)
+	skills, seqs, clashes := resolve(fileDefs, r.created, r.storedSeqsLocked())
 	current := map[string]bool{}
 	for _, c := range clashes {
 		id := c.String()

@@ -19,14 +19,23 @@ func seqDef(name, src string, groups ...string) *definition {
 	return &definition{kind: kindSequence, name: name, source: src, groups: groups, value: []byte(`{}`), sum: src}
 }
 
+// seqDefSum is seqDef with a sum of its own: another version of the file.
+func seqDefSum(name, src, sum string, groups ...string) *definition {
+	d := seqDef(name, src, groups...)
+	d.sum = src + "@" + sum
+	return d
+}
+
 func TestResolve(t *testing.T) {
 	tests := []struct {
 		name        string
 		files       []*definition
 		created     []*definition
+		stored      []*definition     // what the bucket holds of the files
 		wantSkills  map[string]string // name -> kept source
 		wantSeqs    map[string]string
-		wantClashes []string // "what name kept|other"
+		wantClashes []string            // "what name kept|other"
+		wantGroups  map[string][]string // name -> groups of the version kept
 	}{
 		{
 			name:       "no clash",
@@ -79,9 +88,51 @@ func TestResolve(t *testing.T) {
 				`group name x 1.seq.yaml (sequence "a")|2.seq.yaml (sequence "b")`,
 			},
 		},
+		{
+			name:        "a new file does not take a group from a stored sequence",
+			files:       []*definition{seqDef("two", "b.seq.yaml", "fetch", "post"), seqDef("one", "a.seq.json", "fetch")},
+			stored:      []*definition{seqDef("two", "b.seq.yaml", "fetch", "post")},
+			wantSkills:  map[string]string{},
+			wantSeqs:    map[string]string{"two": "b.seq.yaml"},
+			wantClashes: []string{`group name fetch b.seq.yaml (sequence "two")|a.seq.json (sequence "one")`},
+		},
+		{
+			name:        "a new file does not take a stored sequence's name",
+			files:       []*definition{seqDef("s", "b.seq.yaml", "g2"), seqDef("s", "a.seq.yaml", "g1")},
+			stored:      []*definition{seqDef("s", "b.seq.yaml", "g2")},
+			wantSkills:  map[string]string{},
+			wantSeqs:    map[string]string{"s": "b.seq.yaml"},
+			wantClashes: []string{"sequence name s b.seq.yaml|a.seq.yaml"},
+		},
+		{
+			name: "an edited file that clashes keeps its stored version",
+			// a.seq.yaml stored "one" with group list; its edit adds fetch,
+			// which b.seq.yaml's stored "two" holds.
+			files:       []*definition{seqDefSum("one", "a.seq.yaml", "edit", "list", "fetch"), seqDef("two", "b.seq.yaml", "fetch")},
+			stored:      []*definition{seqDef("one", "a.seq.yaml", "list"), seqDef("two", "b.seq.yaml", "fetch")},
+			wantSkills:  map[string]string{},
+			wantSeqs:    map[string]string{"one": "a.seq.yaml", "two": "b.seq.yaml"},
+			wantClashes: []string{`group name fetch b.seq.yaml (sequence "two")|a.seq.yaml (sequence "one")`},
+			wantGroups:  map[string][]string{"one": {"list"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var stored storedSeqs
+			if tt.stored != nil {
+				stored.sums = map[string]string{}
+				for _, d := range tt.stored {
+					stored.sums[d.source] = d.sum
+				}
+				stored.version = func(rel string) *definition {
+					for _, d := range tt.stored {
+						if d.source == rel {
+							return d
+						}
+					}
+					return nil
+				}
+			}
 			files := map[string]*definition{}
 			for _, d := range tt.files {
 				files[d.source] = d
@@ -90,7 +141,7 @@ func TestResolve(t *testing.T) {
 			for _, d := range tt.created {
 				created[d.name] = d
 			}
-			skills, seqs, clashes := resolve(files, created)
+			skills, seqs, clashes := resolve(files, created, stored)
 			got := func(m map[string]*definition) map[string]string {
 				out := map[string]string{}
 				for n, d := range m {
@@ -103,6 +154,11 @@ func TestResolve(t *testing.T) {
 			}
 			if g := got(seqs); !reflect.DeepEqual(g, tt.wantSeqs) {
 				t.Errorf("sequences = %v; want %v", g, tt.wantSeqs)
+			}
+			for name, groups := range tt.wantGroups {
+				if d := seqs[name]; d == nil || !reflect.DeepEqual(d.groups, groups) {
+					t.Errorf("sequence %s kept = %+v; want the version with groups %v", name, d, groups)
+				}
 			}
 			var gc []string
 			for _, c := range clashes {

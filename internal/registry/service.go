@@ -350,7 +350,10 @@ func (r *Registry) seqList(ctx context.Context, data []byte) (any, error) {
 			TimeZone  string            `json:"timezone"`
 			Signature map[string]string `json:"signature"`
 		}
-		_ = json.Unmarshal(d.value, &head)
+		_ = json.Unmarshal(d.value, &head) // a list of schedule entries leaves Schedule empty: entriesSummary
+		if head.Schedule == "" {
+			head.Schedule = entriesSummary(d.value)
+		}
 		if head.Signature == nil {
 			head.Signature = map[string]string{}
 		}
@@ -503,4 +506,34 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// entriesSummary describes the list form of a stored sequence's schedule
+// in one line for the sequence list ("berlin: 0 0 9 * * MON-FRI
+// Europe/Berlin; ops: @every 6h0m0s"); "" for none (docs/sequences.md,
+// "Schedule entries").
+func entriesSummary(value []byte) string {
+	var v struct {
+		Schedule []struct {
+			Name     string `json:"name"`
+			Cron     string `json:"cron"`
+			Every    string `json:"every"`
+			TimeZone string `json:"timezone"`
+		} `json:"schedule"`
+	}
+	if json.Unmarshal(value, &v) != nil || len(v.Schedule) == 0 {
+		return ""
+	}
+	parts := make([]string, len(v.Schedule))
+	for i, e := range v.Schedule {
+		p := e.Cron
+		if p == "" {
+			p = "@every " + e.Every
+		}
+		if e.TimeZone != "" {
+			p += " " + e.TimeZone
+		}
+		parts[i] = e.Name + ": " + p
+	}
+	return strings.Join(parts, "; ")
 }

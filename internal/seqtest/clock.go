@@ -180,3 +180,27 @@ var blockedStates = map[string]bool{
 	"sync.RWMutex.Lock": true, "sync.RWMutex.RLock": true, "sync.Cond.Wait": true,
 	"chan receive (nil chan)": true, "chan send (nil chan)": true,
 }
+
+// jump moves the time forward to t (the time a wait ends, between two runs
+// of the engine) and fires every timer due by then, in time order.
+func (v *vclock) jump(t time.Time) {
+	for {
+		v.mu.Lock()
+		due := false
+		for _, x := range v.timers {
+			if !x.at.After(t) {
+				due = true
+			}
+		}
+		v.mu.Unlock()
+		if !due {
+			break
+		}
+		v.advance()
+	}
+	v.mu.Lock()
+	if t.After(v.now) {
+		v.now = t
+	}
+	v.mu.Unlock()
+}

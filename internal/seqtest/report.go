@@ -7,6 +7,13 @@ import (
 	"strings"
 )
 
+// Kinds of test file (Result.Kind): a sequence's NAME.test.yaml
+// (internal/seqtest) or a skill's skill.test.yaml (internal/skilltest).
+const (
+	KindSequence = ""
+	KindSkill    = "skill"
+)
+
 // Summary is the machine form of a whole `skillbus test` (-o json).
 type Summary struct {
 	Results []Result `json:"results"`
@@ -27,14 +34,19 @@ func (s *Summary) Add(r Result) {
 }
 
 // WriteFailure prints one failing case: its failures (expected and actual)
-// and the run's trace.
+// and the run's trace (for a skill test, the assembly: each skill's
+// outcome and reasons, the tool surface).
 func WriteFailure(w io.Writer, r Result) {
 	fmt.Fprintf(w, "--- FAIL: %s:%d: %s\n", r.File, r.Line, r.Case)
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "  %s\n", f)
 	}
 	if len(r.Trace) > 0 {
-		fmt.Fprintf(w, "  trace (virtual time):\n")
+		title := "trace (virtual time)"
+		if r.Kind == KindSkill {
+			title = "assembly"
+		}
+		fmt.Fprintf(w, "  %s:\n", title)
 		for _, t := range r.Trace {
 			fmt.Fprintf(w, "    %s\n", t)
 		}

@@ -2,6 +2,7 @@ package seqtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,17 +318,73 @@ cases:
 	}
 }
 
-func TestLintWarnsOfUncalledMock(t *testing.T) {
-	dir := t.TempDir()
-	_ = os.WriteFile(filepath.Join(dir, "x.seq.yaml"), []byte(testSeq), 0o644)
-	p := filepath.Join(dir, "x.test.yaml")
-	_ = os.WriteFile(p, []byte("cases:\n  - name: a\n    mocks:\n      gh.info: {result: {}}\n      gh.infos: {result: {}}\n"), 0o644)
-	f, err := Load(p)
+// TestTraceInEngineOrder: the trace of a failing case lists what happened
+// at one virtual time in the engine's order, the same every run: a
+// group's calls by their place in the group (a for_each call's items by
+// $index), then the group's end, then the next group's calls.
+func TestTraceInEngineOrder(t *testing.T) {
+	s, err := seq.ParseYAML([]byte(`
+name: order
+groups:
+  - name: first
+    in: {}
+    out: {a: object, b: object, c: object, d: object}
+    parallel: true
+    tools:
+      - {tool: t.d, as: d}
+      - {tool: t.c, as: c}
+      - {tool: t.b, as: b}
+      - {tool: t.a, as: a}
+  - name: second
+    in: {ns: array<integer>}
+    out: {each: array}
+    tools:
+      - tool: t.each
+        for_each: $args.ns
+        max_parallel: 12
+        args: {n: $item}
+        as: each
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := Lint(f)
-	if err != nil || len(ws) != 1 || ws[0].Line != 5 || !strings.Contains(ws[0].Message, `"gh.infos"`) {
-		t.Fatalf("Lint = %+v, %v; want one warning at line 5 about gh.infos", ws, err)
+	f, err := ParseFile("o.test.yaml", []byte(`
+sequence: o.seq.yaml
+cases:
+  - name: fails on purpose
+    args: {ns: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}
+    mocks:
+      t.a: {result: 1}
+      t.b: {result: 2}
+      t.c: {result: 3}
+      t.d: {result: 4}
+      t.each: {result: 0}
+    expect:
+      status: failed
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, tl := range []string{"t.d", "t.c", "t.b", "t.a"} {
+		want = append(want, "call "+tl+" {} → ")
+	}
+	want = append(want, `group "first" succeeded`)
+	for i := 1; i <= 12; i++ {
+		want = append(want, fmt.Sprintf(`call t.each {"n":%d} → 0`, i))
+	}
+	want = append(want, `group "second" succeeded`, "run succeeded")
+	// The run that fails on purpose: its t.a..t.d calls and the items are
+	// made at once (virtual time 0), so only the engine's order decides.
+	for n := range 30 {
+		r := RunCase(context.Background(), s, &f.Cases[0])
+		if r.Passed || len(r.Trace) != len(want) {
+			t.Fatalf("run %d: passed %v, trace\n%s\nwant %d lines", n, r.Passed, strings.Join(r.Trace, "\n"), len(want))
+		}
+		for i, line := range r.Trace {
+			if !strings.Contains(line, want[i]) {
+				t.Fatalf("run %d: trace line %d = %q; want it to hold %q; trace\n%s", n, i+1, line, want[i], strings.Join(r.Trace, "\n"))
+			}
+		}
 	}
 }

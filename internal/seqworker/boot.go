@@ -19,10 +19,16 @@ import (
 // retried until the cluster answers; it is created here only when it is
 // missing (deleted by hand since, or provisioning was left to this call).
 func (w *Worker) startBoot(ctx context.Context) error {
-	cons, err := w.js.Consumer(ctx, events.StreamEvents, events.ConsumerSeqworkerBoot)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cons, err = w.js.CreateOrUpdateConsumer(ctx, events.StreamEvents, events.BootConsumerConfig(w.cfg.Provision))
-	}
+	var cons jetstream.Consumer
+	// Tried again while it fails for a passing reason, as Start's other
+	// lookups are.
+	err := w.persist(ctx, "start: look up consumer "+events.ConsumerSeqworkerBoot, func(c context.Context) (err error) {
+		cons, err = w.js.Consumer(c, events.StreamEvents, events.ConsumerSeqworkerBoot)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			cons, err = w.js.CreateOrUpdateConsumer(c, events.StreamEvents, events.BootConsumerConfig(w.cfg.Provision))
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("seqworker: consumer %s on %s: %w", events.ConsumerSeqworkerBoot, events.StreamEvents, err)
 	}
@@ -112,7 +118,10 @@ func (w *Worker) enqueueOnce(ctx context.Context, req *events.RunRequest) (exist
 	now := time.Now().UTC()
 	digest := events.RequestDigest(req)
 	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusQueued, Trigger: trigger(req), Request: digest,
-		Args: req.Args, Inline: req.Inline, Agent: req.Agent, BootID: req.BootID, CreatedAt: now, UpdatedAt: now}
+		Args: req.Args, Inline: req.Inline, Agent: req.Agent, BootID: req.BootID, CreatedAt: now, UpdatedAt: now, ScheduleEntry: req.ScheduleEntry}
+	if req.ScheduleEntry != "" {
+		st.ScheduledAt = req.RequestedAt
+	}
 	if len(req.Inline) > 0 && st.Sequence == "" {
 		if s, err := seq.Decode(req.Inline); err == nil {
 			st.Sequence, st.Groups = s.Name, len(s.Groups)

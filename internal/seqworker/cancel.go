@@ -23,6 +23,8 @@ import (
 //     also meets the recorded cancel at its next state write) cancels the
 //     run's context and stores it as cancelled. The reply is the state
 //     with the cancel recorded and the status still running;
+//   - a waiting run (docs/runs.md, "Waiting runs") is held by no worker:
+//     it is cancelled here and now, and its timer removed;
 //   - a cancelled run is answered with its state (idempotent);
 //   - a succeeded or failed run is a 409.
 func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
@@ -33,62 +35,85 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	st, cur, err := w.recordCancel(ctx, in.RunID, in.By, in.Reason)
+	switch {
+	case err != nil:
+		_ = req.Error("503", err.Error(), nil)
+	case cur == nil:
+		_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", in.RunID, events.BucketRuns), nil)
+	case st == nil && cur.Status == events.StatusCancelled:
+		w.respond(req, cur)
+	case st == nil:
+		_ = req.Error("409", fmt.Sprintf("run %q already finished: %s at %s; only a queued, running, waiting or interrupted run can be cancelled",
+			in.RunID, cur.Status, cur.FinishedAt.Format(time.RFC3339)), nil)
+	default:
+		w.log.Info("run cancel requested", "run", in.RunID, "status", st.Status, "holder", cur.Worker, "by", in.By)
+		w.respond(req, st)
+	}
+}
+
+// recordCancel cancels run runID for seq.cancel (serveCancel) and for a
+// schedule entry's overlap cancel_other (cancelForTick) alike, with the
+// rules serveCancel states: a run whose holder beats gets the cancel
+// recorded (by, reason, now) and a cancelling event, and its holder stops
+// it; any other unfinished run is cancelled here — a finished event, its
+// entry told (entryRunEnded), and a waiting run's wait ended and its timer
+// removed. A lost compare-and-set is retried (5 times).
+//
+// It returns the state written and the state it replaced; the first is
+// nil when nothing was written: the second is then nil for no such run, or
+// the state of a run that had finished already. Errors: reading or writing RUNS (a state
+// too large to record the cancel with its results is written without
+// them), or a run that changed too often.
+func (w *Worker) recordCancel(ctx context.Context, runID, by, reason string) (*events.RunState, *events.RunState, error) {
 	for range 5 {
-		cur, rev, err := w.readState(ctx, in.RunID)
-		switch {
-		case err != nil:
-			_ = req.Error("503", err.Error(), nil)
-			return
-		case cur == nil:
-			_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", in.RunID, events.BucketRuns), nil)
-			return
-		case cur.Status == events.StatusCancelled:
-			w.respond(req, cur)
-			return
-		case events.Finished(cur.Status):
-			_ = req.Error("409", fmt.Sprintf("run %q already finished: %s at %s; only a queued, running or interrupted run can be cancelled",
-				in.RunID, cur.Status, cur.FinishedAt.Format(time.RFC3339)), nil)
-			return
+		cur, rev, err := w.readState(ctx, runID)
+		if err != nil || cur == nil || events.Finished(cur.Status) {
+			return nil, cur, err
 		}
 		now := time.Now().UTC()
-		st := *cur
-		if st.Cancel == nil {
-			st.Cancel = &events.CancelInfo{By: in.By, Reason: in.Reason, At: now}
+		next := *cur
+		if next.Cancel == nil {
+			next.Cancel = &events.CancelInfo{By: by, Reason: reason, At: now}
 		}
 		held := cur.Status == events.StatusRunning && now.Sub(cur.Heartbeat) < 2*w.ackWaitNow()
 		if !held {
-			st.Status, st.FinishedAt, st.UpdatedAt, st.Error = events.StatusCancelled, now, now, cancelText(st.Cancel)
+			next.Status, next.FinishedAt, next.UpdatedAt, next.Error = events.StatusCancelled, now, now, cancelText(next.Cancel)
+			if cur.Status == events.StatusWaiting {
+				endWaitOnCancel(&next)
+			}
 		}
-		_, err = w.writeState(ctx, &st, rev)
+		_, err = w.writeState(ctx, &next, rev)
 		if errors.Is(err, errStateTooLarge) {
 			// Recording a cancel never needs the big state: a state that
 			// left no room for it (written before the reserve of
 			// toolarge.go) is recorded without the groups' results.
-			small := st
+			small := next
 			small.Result, small.Slots = nil, nil
 			small.Error = clip(small.Error, maxFinalError) + " (the groups' results were too large to store with the cancel)"
 			_, err = w.writeState(ctx, &small, rev)
-			st = small
+			next = small
 		}
 		if errors.Is(err, errConflict) {
 			continue // the holder wrote meanwhile: look again
 		}
 		if err != nil {
-			_ = req.Error("503", "record the cancel: "+err.Error(), nil)
-			return
+			return nil, cur, fmt.Errorf("record the cancel: %w", err)
 		}
-		ev := &events.RunEvent{RunID: in.RunID, Kind: events.RunCancelling, Sequence: st.Sequence, Status: st.Status, Worker: cur.Worker,
-			By: st.Cancel.By, Reason: st.Cancel.Reason, Group: st.FinishedGroups, Groups: st.Groups}
-		w.emit(ctx, ev)
+		w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunCancelling, Sequence: next.Sequence, Status: next.Status, Worker: cur.Worker,
+			By: next.Cancel.By, Reason: next.Cancel.Reason, Group: next.FinishedGroups, Groups: next.Groups})
 		if !held {
-			w.emit(ctx, &events.RunEvent{RunID: in.RunID, Kind: events.RunFinished, Sequence: st.Sequence, Status: events.StatusCancelled,
-				Error: st.Error, By: st.Cancel.By, Reason: st.Cancel.Reason, Group: st.FinishedGroups, Groups: st.Groups})
+			w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunFinished, Sequence: next.Sequence, Status: events.StatusCancelled,
+				Error: next.Error, By: next.Cancel.By, Reason: next.Cancel.Reason, Group: next.FinishedGroups, Groups: next.Groups})
+			w.entryRunEnded(ctx, &next) // a queued tick: its entry goes on (entries.go)
 		}
-		w.log.Info("run cancel requested", "run", in.RunID, "status", st.Status, "holder", cur.Worker, "by", in.By)
-		w.respond(req, &st)
-		return
+		if cur.Status == events.StatusWaiting {
+			w.purgeTimer(ctx, runID) // wait.go: no worker holds it, so the cancel ends it here
+			w.waitEvent(ctx, "cancelled")
+		}
+		return &next, cur, nil
 	}
-	_ = req.Error("503", fmt.Sprintf("run %q changed too often while cancelling it; retry", in.RunID), nil)
+	return nil, nil, fmt.Errorf("run %q changed too often while cancelling it; retry", runID)
 }
 
 // serveRerun is skillbus.seq.rerun (events.SeqRerunRequest →

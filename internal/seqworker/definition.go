@@ -149,6 +149,9 @@ func (w *Worker) saveDefinition(ctx context.Context, def *definition) error {
 			ds.mu.Unlock()
 			return nil
 		}
+		if def.raw == nil {
+			return nil // read back from its copy (definitionFor): nothing to write, and never an empty copy
+		}
 		if _, err := w.slots.PutBytes(octx, def.ref.Object, def.raw); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package seqworker
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -18,6 +19,7 @@ import (
 // json.Marshal refuses (a time outside years 0–9999): the caller then
 // uses json.Marshal, which returns the error.
 func appendGroupJSON(dst []byte, g *seq.GroupResult) (_ []byte, ok bool) {
+	ok = true
 	dst = append(dst, `{"name":`...)
 	dst = jsonenc.AppendString(dst, g.Name)
 	dst = append(dst, `,"status":`...)
@@ -74,11 +76,59 @@ func appendGroupJSON(dst []byte, g *seq.GroupResult) (_ []byte, ok bool) {
 				dst = append(dst, `,"for_each":`...)
 				dst = append(dst, b...)
 			}
+			if dst, ok = appendSentArgs(dst, &c.SentArgs); !ok {
+				return dst, false
+			}
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
 	}
+	if g.ReusedFrom != "" {
+		dst = append(dst, `,"reused_from":`...)
+		dst = jsonenc.AppendString(dst, g.ReusedFrom)
+	}
+	if g.Wait != nil { // a wait_for group: rare, and json.Marshal's bytes
+		b, err := json.Marshal(g.Wait)
+		if err != nil {
+			return dst, false
+		}
+		dst = append(dst, `,"wait":`...)
+		dst = append(dst, b...)
+	}
 	return append(dst, '}'), true
+}
+
+// appendSentArgs appends the members of a call's seq.SentArgs as
+// json.Marshal writes them: the arguments compact, with <, >, & and
+// U+2028/U+2029 escaped (json.Marshal's own bytes then, as those are
+// rare). ok is false when a.Args is not valid JSON.
+func appendSentArgs(dst []byte, a *seq.SentArgs) (_ []byte, ok bool) {
+	if len(a.Args) > 0 {
+		dst = append(dst, `,"args":`...)
+		if bytes.ContainsAny(a.Args, "<>&\u2028\u2029") {
+			b, err := json.Marshal(a.Args)
+			if err != nil {
+				return dst, false
+			}
+			dst = append(dst, b...)
+		} else {
+			buf := bytes.NewBuffer(dst)
+			if err := json.Compact(buf, a.Args); err != nil {
+				return dst, false
+			}
+			dst = buf.Bytes()
+		}
+	}
+	if c := a.ArgsClipped; c != nil {
+		dst = append(dst, `,"args_clipped":{"size":`...)
+		dst = strconv.AppendInt(dst, int64(c.Size), 10)
+		if c.Head != "" {
+			dst = append(dst, `,"head":`...)
+			dst = jsonenc.AppendString(dst, c.Head)
+		}
+		dst = append(dst, '}')
+	}
+	return dst, true
 }
 
 // marshalGroup returns the JSON of g (json.Marshal's bytes).

@@ -34,7 +34,7 @@ func checkGroupJSON(t *testing.T, g *seq.GroupResult) {
 
 func TestAppendGroupJSONMatchesMarshal(t *testing.T) {
 	for _, s := range tricky {
-		checkGroupJSON(t, &seq.GroupResult{Name: s, Status: seq.GroupStatus(s), Reason: s, Error: s,
+		checkGroupJSON(t, &seq.GroupResult{Name: s, Status: seq.GroupStatus(s), Reason: s, Error: s, ReusedFrom: s,
 			Calls: []seq.CallResult{{Tool: s, As: s, Status: seq.CallStatus(s), Error: s}}})
 	}
 	for _, g := range []*seq.GroupResult{
@@ -46,6 +46,13 @@ func TestAppendGroupJSONMatchesMarshal(t *testing.T) {
 		{Name: "g", Calls: []seq.CallResult{{Tool: "t", Attempts: -1, Duration: seq.Duration(time.Duration(1<<63 - 1))}, {Tool: "u", Attempts: 1 << 40}}},
 		{Name: "g", Calls: []seq.CallResult{{Tool: "t", Status: seq.CallFailed, Error: "item 1 of 3: <b>", ForEach: &seq.FanOut{Items: 3, MaxParallel: 3, Succeeded: 2, Failed: 1, FailedItems: []int{1},
 			Details: []seq.ItemResult{{Index: 1, Status: seq.CallFailed, Attempts: 2, Duration: seq.Duration(time.Millisecond), Error: "a \"b\" <c> \u2028"}}}}, {Tool: "u", ForEach: &seq.FanOut{}}}},
+		{Name: "g", Calls: []seq.CallResult{{Tool: "t", SentArgs: seq.SentArgs{Args: json.RawMessage(`{"a":[1,"x"],"b":{"c":null}}`)}},
+			{Tool: "u", SentArgs: seq.SentArgs{Args: json.RawMessage(`{ "html": "<b>&amp;</b>", "sep": "\u2028  " }`)}},
+			{Tool: "v", SentArgs: seq.SentArgs{ArgsClipped: &seq.ClippedArgs{Size: 4000, Head: `{"text":"<é` + "\u2028"}}}, {Tool: "v", SentArgs: seq.SentArgs{ArgsClipped: &seq.ClippedArgs{Size: 30}}},
+			{Tool: "w", SentArgs: seq.SentArgs{Args: json.RawMessage(`{"bad":`)}}, // json.Marshal refuses it
+			{Tool: "x", ForEach: &seq.FanOut{Items: 1, Failed: 1, Details: []seq.ItemResult{{Index: 0, Status: seq.CallFailed, SentArgs: seq.SentArgs{Args: json.RawMessage(`{"i":0}`)}}}}}}},
+		{Name: "w", Status: seq.GroupWaiting, Calls: []seq.CallResult{}, Wait: &seq.Wait{Kind: seq.WaitSignal, Signal: "approve", Out: seq.Signature{"ok": "bool"},
+			Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Deadline: time.Date(2026, 1, 3, 3, 4, 5, 0, time.UTC), Outcome: seq.WaitRejected, By: "<ann>", Reason: "no \u2028"}},
 	} {
 		checkGroupJSON(t, g)
 	}
@@ -57,8 +64,16 @@ func TestAppendGroupJSONMatchesMarshal(t *testing.T) {
 			g.Started = time.Unix(rnd.Int64N(4e9), rnd.Int64N(1e9)).UTC()
 		}
 		for range rnd.IntN(10) {
-			g.Calls = append(g.Calls, seq.CallResult{Tool: pick(), As: pick(), Status: seq.CallStatus(pick()), Attempts: rnd.IntN(5),
-				Duration: seq.Duration(rnd.Int64N(1e10)), Error: pick()})
+			c := seq.CallResult{Tool: pick(), As: pick(), Status: seq.CallStatus(pick()), Attempts: rnd.IntN(5),
+				Duration: seq.Duration(rnd.Int64N(1e10)), Error: pick()}
+			switch rnd.IntN(3) {
+			case 1:
+				v, _ := json.Marshal(map[string]string{pick(): pick()})
+				c.Args = v
+			case 2:
+				c.ArgsClipped = &seq.ClippedArgs{Size: rnd.IntN(1e5), Head: pick()}
+			}
+			g.Calls = append(g.Calls, c)
 		}
 		checkGroupJSON(t, g)
 	}

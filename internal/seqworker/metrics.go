@@ -54,6 +54,7 @@ func (w *Worker) initMetrics() {
 		m, _ = metrics.NewSeqworker(noop.NewMeterProvider(), metrics.SeqworkerObservers{})
 	}
 	w.met = m
+	w.initWaitMetrics(mp) // wait.go
 	w.caller = meteredCaller{next: w.caller, dur: m.ToolCallDuration, attrs: &w.attrs}
 }
 

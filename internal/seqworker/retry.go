@@ -22,7 +22,8 @@ import (
 
 // serveRetry answers seq.retry (docs/runs.md, "Retry"): a new run that
 // continues a failed or cancelled run from its first group that did not
-// finish. The new run's queued state carries the original's checkpoint —
+// finish, or (From) re-runs a failed, cancelled or succeeded run from an
+// earlier group (retryfrom.go). The new run's queued state carries the original's checkpoint —
 // its finished groups, their slots (large ones by reference to the same
 // objects) and, unless Latest, the definition it ran — so the worker that
 // claims it resumes there as after a failover, and no tool of a finished
@@ -44,12 +45,15 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 	case orig == nil:
 		_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", in.RunID, events.BucketRuns), nil)
 		return
-	case orig.Status != events.StatusFailed && orig.Status != events.StatusCancelled:
-		hint := "wait for it to end, or cancel it first (`skillbus runs cancel`)"
-		if orig.Status == events.StatusSucceeded {
-			hint = "a run that succeeded has nothing to retry; start it again from the start with `skillbus runs rerun`"
+	case orig.Status == events.StatusSucceeded && in.From == "":
+		_ = req.Error("409", "the run is succeeded; without a group to start from only a failed or cancelled run can be retried: a run that succeeded has no group that did not finish; run groups of it again with `skillbus runs retry RUN_ID --from GROUP`, or start it again from the start with `skillbus runs rerun`", nil)
+		return
+	case orig.Status != events.StatusFailed && orig.Status != events.StatusCancelled && orig.Status != events.StatusSucceeded:
+		what := "only a failed or cancelled run can be retried"
+		if in.From != "" {
+			what = "only a failed, cancelled or succeeded run can be retried"
 		}
-		_ = req.Error("409", fmt.Sprintf("the run is %s; only a failed or cancelled run can be retried: %s", orig.Status, hint), nil)
+		_ = req.Error("409", fmt.Sprintf("the run is %s; %s: wait for it to end, or cancel it first (`skillbus runs cancel`)", orig.Status, what), nil)
 		return
 	case orig.Sequence == "" && len(orig.Inline) == 0:
 		_ = req.Error("404", "the run does not record its sequence (stored by an older worker); start it again with `skillbus run`", nil)
@@ -68,6 +72,13 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 	from := 0 // the first group that did not finish
 	for from < len(res.Groups) && res.Groups[from].Status.Finished() {
 		from++
+	}
+	if in.From != "" { // or an earlier one (retryfrom.go)
+		var msg, code string
+		if from, msg, code = retryStart(in.From, w.retryGroupNames(ctx, orig, &res), from); msg != "" {
+			_ = req.Error(code, msg, nil)
+			return
+		}
 	}
 	// A request names a stored sequence or carries an inline one, never
 	// both; the state of an inline run records its name as well, for
@@ -94,10 +105,22 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 	if from > 0 {
 		st.FinishedGroups = from
 		st.Slots, st.SlotRefs = maps.Clone(orig.Slots), maps.Clone(orig.SlotRefs)
+		// The groups from on run again: the slots they wrote in the
+		// original (groups that finished, retried with From) are not
+		// the new run's — it starts with the reused groups' slots only.
+		for k := range w.laterSlots(ctx, orig, &res, from, in.From != "") {
+			delete(st.Slots, k)
+			delete(st.SlotRefs, k)
+		}
 		cp := res
 		cp.Status, cp.Error, cp.Duration = seq.StatusRunning, "", 0
 		cp.Slots = nil // kept in Slots and SlotRefs
 		cp.Groups = slices.Clone(res.Groups)
+		for i := range from {
+			if cp.Groups[i].ReusedFrom == "" { // a retry of a retry names the run that ran it
+				cp.Groups[i].ReusedFrom = in.RunID
+			}
+		}
 		for i := from; i < len(cp.Groups); i++ {
 			g := &cp.Groups[i]
 			calls := make([]seq.CallResult, len(g.Calls))
@@ -114,11 +137,18 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 	rev, err := w.writeState(ctx, st, 0)
 	if errors.Is(err, errConflict) {
 		cur, _, rerr := w.readState(ctx, r.RunID)
-		if rerr == nil && cur != nil && cur.RetryOf == in.RunID && cur.Request == st.Request {
+		if rerr == nil && cur != nil && cur.RetryOf == in.RunID && cur.Request == st.Request && reusedGroups(cur.Result) == from {
 			w.respond(req, &events.SeqRunReply{V: events.Version, RunID: r.RunID, Existing: true})
 			return
 		}
-		_ = req.Error("409", fmt.Sprintf("run id %q was already used for another run; omit the run id to get a new one, or choose an unused one", r.RunID), nil)
+		taken := ""
+		if rerr == nil && cur != nil {
+			taken = ": it is " + cur.Origin()
+			if cur.RetryOf == in.RunID && cur.Request == st.Request {
+				taken += fmt.Sprintf(" starting at group %d, and this retry starts at group %d", reusedGroups(cur.Result)+1, from+1)
+			}
+		}
+		_ = req.Error("409", fmt.Sprintf("run id %q was already used for another run%s; omit the run id to get a new one, or choose an unused one", r.RunID, taken), nil)
 		return
 	}
 	if err != nil {

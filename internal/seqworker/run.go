@@ -41,10 +41,14 @@ type run struct {
 	w       *Worker
 	msg     jetstream.Msg
 	req     *events.RunRequest
-	attempt int
-	log     *slog.Logger
-	cancel  context.CancelCauseFunc
-	ctx     context.Context // the run's context (cancelled with cancel)
+	attempt int // the run's delivery order in RUNS (a resume's goes on from the parked one's)
+	// delivery is this request's own delivery count (the message's
+	// NumDelivered): the MaxDeliver budget. A resume's starts at 1
+	// (docs/runs.md, "Waiting runs").
+	delivery int
+	log      *slog.Logger
+	cancel   context.CancelCauseFunc
+	ctx      context.Context // the run's context (cancelled with cancel)
 
 	// mu guards st, rev and refs.
 	mu   sync.Mutex
@@ -90,6 +94,11 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 		_ = msg.TermWithReason(clip(err.Error(), 200))
 		return err
 	}
+	// A resume continues a tick already admitted (its entry's overlap
+	// policy counted it when it started), so it is no new tick.
+	if req.Resume == nil && (req.Trigger == events.TriggerSchedule || req.ScheduleEntry != "") && !w.admitDelivery(ctx, msg, req) {
+		return nil // skipped, buffered, dropped or delayed for its jitter (entries.go)
+	}
 	w.noteDelivery(ctx, req, attempt)
 	if attempt > 1 {
 		w.followSoon() // its ack wait may have changed (follow.go)
@@ -99,7 +108,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 	// request to another worker.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{w: w, msg: msg, req: req, attempt: attempt, log: log, cancel: cancel, ctx: rctx}
+	r := &run{w: w, msg: msg, req: req, attempt: attempt, delivery: attempt, log: log, cancel: cancel, ctx: rctx}
 	w.beatStart(r)
 	defer w.beatStop(r)
 	// The sequence: the catalog's copy, or read from the bucket
@@ -139,7 +148,7 @@ func (w *Worker) processRun(ctx context.Context, msg jetstream.Msg) error {
 			_ = msg.TermWithReason(clip(err.Error(), 200))
 			return err
 		}
-		return w.retry(ctx, msg, req, attempt, err)
+		return w.retry(ctx, msg, req, attempt, r.attempt, err)
 	}
 	if done {
 		return nil
@@ -175,11 +184,12 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 	st := &events.RunState{RunID: req.RunID, Sequence: req.Sequence, Status: events.StatusRunning, Trigger: trigger(req), Worker: w.cfg.WorkerID,
 		Heartbeat: now, Args: req.Args, Inline: req.Inline, Agent: req.Agent, BootID: req.BootID, Request: digest, Attempt: r.attempt,
 		RetryOf: req.RetryOf, CreatedAt: now, StartedAt: now, UpdatedAt: now}
-	if req.Trigger == events.TriggerSchedule {
+	if req.Trigger == events.TriggerSchedule || req.Trigger == events.TriggerManualTick || req.Trigger == events.TriggerBackfill {
 		st.ScheduledAt = req.RequestedAt
 	}
+	st.ScheduleEntry = req.ScheduleEntry
 	hint, _ := strconv.ParseUint(r.msg.Headers().Get(events.HeaderPendingRevision), 10, 64)
-	if r.attempt == 1 && hint == 0 && req.Trigger != events.TriggerSchedule {
+	if r.attempt == 1 && hint == 0 && req.Trigger != events.TriggerSchedule && req.Resume == nil {
 		var rev uint64
 		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
 			rev, err = w.writeState(octx, st, 0)
@@ -196,6 +206,7 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 	var waited time.Time // since when a live holder is waited for
 	var live holderWatch
 	memo, memoRev, known := w.takeQueued(req.RunID, digest)
+	leaderRead := false // a resume's state was read from the RUNS leader
 	for conflicts := 0; conflicts < 3; {
 		var cur *events.RunState
 		var rev uint64
@@ -209,13 +220,47 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 		}); err != nil {
 			return nil, false, fmt.Errorf("read run state: %w", err)
 		}
+		if req.Resume != nil && !leaderRead && (cur == nil || resumable(req, cur) != nil) {
+			// A resume is dropped only on the leader's word: the read
+			// above may come from a replica that lags behind (its node
+			// just restarted) and show the run as it was before it
+			// waited, which would lose the resume for good.
+			leaderRead = true
+			var lcur *events.RunState
+			var lrev uint64
+			err := w.persist(ctx, "read run state from the leader", func(octx context.Context) (err error) {
+				lcur, lrev, err = w.readStateLeader(octx, req.RunID)
+				return err
+			})
+			if err != nil {
+				return nil, false, fmt.Errorf("read run state: %w", err)
+			}
+			if lrev != rev {
+				r.log.Info("a stale read of the run's state; the leader's is newer", "read_revision", rev, "leader_revision", lrev)
+				memo, memoRev, known = lcur, lrev, true
+				continue
+			}
+		}
 		if cur != nil {
+			if err := resumable(req, cur); err != nil { // wait.go
+				r.log.Info("request dropped", "why", err)
+				_ = r.msg.Ack()
+				return nil, true, nil
+			}
+			if req.Resume != nil && cur.Attempt >= r.attempt {
+				// A resume continues the run's deliveries: a later one than
+				// the delivery that parked it.
+				r.attempt = cur.Attempt + r.attempt
+				st.Attempt = r.attempt
+			}
 			switch {
 			case cur.Request != "" && cur.Request != digest:
 				return nil, false, &terminalError{fmt.Errorf("%w: run id %q belongs to another request (sequence %q with other arguments or definition); this request is dropped",
 					errRunIDReused, req.RunID, cur.Sequence)}
 			case events.Finished(cur.Status):
 				_ = r.msg.Ack() // a duplicate, or a redelivery after the ack was lost
+				// A queued tick cancelled: its schedule entry goes on (entries.go).
+				w.entryRunEnded(ctx, cur)
 				return nil, true, nil
 			case cur.Attempt > r.attempt:
 				r.log.Info("stale delivery; a later delivery owns the run", "owner_attempt", cur.Attempt)
@@ -262,9 +307,19 @@ func (r *run) claim(ctx context.Context) (cur *events.RunState, done bool, err e
 			if st.Trigger == events.TriggerManual && cur.Trigger != "" {
 				st.Trigger = cur.Trigger
 			}
+			if st.ScheduleEntry == "" {
+				// A request without the entry (a resume after a wait): the
+				// run stays its entry's, so its end leaves the entry's
+				// current runs (entryRunEnded).
+				st.ScheduleEntry = cur.ScheduleEntry
+			}
 			st.FinishedGroups, st.Groups, st.Slots, st.SlotRefs, st.Result = cur.FinishedGroups, cur.Groups, cur.Slots, cur.SlotRefs, cur.Result
 			st.Definition = cur.Definition // the definition it started with (definition.go)
 			st.RetryOf, st.RetriedBy = cur.RetryOf, cur.RetriedBy
+			st.Resumed = cur.Resumed
+			if req.Resume != nil && cur.Wait != nil {
+				st.Resumed = cur.Wait // this resume's wait (wait.go)
+			}
 		}
 		var nrev uint64
 		err := w.persist(ctx, "store run state", func(octx context.Context) (err error) {
@@ -306,6 +361,12 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 	w, msg, req := r.w, r.msg, r.req
 	if serr == nil {
 		def, serr = r.definitionFor(rctx, cur, def) // definition.go
+	} else if errors.Is(serr, errNoSequence) && cur != nil && cur.Definition != nil && cur.Definition.Object != "" {
+		// The sequence was deleted since the run started (a waiting run,
+		// a resume after a crash): it finishes with the definition it
+		// started with, read back from its copy (docs/runs.md, "The
+		// definition a run uses").
+		def, serr = r.definitionFor(rctx, cur, &definition{})
 	}
 	if serr != nil {
 		if !isTerminal(serr) {
@@ -317,7 +378,7 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 		return serr
 	}
 	s := def.seq
-	if req.Trigger == events.TriggerSchedule && s.Schedule == "" {
+	if req.Trigger == events.TriggerSchedule && !s.Scheduled() {
 		// A tick of a schedule whose sequence lost its schedule: drop the
 		// tick and fix the schedule.
 		r.log.Info("tick of an unscheduled sequence dropped", "sequence", s.Name)
@@ -356,6 +417,26 @@ func (r *run) execute(ctx, rctx context.Context, cur *events.RunState, def *defi
 			Worker: w.cfg.WorkerID, Attempt: r.attempt, Trigger: trigger(req), Agent: req.Agent, BootID: req.BootID})
 	}
 	r.runStarted(ctx, resumedAfter(cur))
+	var ended *events.WaitState // the wait this delivery resumes (wait.go)
+	if cur != nil && req.Resume != nil {
+		ended = cur.Wait
+		if ended == nil && cur.Resumed != nil && cur.FinishedGroups < cur.Resumed.Group {
+			ended = cur.Resumed // a redelivered resume, its wait group not yet stored
+		}
+	}
+	if ended != nil {
+		o, err := waitOutcome(ended) // wait.go
+		if err != nil {
+			w.failRun(ctx, req.RunID, s.Name, r.attempt, err.Error())
+			_ = msg.TermWithReason(clip(err.Error(), 200))
+			return err
+		}
+		opts = append(opts, seq.WithWaitOutcome(o))
+		w.waitEvent(ctx, "resumed")
+		if ended.Signalled != nil {
+			w.purgeTimer(ctx, req.RunID) // the signal came first: its timer is of no use
+		}
+	}
 
 	coder := &resultCoder{}
 	opts = append(opts, seq.WithObserver(seq.ObserverFuncs{Finished: func(ctx context.Context, res *seq.Result, g int) error {
@@ -559,6 +640,8 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		return runErr
 	case res.Status == seq.StatusInterrupted:
 		return r.retry(ctx, runErr)
+	case res.Status == seq.StatusWaiting:
+		return r.park(ctx, s, res, coder) // wait.go
 	}
 	err := r.store(ctx, func(st *events.RunState) error {
 		if ferr := r.fill(ctx, st, res, coder); ferr != nil {
@@ -599,6 +682,7 @@ func (r *run) conclude(ctx context.Context, s *seq.Sequence, res *seq.Result, ru
 		r.log.Warn("ack run request", "err", err)
 	}
 	w.runFinished(ctx, &final)
+	w.entryRunEnded(ctx, &final) // entries.go
 	return nil
 }
 
@@ -697,6 +781,7 @@ func (r *run) finishCancelled(ctx context.Context, res *seq.Result, coder *resul
 	r.w.emit(wctx, ev)
 	_ = r.msg.Ack()
 	r.w.runFinished(ctx, &st)
+	r.w.entryRunEnded(ctx, &st) // entries.go
 }
 
 // cancelText says who cancelled a run and why.
@@ -726,22 +811,23 @@ func (r *run) retry(ctx context.Context, err error) error {
 	}); serr != nil && !errors.Is(serr, errLost) && !errors.Is(serr, errCancelled) {
 		r.log.Debug("record the handed-back run", "err", serr)
 	}
-	return r.w.retry(ctx, r.msg, r.req, r.attempt, err)
+	return r.w.retry(ctx, r.msg, r.req, r.delivery, r.attempt, err)
 }
 
 // retry hands a run back to the queue after a passing failure, with a
-// doubling delay; on the last allowed delivery it records the run as
-// failed instead and terminates it.
-func (w *Worker) retry(ctx context.Context, msg jetstream.Msg, req *events.RunRequest, attempt int, err error) error {
-	if md := w.maxDeliverNow(); md > 0 && attempt >= md {
-		reason := fmt.Sprintf("gave up after %d deliveries: %v", attempt, err)
+// doubling delay; on the last allowed delivery of its request (delivery,
+// the message's own count: a resume's starts again at 1) it records the
+// run as failed instead, at attempt, and terminates it.
+func (w *Worker) retry(ctx context.Context, msg jetstream.Msg, req *events.RunRequest, delivery, attempt int, err error) error {
+	if md := w.maxDeliverNow(); md > 0 && delivery >= md {
+		reason := fmt.Sprintf("gave up after %d deliveries: %v", delivery, err)
 		w.log.Error("run failed", "run", req.RunID, "err", reason)
 		w.failRun(ctx, req.RunID, req.Sequence, attempt, reason)
 		_ = msg.TermWithReason(clip(reason, 200))
 		return err
 	}
-	d := w.cfg.redeliveryDelay(attempt)
-	w.log.Warn("run redelivered later", "run", req.RunID, "attempt", attempt, "delay", d, "err", err)
+	d := w.cfg.redeliveryDelay(delivery)
+	w.log.Warn("run redelivered later", "run", req.RunID, "attempt", attempt, "delivery", delivery, "delay", d, "err", err)
 	_ = msg.NakWithDelay(d)
 	return err
 }
@@ -772,7 +858,11 @@ func decodeRunRequest(msg jetstream.Msg) (*events.RunRequest, string, error) {
 	req := &events.RunRequest{}
 	h := msg.Headers()
 	id := h.Get(jetstream.MsgIDHeader)
-	tick := h.Get(events.HeaderScheduler) != ""
+	resume := h.Get(events.HeaderResume) != "" // a resume's run id is its body's (wait.go)
+	if resume {
+		id = ""
+	}
+	tick := h.Get(events.HeaderScheduler) != "" && !resume
 	if len(id) > events.MaxRunIDLength {
 		return req, "", &terminalError{fmt.Errorf("run request on %s: its %s header is %d bytes long; a run id has at most %d (events.MaxRunIDLength)", msg.Subject(), jetstream.MsgIDHeader, len(id), events.MaxRunIDLength)}
 	}
@@ -788,7 +878,7 @@ func decodeRunRequest(msg jetstream.Msg) (*events.RunRequest, string, error) {
 	}
 	if tick {
 		at := TickTime(h.Get(events.HeaderScheduleNext), h.Get(events.HeaderSchedule), msg)
-		id = TickRunID(req.Sequence, at, msg)
+		id = entryTickRunID(req.Sequence, req.ScheduleEntry, at, msg)
 		req.Trigger, req.RequestedAt = events.TriggerSchedule, at
 	}
 	if id == "" {

@@ -99,32 +99,123 @@ func (w *Worker) reconcileLoop() {
 	}
 }
 
-// reconcileSchedule makes the schedule message on seq.schedule.<name>
-// match the stored sequence: absent when the sequence is gone or has no
-// schedule; else one message, with the sequence's schedule, target
-// seq.run.<name> and the sequence's revision. Replicas agree: the stored
-// value is read again here, a schedule made from a newer revision is never
-// replaced by an older one (the revision header, and a publish that
-// expects the subject's last sequence), and a repeated publish of one
-// revision is dropped by its Nats-Msg-Id. The server itself keeps one
-// schedule per subject: a schedule message is a subject rollup, so the new
-// message replaces the old (checked in the integration tests).
+// reconcileSchedule makes the schedule messages of a sequence match the
+// stored sequence: one per schedule entry (seq.schedule.<name> for the one
+// entry of a single-string schedule, seq.schedule.<name>.<entry> for the
+// entries of a list), none when the sequence is gone or has no schedule;
+// a message of an entry that is gone is purged and the entry's state in
+// SEQ_SCHEDULES deleted (docs/sequences.md, "Schedules").
 func (w *Worker) reconcileSchedule(ctx context.Context, name string) error {
-	subj, err := events.ScheduleSubject(name)
+	base, err := events.ScheduleSubject(name)
 	if err != nil {
 		return err // a name that cannot be a subject token cannot be scheduled
 	}
+	s, _, err := w.cat.get(ctx, name)
+	gone := errors.Is(err, errNoSequence) || (err == nil && !s.Scheduled()) || isTerminal(err)
+	if err != nil && !gone {
+		return err
+	}
+	want := map[string]*seq.ScheduleEntry{} // subject → entry
+	keep := map[string]bool{}               // entry names
+	if !gone {
+		es := s.ScheduleEntries()
+		for i := range es {
+			subj, err := events.ScheduleEntrySubject(name, es[i].Name, s.Schedule != "")
+			if err != nil {
+				return err
+			}
+			want[subj] = &es[i]
+			keep[es[i].Name] = true
+		}
+	}
+	// The schedules there are: the single-string one and the entries'.
+	have := []string{}
+	if _, err := w.stream.GetLastMsgForSubject(ctx, base); err == nil {
+		have = append(have, base)
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("read %s: %w", base, err)
+	}
+	info, err := w.stream.Info(ctx, jetstream.WithSubjectFilter(base+".*"))
+	if err != nil {
+		return fmt.Errorf("list the schedules of %q: %w", name, err)
+	}
+	for subj := range info.State.Subjects {
+		have = append(have, subj)
+	}
+	for _, subj := range have {
+		if want[subj] != nil {
+			continue
+		}
+		if err := w.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return fmt.Errorf("purge %s: %w", subj, err)
+		}
+		w.log.Info("schedule removed", "sequence", name, "subject", subj)
+	}
+	if err := w.dropEntryStates(ctx, name, keep); err != nil {
+		w.log.Warn("state of removed schedule entries not deleted", "sequence", name, "err", err)
+	}
+	for subj, e := range want {
+		if err := w.reconcileEntry(ctx, name, subj, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropEntryStates deletes the SEQ_SCHEDULES keys of a sequence's entries
+// that are not in keep.
+func (w *Worker) dropEntryStates(ctx context.Context, name string, keep map[string]bool) error {
+	kv, err := w.scheduleKV(ctx)
+	if err != nil {
+		return err
+	}
+	prefix := "$KV." + events.BucketSchedules + "." + events.KeyFor(name) + "."
+	st, err := w.js.Stream(ctx, "KV_"+events.BucketSchedules)
+	if err != nil {
+		return err
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+"*"))
+	if err != nil {
+		return err
+	}
+	for subj := range info.State.Subjects {
+		entry := strings.TrimPrefix(subj, prefix)
+		if keep[entry] {
+			continue
+		}
+		key, err := events.ScheduleKey(name, entry)
+		if err != nil {
+			continue
+		}
+		if err := kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		w.log.Info("schedule entry state deleted", "sequence", name, "entry", entry)
+	}
+	return nil
+}
+
+// reconcileEntry makes the schedule message on subj match entry e of the
+// stored sequence name: its pattern, time zone, target seq.run.<name>, a
+// body naming the entry and its arguments, and the sequence's revision.
+// Replicas agree: the stored value is read again here, a schedule made
+// from a newer revision is never replaced by an older one (the revision
+// header, and a publish that expects the subject's last sequence), and a
+// repeated publish of one revision is dropped by its Nats-Msg-Id. The
+// server itself keeps one schedule per subject: a schedule message is a
+// subject rollup, so the new message replaces the old (checked in the
+// integration tests).
+func (w *Worker) reconcileEntry(ctx context.Context, name, subj string, e *seq.ScheduleEntry) error {
 	target, _ := events.RunSubject(name)
+	pattern := schedulePattern(e.Pattern())
 	for range 3 {
 		s, rev, err := w.cat.get(ctx, name)
-		if errors.Is(err, errNoSequence) || (err == nil && s.Schedule == "") || isTerminal(err) {
-			if err := w.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
-				return fmt.Errorf("purge %s: %w", subj, err)
-			}
-			return nil
-		}
 		if err != nil {
 			return err
+		}
+		if cur := s.Entry(e.Name); cur != nil {
+			e = cur
+			pattern = schedulePattern(e.Pattern())
 		}
 		var lastSeq uint64
 		last, err := w.stream.GetLastMsgForSubject(ctx, subj)
@@ -135,48 +226,64 @@ func (w *Worker) reconcileSchedule(ctx context.Context, name string) error {
 		default:
 			lastSeq = last.Sequence
 			lrev, _ := strconv.ParseUint(last.Header.Get(events.HeaderSequenceRevision), 10, 64)
-			if lrev > rev || (lrev == rev && last.Header.Get("Nats-Schedule") == schedulePattern(s.Schedule)) {
+			if lrev > rev || (lrev == rev && last.Header.Get("Nats-Schedule") == pattern) {
 				return nil
 			}
 		}
-		opt, err := scheduleOpt(s.Schedule)
+		opt, err := scheduleOpt(e.Pattern())
 		if err != nil {
 			return err
 		}
-		body, err := events.Encode(&events.RunRequest{RunID: events.BoundedID("tick", name), Sequence: name, Trigger: events.TriggerSchedule})
+		req := &events.RunRequest{RunID: events.BoundedID("tick", name), Sequence: name, Trigger: events.TriggerSchedule, Args: e.ArgsJSON()}
+		if s.Schedule == "" {
+			req.ScheduleEntry = e.Name // a single-string schedule's ticks stay as they were
+		}
+		body, err := events.Encode(req)
 		if err != nil {
 			return err
 		}
 		m := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{}}
 		m.Header.Set(events.HeaderSequenceRevision, strconv.FormatUint(rev, 10))
-		m.Header.Set(events.HeaderSchedule, schedulePattern(s.Schedule))
+		m.Header.Set(events.HeaderSchedule, pattern)
 		popts := []jetstream.PublishOpt{opt}
-		if tz := scheduleTimeZone(s); tz != "" {
-			popts = append(popts, jetstream.WithScheduleTimeZone(tz))
+		if e.TimeZone != "" {
+			popts = append(popts, jetstream.WithScheduleTimeZone(e.TimeZone))
 		}
 		_, err = events.Publish(ctx, w.js, m, append(popts, jetstream.WithScheduleTarget(target),
-			jetstream.WithMsgID(fmt.Sprintf("schedule-%s-%d", tokenize(name), rev)),
+			jetstream.WithMsgID(fmt.Sprintf("schedule-%s-%s-%d", tokenize(name), e.Name, rev)),
 			jetstream.WithExpectLastSequencePerSubject(lastSeq))...)
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			continue // another replica published meanwhile: look again
 		}
-		tz := scheduleTimeZone(s)
+		shown := e.Pattern()
+		if s.Schedule != "" {
+			shown = s.Schedule
+		}
 		if errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Description), "schedule") {
 			// The server refused the schedule itself (pattern, time zone):
-			// the sequence would silently never run; say so.
-			w.log.Error("schedule refused by the NATS server; the sequence does not run on its own", "sequence", name, "schedule", s.Schedule, "time_zone", tz, "err", apiErr.Description)
-			w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Schedule: s.Schedule, TimeZone: tz, Status: events.ScheduleRefused, Error: apiErr.Description, Revision: rev})
+			// the entry would silently never run; say so.
+			w.log.Error("schedule refused by the NATS server; the entry does not run on its own", "sequence", name, "entry", e.Name, "schedule", shown, "time_zone", e.TimeZone, "err", apiErr.Description)
+			w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Entry: entryOf(s, e), Schedule: shown, TimeZone: e.TimeZone, Status: events.ScheduleRefused, Error: apiErr.Description, Revision: rev})
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("publish schedule %q on %s: %w", s.Schedule, subj, err)
+			return fmt.Errorf("publish schedule %q on %s: %w", shown, subj, err)
 		}
-		w.log.Info("schedule set", "sequence", name, "schedule", s.Schedule, "revision", rev)
-		w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Schedule: s.Schedule, TimeZone: tz, Status: events.ScheduleSet, Revision: rev})
+		w.log.Info("schedule set", "sequence", name, "entry", e.Name, "schedule", shown, "revision", rev)
+		w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: name, Entry: entryOf(s, e), Schedule: shown, TimeZone: e.TimeZone, Status: events.ScheduleSet, Revision: rev})
 		return nil
 	}
 	return nil
+}
+
+// entryOf names e in a schedule event: "" for the one entry of a
+// single-string schedule (as events before entries), else its name.
+func entryOf(s *seq.Sequence, e *seq.ScheduleEntry) string {
+	if s.Schedule != "" {
+		return ""
+	}
+	return e.Name
 }
 
 // scheduleOpt turns a sequence's `schedule` (as pkg/seq validates it: the
@@ -191,10 +298,6 @@ func scheduleOpt(schedule string) (jetstream.PublishOpt, error) {
 	}
 	return jetstream.WithScheduleCron(schedule), nil
 }
-
-// scheduleTimeZone returns the IANA time zone the sequence names for its
-// cron schedule ("" = UTC), published as Nats-Schedule-Time-Zone.
-func scheduleTimeZone(s *seq.Sequence) string { return s.TimeZone }
 
 // schedulePattern is the Nats-Schedule header value scheduleOpt produces.
 func schedulePattern(schedule string) string {
@@ -215,7 +318,10 @@ func (w *Worker) purgeOrphanSchedules(ctx context.Context) error {
 	}
 	known := w.cat.names()
 	for subj := range info.State.Subjects {
-		name, err := events.NameOfSubject(subj) // seq.schedule.<token>: the name encoded by events.TokenFor
+		if strings.HasPrefix(subj, events.WaitTimerPrefix) {
+			continue // a waiting run's timer, not a sequence's schedule
+		}
+		name, _, err := events.ScheduleSubjectParts(subj) // seq.schedule.<token>[.<entry>]: the name encoded by events.TokenFor
 		if err != nil {
 			w.log.Warn("schedule subject with an undecodable name; left alone", "subject", subj, "err", err)
 			continue

@@ -30,6 +30,7 @@ import (
 //	list      skillbus.seq.list    events.SeqListRequest   → events.SeqListReply
 //	rerun     skillbus.seq.rerun   events.SeqRerunRequest  → events.SeqRunReply
 //	retry     skillbus.seq.retry   events.SeqRetryRequest  → events.SeqRunReply
+//	signal    skillbus.seq.signal  events.SeqSignalRequest → events.RunState
 //
 // Bad input (including an identifier over its limit, events.MaxRunIDLength
 // and the like) gets a micro error with code "400", an unknown group,
@@ -39,7 +40,7 @@ func (w *Worker) startService() error {
 	svc, err := micro.AddService(w.nc, micro.Config{
 		Name:        events.ServiceSeq,
 		Version:     version.String(), // the one skillbus version (internal/version)
-		Description: "skillbus sequence runner: seq_call, run, status, cancel, list, rerun, retry (docs/runs.md)",
+		Description: "skillbus sequence runner: seq_call, run, status, cancel, list, rerun, retry, signal (docs/runs.md)",
 		QueueGroup:  events.ServiceSeq,
 	})
 	if err != nil {
@@ -58,12 +59,13 @@ func (w *Worker) startService() error {
 		{"list", "list", w.serveList},
 		{"rerun", "rerun", w.serveRerun},
 		{"retry", "retry", w.serveRetry},
+		{"signal", "signal", w.serveSignal}, // wait.go
 	} {
 		if err := g.AddEndpoint(ep.name, w.async(ep.h), micro.WithEndpointSubject(ep.subj)); err != nil {
 			return fmt.Errorf("seqworker: endpoint %s: %w", ep.name, err)
 		}
 	}
-	return nil
+	return w.addScheduleEndpoints(g) // service_schedules.go
 }
 
 // async runs a handler on its own goroutine, bounded by the call slots, so

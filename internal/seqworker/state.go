@@ -44,6 +44,54 @@ func (w *Worker) readState(ctx context.Context, runID string) (*events.RunState,
 	return &st, e.Revision(), nil
 }
 
+// readStateLeader is readState answered by the leader of the RUNS
+// stream (the STREAM.MSG.GET API, which only the leader answers), for a
+// decision that must not rest on a stale read: a KV get is a direct get
+// that any replica answers, and a replica catching up after its node
+// restarted answers with an older revision of the key (a waiting run
+// read as queued). nil, 0 when the key has no value (none, deleted or
+// purged). Errors: NATS errors, the API's error, a state that does not
+// decode.
+func (w *Worker) readStateLeader(ctx context.Context, runID string) (*events.RunState, uint64, error) {
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + events.BucketRuns + "." + runID})
+	m, err := w.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+events.BucketRuns, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	var resp struct {
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Hdrs []byte `json:"hdrs"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, 0, fmt.Errorf("read the run state from the RUNS leader: %w", err)
+	}
+	if resp.Error != nil {
+		if resp.Error.Code == 10037 { // no message found
+			return nil, 0, nil
+		}
+		return nil, 0, fmt.Errorf("read the run state from the RUNS leader: %s (%d)", resp.Error.Description, resp.Error.Code)
+	}
+	if resp.Message == nil {
+		return nil, 0, fmt.Errorf("read the run state from the RUNS leader: an answer without a message")
+	}
+	if bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation")) {
+		return nil, 0, nil // a delete or purge marker
+	}
+	var st events.RunState
+	if err := events.Decode(resp.Message.Data, &st); err != nil {
+		return nil, 0, fmt.Errorf("read the run state from the RUNS leader: %w", err)
+	}
+	st.Normalize()
+	return &st, resp.Message.Seq, nil
+}
+
 // writeState stores st under its run id, compare-and-set: rev 0 creates
 // the key, any other rev must be the key's current revision. The entry
 // carries the run's summary in the events.RunHeader* headers (what `runs
@@ -229,6 +277,7 @@ func (w *Worker) failRun(ctx context.Context, runID, sequence string, attempt in
 		}
 		w.emit(ctx, &events.RunEvent{RunID: runID, Kind: events.RunFinished, Sequence: st.Sequence, Status: events.StatusFailed, Error: reason, Worker: w.cfg.WorkerID, Attempt: attempt})
 		w.runFinished(ctx, st)
+		w.entryRunEnded(ctx, st) // entries.go
 		return
 	}
 }

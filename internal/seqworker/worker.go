@@ -86,6 +86,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 	"github.com/skillbus/skillbus/pkg/tool"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // ErrStopped is returned by Start on a worker that was stopped.
@@ -99,8 +100,9 @@ type Worker struct {
 	cfg    Config
 	log    *slog.Logger
 	caller seq.Caller
-	met    *metrics.Seqworker // metrics.go
-	attrs  attrCache          // the measurements' attribute sets (metrics.go)
+	met    *metrics.Seqworker  // metrics.go
+	attrs  attrCache           // the measurements' attribute sets (metrics.go)
+	waits  metric.Int64Counter // skillbus.runs.waits; nil without metrics (wait.go)
 
 	runs       jetstream.KeyValue
 	slots      jetstream.ObjectStore // large slot values; nil if unavailable
@@ -147,6 +149,19 @@ type Worker struct {
 	queued   map[string]queuedMemo
 
 	room roomGauge // how full the stores are (room.go)
+
+	// runsTTL is the RUNS bucket's TTL as last read, for parking waits
+	// (wait.go).
+	runsTTL runsTTLCache
+
+	// schedMu guards schedKV: the SEQ_SCHEDULES bucket, opened at first
+	// use (entries.go).
+	schedMu sync.Mutex
+	schedKV jetstream.KeyValue
+	// schedMetOnce makes schedMet, the schedules' instruments
+	// (schedmetrics.go), at first use.
+	schedMetOnce sync.Once
+	schedMet     *schedInstruments
 
 	bootCC  jetstream.ConsumeContext
 	recheck chan string // sequence names whose schedule to reconcile
@@ -255,17 +270,33 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if w.runs, err = w.js.KeyValue(ctx, events.BucketRuns); err != nil {
-		return fmt.Errorf("seqworker: bucket %s: %w", events.BucketRuns, err)
+	// Each lookup is tried again while it fails for a passing reason
+	// (persist): in a cluster that has just formed, or whose meta leader
+	// moves, a JetStream API request can go unanswered, and one such
+	// request must not use up the whole start budget.
+	lookup := func(what string, op func(context.Context) error) error {
+		if err := w.persist(ctx, "start: look up "+what, op); err != nil {
+			return fmt.Errorf("seqworker: %s: %w", what, err)
+		}
+		return nil
 	}
-	if w.sequences, err = w.js.KeyValue(ctx, events.BucketSequences); err != nil {
-		return fmt.Errorf("seqworker: bucket %s: %w", events.BucketSequences, err)
+	if err := lookup("bucket "+events.BucketRuns, func(c context.Context) (err error) { w.runs, err = w.js.KeyValue(c, events.BucketRuns); return }); err != nil {
+		return err
 	}
-	if w.stream, err = w.js.Stream(ctx, events.StreamSeqRuns); err != nil {
-		return fmt.Errorf("seqworker: stream %s: %w", events.StreamSeqRuns, err)
+	if err := lookup("bucket "+events.BucketSequences, func(c context.Context) (err error) {
+		w.sequences, err = w.js.KeyValue(c, events.BucketSequences)
+		return
+	}); err != nil {
+		return err
 	}
-	if w.consumer, err = w.js.Consumer(ctx, events.StreamSeqRuns, events.ConsumerSeqworker); err != nil {
-		return fmt.Errorf("seqworker: consumer %s: %w", events.ConsumerSeqworker, err)
+	if err := lookup("stream "+events.StreamSeqRuns, func(c context.Context) (err error) { w.stream, err = w.js.Stream(c, events.StreamSeqRuns); return }); err != nil {
+		return err
+	}
+	if err := lookup("consumer "+events.ConsumerSeqworker, func(c context.Context) (err error) {
+		w.consumer, err = w.js.Consumer(c, events.StreamSeqRuns, events.ConsumerSeqworker)
+		return
+	}); err != nil {
+		return err
 	}
 	if w.slots, err = w.js.ObjectStore(ctx, events.BucketRunSlots); err != nil {
 		w.log.Warn("object store for large slot values unavailable; large slots fail their run", "bucket", events.BucketRunSlots, "err", err)

@@ -78,18 +78,17 @@ func TestServicesStartTogetherOnCluster(t *testing.T) {
 		}()
 	}
 	close(gate)
+	allReady := time.NewTimer(2 * time.Minute)
+	defer allReady.Stop()
 	for i, s := range services {
-		deadline := time.Now().Add(2 * time.Minute)
-		for !strings.Contains(logs[i].String(), "msg=ready") {
+		for text, next := logs[i].Changed(); !strings.Contains(text, "msg=ready"); text, next = logs[i].Changed() {
 			select {
+			case <-next:
 			case d := <-done:
 				t.Fatalf("%s before every service was ready; %s log:\n%s", d, s.name, logs[i].String())
-			default:
-			}
-			if time.Now().After(deadline) {
+			case <-allReady.C:
 				t.Fatalf("%s not ready after 2 min:\n%s", s.name, logs[i].String())
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	t.Logf("all %d ready %v after starting together", len(services), time.Since(begin).Round(time.Millisecond))
@@ -181,16 +180,7 @@ func TestProvisionWaitsForTheCluster(t *testing.T) {
 	}()
 	waitFor := func(want string, limit time.Duration) {
 		t.Helper()
-		for deadline := time.Now().Add(limit); !strings.Contains(logs.String(), want); time.Sleep(20 * time.Millisecond) {
-			select {
-			case code := <-done:
-				t.Fatalf("exited %d while waiting for %q; log:\n%s", code, want, logs.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q after %v; log:\n%s", want, limit, logs.String())
-			}
-		}
+		logs.WaitFor(t, want, limit, done)
 	}
 	waitFor(`msg="provisioning failed; retrying"`, time.Minute)
 	m := addrRe.FindStringSubmatch(logs.String())

@@ -69,10 +69,10 @@ func provisionRetry(ctx context.Context, log *slog.Logger, js jetstream.JetStrea
 			return err
 		}
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait)+1))
-		log.Warn("provisioning failed; retrying", "attempt", attempt, "retry_in", d.Round(time.Millisecond), "err", err)
 		if failed != nil {
-			failed(err)
+			failed(err) // before the log line: whoever reads it finds /readyz saying so
 		}
+		log.Warn("provisioning failed; retrying", "attempt", attempt, "retry_in", d.Round(time.Millisecond), "err", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)

@@ -55,16 +55,7 @@ func TestRefusedSubscriptionNotReadyThenExit(t *testing.T) {
 			return &subscriber{nc: rt.Conn, subject: "tool.web.fetch"}, nil // the tools role answers fs.*, text.*, cmd.* only
 		}})
 	}()
-	for deadline := time.Now().Add(servicecmdtest.Timeout); !strings.Contains(logs.String(), "not ready: the NATS server refused"); time.Sleep(10 * time.Millisecond) {
-		select {
-		case code := <-done:
-			t.Fatalf("exited %d before saying it is not ready; log:\n%s", code, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal reported; log:\n%s", logs.String())
-		}
-	}
+	logs.WaitFor(t, "not ready: the NATS server refused", servicecmdtest.Timeout, done)
 	m := addrRe.FindStringSubmatch(logs.String())
 	if m == nil {
 		t.Fatalf("no health address in the log:\n%s", logs.String())
@@ -102,7 +93,7 @@ func TestRefusedSubscriptionNotReadyThenExit(t *testing.T) {
 				t.Fatalf("/readyz = %d %q while the subscription is refused; want 503 naming it and the creds", resp.code, resp.body)
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the pace of the probes while it runs, as a kubelet's
 	}
 }
 
@@ -120,4 +111,64 @@ func httpGetOrGone(url string) (response, error) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return response{resp.StatusCode, string(b)}, nil
+}
+
+// TestRefusedSubscriptionShown: a service that shows its refusals itself
+// (Spec.ShowsRefusals: the web console) is ready with a subscription the
+// NATS server refuses, says so once in the log, and runs on well past the
+// refusal patience until it is stopped, then exits 0. Before, `skillbus ui`
+// with credentials lacking a permission exited 1 after about 32 s.
+func TestRefusedSubscriptionShown(t *testing.T) {
+	cleanEnv(t)
+	setup, err := auth.Generate(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natsserver.StartTB(t, natsserver.Options{ConfigFile: setup.AuthConfig()})
+	creds := setup.CredsFile(auth.RoleTools)
+	f, _, _ := flags(t, "--nats", srv.ClientURL(), "--creds", creds, "--health-addr", "127.0.0.1:0")
+	var logs servicecmdtest.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	const patience = 300 * time.Millisecond
+	o := servicecmd.Options{Name: "demo", Conn: f.Conn, HealthAddr: "127.0.0.1:0", RefusalPatience: patience}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- servicecmd.Serve(ctx, log, o, servicecmd.Spec{ShowsRefusals: true, New: func(rt servicecmd.Runtime) (servicecmd.Service, error) {
+			return &subscriber{nc: rt.Conn, subject: "tool.web.fetch"}, nil
+		}})
+	}()
+	for deadline := time.Now().Add(servicecmdtest.Timeout); !strings.Contains(logs.String(), "ready without some of its subscriptions"); time.Sleep(10 * time.Millisecond) {
+		select {
+		case code := <-done:
+			t.Fatalf("exited %d; log:\n%s", code, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of the refusal; log:\n%s", logs.String())
+		}
+	}
+	if out := logs.String(); !strings.Contains(out, "tool.web.fetch") || !strings.Contains(out, creds) {
+		t.Errorf("the warning does not name the subject and the creds:\n%s", out)
+	}
+	m := addrRe.FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no health address in the log:\n%s", logs.String())
+	}
+	// Ready, and still running after ten times the patience.
+	for end := time.Now().Add(10 * patience); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		select {
+		case code := <-done:
+			t.Fatalf("exited %d with a refusal it shows itself; log:\n%s", code, logs.String())
+		default:
+		}
+		if resp, err := httpGetOrGone("http://" + m[1] + "/readyz"); err != nil || resp.code != 200 {
+			t.Fatalf("/readyz = %+v, %v; want 200", resp, err)
+		}
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d after the stop; want 0; log:\n%s", code, logs.String())
+	}
 }

@@ -87,6 +87,14 @@ type Spec struct {
 	Provision *events.Options
 	// New builds the service; Run starts it.
 	New func(rt Runtime) (Service, error)
+	// ShowsRefusals says that the service works on with subscriptions the
+	// NATS server refuses and tells its users so itself (the web console
+	// shows each refusal on its pages, with what it costs them:
+	// docs/console.md, "What the credentials do not allow"). A refusal then
+	// neither fails /readyz nor ends the process after RefusalPatience; it
+	// is logged as a warning. A service that serves nothing without its
+	// subscriptions (an endpoint) leaves it false.
+	ShowsRefusals bool
 }
 
 // Shares of --shutdown-budget, as deadlines from the moment the shutdown
@@ -232,7 +240,7 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 	}
 	started := ready.Gate("started")
 	ready.Check("subscriptions", func() error {
-		if conn := connected.Load(); conn != nil {
+		if conn := connected.Load(); conn != nil && !spec.ShowsRefusals {
 			return conn.RefusedError()
 		}
 		return nil
@@ -294,7 +302,11 @@ func Serve(ctx context.Context, log *slog.Logger, o Options, spec Spec) int {
 
 	code, svc := start(runCtx, log, o, conn, spec, &ready, mets, provisioned, started, fail)
 	if code < 0 {
-		go watchRefusals(runCtx, log, o, conn, fail)
+		if !spec.ShowsRefusals {
+			go watchRefusals(runCtx, log, o, conn, fail)
+		} else {
+			go logLateRefusals(runCtx, log, conn)
+		}
 		<-runCtx.Done()
 	}
 	// Shutdown, within the budget.
@@ -400,8 +412,12 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 	}
 	started.Open()
 	if err := conn.RefusedError(); err != nil {
-		log.Error("not ready: "+err.Error(), "retrying_for", o.RefusalPatience)
-		return -1, svc
+		if spec.ShowsRefusals {
+			log.Warn("ready without some of its subscriptions, as the NATS server refuses them: "+err.Error(), "credentials", conn.Credentials())
+		} else {
+			log.Error("not ready: "+err.Error(), "retrying_for", o.RefusalPatience)
+			return -1, svc
+		}
 	}
 	log.Info("ready", "startup", time.Since(o.Started).Round(time.Millisecond))
 	return -1, svc
@@ -416,6 +432,30 @@ func start(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn
 // calls fail with an error naming the subjects and the credentials: the
 // process exits 1 rather than serve nothing while looking alive. It
 // returns when ctx ends.
+// logLateRefusals logs, for a service that works on without them
+// (Spec.ShowsRefusals), each subscription the NATS server refuses after
+// the service is ready — one it makes later, such as a page's watch —
+// once, as the ready line does for those refused at start.
+func logLateRefusals(ctx context.Context, log *slog.Logger, conn *natsconn.Conn) {
+	seen := map[string]bool{}
+	for _, r := range conn.Refused() {
+		seen[r.Subject] = true // in the ready line already
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-conn.Refusals():
+		}
+		for _, r := range conn.Refused() {
+			if !seen[r.Subject] {
+				seen[r.Subject] = true
+				log.Warn("the NATS server refuses a subscription; working on without it", "subject", r.Subject, "credentials", conn.Credentials(), "err", r.Err)
+			}
+		}
+	}
+}
+
 func watchRefusals(ctx context.Context, log *slog.Logger, o Options, conn *natsconn.Conn, fail func(error)) {
 	tick := time.NewTicker(min(time.Second, o.RefusalPatience/8))
 	defer tick.Stop()

@@ -303,18 +303,7 @@ func start(t *testing.T, f *servicecmd.Flags, svc *fakeService) *running {
 
 func (r *running) waitLog(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(servicecmdtest.Timeout)
-	for !strings.Contains(r.log.String(), want) {
-		select {
-		case code := <-r.done:
-			t.Fatalf("exited %d before logging %q:\n%s", code, want, r.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the log:\n%s", want, r.log.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	r.log.WaitFor(t, want, servicecmdtest.Timeout, r.done)
 }
 
 func (r *running) exit(t *testing.T) int {
@@ -366,7 +355,8 @@ func TestRunLifecycle(t *testing.T) {
 		t.Errorf("/livez = %d during start; want 200", code)
 	}
 	r.waitLog(t, "NATS connected")
-	// Provisioned, but Start has not returned: not ready.
+	// Provisioned, but Start has not returned: not ready. The probe has no
+	// event to wait on, so it is read again until the state shows.
 	for deadline := time.Now().Add(servicecmdtest.Timeout); ; time.Sleep(10 * time.Millisecond) {
 		code, body := httpGet(t, base+"/readyz")
 		if code == 503 && body == "started: not yet\n" {
@@ -513,6 +503,8 @@ func TestNotReadyBeforeConditions(t *testing.T) {
 	f, _, _ := flags(t, "--nats", "nats://"+mute.Addr().String(), "--health-addr", "127.0.0.1:0")
 	r := start(t, f, newFake())
 	base := r.healthURL(t)
+	// The behaviour is a span of time: /readyz is probed for 2 s while the
+	// connection attempt hangs, and must say 503 throughout.
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		code, body := httpGet(t, base+"/readyz")
 		if code != 503 {
@@ -642,7 +634,7 @@ func TestRunDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, _, _ := flags(t, "--nats", srv.ClientURL())
-	svc := &drainService{}
+	svc := &drainService{started: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
@@ -651,10 +643,12 @@ func TestRunDrains(t *testing.T) {
 			return svc, nil
 		}})
 	}()
-	for deadline := time.Now().Add(servicecmdtest.Timeout); !svc.started(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("service not started")
-		}
+	select {
+	case <-svc.started:
+	case code := <-done:
+		t.Fatalf("Run = %d before the service started", code)
+	case <-time.After(servicecmdtest.Timeout):
+		t.Fatal("service not started")
 	}
 	for i := range n {
 		if err := obs.Publish("demo.in", []byte{byte(i)}); err != nil {
@@ -680,31 +674,24 @@ func TestRunDrains(t *testing.T) {
 }
 
 // drainService echoes demo.in to demo.out slowly, so messages are still
-// queued when it is stopped.
+// queued when it is stopped; started is closed once it subscribed.
 type drainService struct {
-	nc *nats.Conn
-	mu sync.Mutex
-	ok bool
+	nc      *nats.Conn
+	started chan struct{}
 }
 
 func (s *drainService) Start(context.Context) error {
 	_, err := s.nc.Subscribe("demo.in", func(m *nats.Msg) {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the handler's own slowness: messages queue up behind it
 		_ = s.nc.Publish("demo.out", m.Data)
 	})
 	if err == nil {
 		err = s.nc.Flush()
 	}
-	s.mu.Lock()
-	s.ok = err == nil
-	s.mu.Unlock()
+	if err == nil {
+		close(s.started)
+	}
 	return err
-}
-
-func (s *drainService) started() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ok
 }
 
 func (s *drainService) Stop(context.Context) error { return nil }

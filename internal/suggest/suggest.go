@@ -28,13 +28,17 @@ func Closest(word string, candidates []string) string {
 
 func fold(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "-") }
 
-// distance is the Levenshtein distance of a and b in bytes; words longer
-// than maxLen are reported as far apart.
+// distance is the optimal string alignment distance of a and b in bytes:
+// the Levenshtein distance (insertions, deletions, substitutions) with the
+// swap of two adjacent bytes counted as one edit, since "retires" for
+// "retries" and "wiat" for "wait" are one slip of the fingers, not two.
+// Words longer than maxLen are reported as far apart.
 func distance(a, b string) int {
 	if len(a) > maxLen || len(b) > maxLen {
 		return maxLen
 	}
-	prev := make([]int, len(b)+1)
+	prev2 := make([]int, len(b)+1) // row i-2
+	prev := make([]int, len(b)+1)  // row i-1
 	cur := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
@@ -47,8 +51,11 @@ func distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

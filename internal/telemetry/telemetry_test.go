@@ -97,7 +97,7 @@ func TestExportAcrossNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop(ctx)
+	defer func() { _ = p.Stop(ctx) }()
 	client, err := tool.NewClient(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +107,11 @@ func TestExportAcrossNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	span.End()
+	// The provider ends its span after it has sent the reply: stopping it
+	// waits for its handlers, so that span has ended before the export.
+	if err := p.Stop(ctx); err != nil {
+		t.Fatalf("stop the provider: %v", err)
+	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := shutdown(sctx); err != nil {

@@ -354,16 +354,65 @@ func (c *Client) RerunReply(ctx context.Context, runID, newRunID string) (*event
 // groups' slots (no tool of theirs is called again), with its arguments
 // and the definition it ran, or with latest the stored one (which must
 // agree with it up to that group and in its signature); docs/runs.md,
-// "Retry". It returns the new run's id (newRunID, or a new one when "").
-// Errors: ErrNotFound (no such run), ErrConflict (not retryable, the
-// definition changed, or newRunID used for another run), ErrInvalid, ErrBadRequest,
-// ErrUnavailable, ErrClosed.
-func (c *Client) Retry(ctx context.Context, runID, newRunID string, latest bool) (string, error) {
-	var reply events.SeqRunReply
-	if err := c.request(ctx, events.SeqRetrySubject, &events.SeqRetryRequest{RunID: runID, NewRunID: newRunID, Latest: latest}, &reply); err != nil {
+// "Retry". WithRetryFrom starts it at an earlier group instead (and
+// allows a succeeded run). It returns the new run's id (newRunID, or a
+// new one when ""). Errors: ErrNotFound (no such run), ErrConflict (not
+// retryable, a group the run never reached, the definition changed, or
+// newRunID used for another run), ErrBadRequest (WithRetryFrom naming no
+// group of the run), ErrInvalid (a bad option), ErrUnavailable,
+// ErrClosed.
+func (c *Client) Retry(ctx context.Context, runID, newRunID string, latest bool, opts ...RetryOption) (string, error) {
+	reply, err := c.RetryReply(ctx, runID, newRunID, latest, opts...)
+	if err != nil {
 		return "", err
 	}
 	return reply.RunID, nil
+}
+
+// RetryReply is Retry returning the whole reply: Existing tells that
+// newRunID named a retry that already existed (the same retry asked
+// again), which was returned instead of a new one. Errors: as Retry.
+func (c *Client) RetryReply(ctx context.Context, runID, newRunID string, latest bool, opts ...RetryOption) (*events.SeqRunReply, error) {
+	req := &events.SeqRetryRequest{RunID: runID, NewRunID: newRunID, Latest: latest}
+	for _, o := range opts {
+		if err := o(req); err != nil {
+			return nil, err
+		}
+	}
+	var reply events.SeqRunReply
+	if err := c.request(ctx, events.SeqRetrySubject, req, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
+// RetryOption configures Retry.
+type RetryOption func(*events.SeqRetryRequest) error
+
+// WithRetryFrom makes Retry re-run the run from group (docs/runs.md,
+// "Retry from a group"): a group's name, or its 1-based number as runs
+// show prints it ("2"). The new run reuses the groups before it, with
+// only the slots they wrote, and runs it and every group after it again.
+// The group must be at or before the run's first group that did not
+// finish (every group of a succeeded run); the seqworker checks it
+// (Retry's ErrBadRequest for no such group, with the closest name and
+// the groups allowed; ErrConflict for one the run never reached).
+// Errors (from Retry): ErrInvalid for an empty group or one longer than
+// events.MaxNameLength bytes.
+//
+//	// The run's group "publish" wrote bad data: run it (and what follows) again.
+//	id, err := c.Retry(ctx, runID, "", false, client.WithRetryFrom("publish"))
+func WithRetryFrom(group string) RetryOption {
+	return func(r *events.SeqRetryRequest) error {
+		switch {
+		case group == "":
+			return fmt.Errorf("%w: WithRetryFrom: the group is empty; give a group's name or its 1-based number", ErrInvalid)
+		case len(group) > events.MaxNameLength:
+			return fmt.Errorf("%w: WithRetryFrom: the group is %d bytes; a group's name is at most %d", ErrInvalid, len(group), events.MaxNameLength)
+		}
+		r.From = group
+		return nil
+	}
 }
 
 // Call runs one group of a stored sequence by its name (seq_call) with

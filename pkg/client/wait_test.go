@@ -48,7 +48,7 @@ func TestWaitWithAStoppedReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := tool.Serve(natsserver.ConnectTB(t, srv), tool.ServerConfig{Name: "wait-tools"}, tool.Tool{Name: "nap", Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the tool's own work: the run is not over at once
 		return "ok", nil
 	}})
 	if err != nil {

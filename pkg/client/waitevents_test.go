@@ -132,6 +132,15 @@ func TestWaitRunStoredLate(t *testing.T) {
 		st  *events.RunState
 		err error
 	}
+	// The state is not there for a few reads: this subscription sees
+	// Wait's reads go by (the seqworkers' queue group gets them too).
+	reads, err := nc.SubscribeSync(events.SeqStatusSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan result, 1)
 	var kinds []string
 	go func() {
@@ -140,7 +149,12 @@ func TestWaitRunStoredLate(t *testing.T) {
 		}})
 		done <- result{st, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the state is not there for a few reads
+	for i := range 3 {
+		if _, err := reads.NextMsg(10 * time.Second); err != nil {
+			t.Fatalf("Wait's read %d of a run not stored yet: %v", i+1, err)
+		}
+	}
+	_ = reads.Unsubscribe()
 	if _, err := c.Start(ctx, events.SeqRunRequest{RunID: "late-1", Inline: inline}); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (m *AgentReady) check() error {
 type RegistryEvent struct {
 	V int `json:"v"`
 	// Kind is KindSkill, KindSequence or KindTree; Op is OpPut, OpDelete,
-	// OpInvalid, OpClash, OpWarning or OpReverted.
+	// OpInvalid, OpFixed, OpClash, OpWarning, OpReverted or OpDiffers.
 	Kind string `json:"kind"`
 	Op   string `json:"op"`
 	// Name is the skill or sequence name (empty for an invalid file whose

@@ -99,6 +99,11 @@ const (
 	// OpInvalid: a file failed validation; the last good version, if any,
 	// is kept. (docs/architecture.md lists every op.)
 	OpInvalid = "invalid"
+	// OpFixed: a file that was invalid (an OpInvalid event) loads again.
+	// Published whether or not its content differs from the last good
+	// version: fixed back to that content, the bucket does not change and
+	// no OpPut follows (docs/architecture.md lists every op).
+	OpFixed = "fixed"
 	// OpClash: two files define the same skill name or group name; the
 	// event names both files and the one kept.
 	OpClash = "clash"
@@ -189,16 +194,17 @@ func RunEventSubject(runID, kind string) (string, error) {
 		return "", fmt.Errorf("%w: run id is %d bytes long; the limit is %d", ErrBadToken, len(runID), MaxRunIDLength)
 	}
 	switch kind {
-	case RunStarted, RunGroup, RunItems, RunFinished, RunInterrupted, RunResumed, RunCancelling:
+	case RunStarted, RunGroup, RunItems, RunFinished, RunInterrupted, RunResumed, RunCancelling, RunWaiting, RunSignalled:
 	default:
-		return "", fmt.Errorf("%w: run event kind %q; want started, group, items, finished, interrupted, resumed or cancelling", ErrBadToken, kind)
+		return "", fmt.Errorf("%w: run event kind %q; want started, group, items, finished, interrupted, resumed, cancelling, waiting or signalled", ErrBadToken, kind)
 	}
 	return "events.run." + TokenFor(runID) + "." + kind, nil
 }
 
 // RegistryEventSubject returns events.registry.<kind>.<op>, kind one of
 // KindSkill, KindSequence, KindTree and op one of OpPut, OpDelete,
-// OpInvalid, OpClash, OpWarning, OpReverted. Errors: ErrBadToken.
+// OpInvalid, OpFixed, OpClash, OpWarning, OpReverted, OpDiffers. Errors:
+// ErrBadToken.
 func RegistryEventSubject(kind, op string) (string, error) {
 	switch kind {
 	case KindSkill, KindSequence, KindTree:
@@ -206,9 +212,9 @@ func RegistryEventSubject(kind, op string) (string, error) {
 		return "", fmt.Errorf("%w: registry event kind %q; want %q, %q or %q", ErrBadToken, kind, KindSkill, KindSequence, KindTree)
 	}
 	switch op {
-	case OpPut, OpDelete, OpInvalid, OpClash, OpWarning, OpReverted, OpDiffers:
+	case OpPut, OpDelete, OpInvalid, OpFixed, OpClash, OpWarning, OpReverted, OpDiffers:
 	default:
-		return "", fmt.Errorf("%w: registry event op %q; want put, delete, invalid, clash, warning, reverted or differs", ErrBadToken, op)
+		return "", fmt.Errorf("%w: registry event op %q; want put, delete, invalid, fixed, clash, warning, reverted or differs", ErrBadToken, op)
 	}
 	return "events.registry." + kind + "." + op, nil
 }

@@ -368,7 +368,7 @@ func RunSlotsConfig(o Options) jetstream.ObjectStoreConfig {
 	}
 }
 
-// KeyValueConfigs returns the configurations of the five buckets for o
+// KeyValueConfigs returns the configurations of the six buckets for o
 // (with defaults applied).
 func KeyValueConfigs(o Options) []jetstream.KeyValueConfig {
 	o = o.WithDefaults()
@@ -391,6 +391,7 @@ func KeyValueConfigs(o Options) []jetstream.KeyValueConfig {
 		runs,
 		base(BucketSessions, "skillbus: skillface session activation state", o.SessionsTTL),
 		base(BucketRegistryLease, "skillbus: the lease of the registry replica that writes SKILLS and SEQUENCES", RegistryLeaseTTL),
+		base(BucketSchedules, "skillbus: schedule entries' state (pause, current and buffered ticks, counters)", 0),
 	}
 }
 

@@ -12,7 +12,9 @@ const (
 	// TriggerManual: on demand, through seq.run (`skillbus run`, a Go
 	// program with pkg/client) or a request published on the queue.
 	TriggerManual = "manual"
-	// TriggerSchedule: a schedule tick (docs/sequences.md, Schedules).
+	// TriggerSchedule: a schedule tick (docs/sequences.md, Schedules);
+	// TriggerManualTick and TriggerBackfill (schedules.go) are ticks
+	// asked for by a person.
 	TriggerSchedule = "schedule"
 	// TriggerBoot: an agent_ready event and boot: true.
 	TriggerBoot = "boot"
@@ -30,6 +32,8 @@ const (
 //	           ↓  ↑
 //	        interrupted   (a worker stopped before the run ended; any
 //	                       worker resumes it after its last checkpoint)
+//	running → waiting → running  (a wait_for group: held by no worker
+//	                       until its signal or timer resumes it)
 //
 // A queued run may also go straight to cancelled or failed (a request that
 // can never run).
@@ -40,6 +44,9 @@ const (
 	StatusSucceeded   = "succeeded"   // every group finished without abort
 	StatusFailed      = "failed"      // aborted: see RunState.Error
 	StatusCancelled   = "cancelled"   // stopped on request: see RunState.Cancel
+	// StatusWaiting: at a wait_for group, waiting for a signal or a time
+	// (RunState.Wait); no worker holds it (docs/runs.md, "Waiting runs").
+	StatusWaiting = "waiting"
 	// StatusPending is what workers before the run lifecycle wrote for a
 	// queued run. It is read as StatusQueued (RunState.Normalize) and never
 	// written any more.
@@ -80,6 +87,15 @@ type RunRequest struct {
 	// RetryOf is the run a seq.retry continues (its state was queued with
 	// that run's checkpoint: docs/runs.md, "Retry"); "" otherwise.
 	RetryOf string `json:"retry_of,omitempty"`
+	// Resume makes the request resume a waiting run (waits.go): published
+	// by seq.signal or fired by the wait's timer, with the run's own
+	// sequence, inline definition and arguments; nil otherwise.
+	Resume *ResumeRequest `json:"resume,omitempty"`
+	// ScheduleEntry names the schedule entry a tick (trigger schedule or
+	// manual-tick) belongs to (docs/runs.md, "Scheduled runs"); "" for
+	// other runs, and on ticks of schedules made before entries (read as
+	// the entry "default").
+	ScheduleEntry string `json:"schedule_entry,omitempty"`
 }
 
 func (m *RunRequest) version() int { return m.V }
@@ -107,9 +123,9 @@ func (m *RunRequest) check() error {
 		return fmt.Errorf("%w: run request %q: \"args\" must be a JSON object, got %.40s", ErrBadMessage, m.RunID, m.Args)
 	}
 	switch m.Trigger {
-	case "", TriggerManual, TriggerCall, TriggerSchedule, TriggerBoot, TriggerSeqCall:
+	case "", TriggerManual, TriggerCall, TriggerSchedule, TriggerManualTick, TriggerBackfill, TriggerBoot, TriggerSeqCall:
 	default:
-		return fmt.Errorf("%w: run request %q: trigger %q; want manual, schedule, boot or seq_call", ErrBadMessage, m.RunID, m.Trigger)
+		return fmt.Errorf("%w: run request %q: trigger %q; want manual, schedule, manual-tick, backfill, boot or seq_call", ErrBadMessage, m.RunID, m.Trigger)
 	}
 	return nil
 }
@@ -179,6 +195,9 @@ type RunState struct {
 	BootID string `json:"boot_id,omitempty"`
 	// ScheduledAt is the tick's own time of a scheduled run.
 	ScheduledAt time.Time `json:"scheduled_at,omitzero"`
+	// ScheduleEntry is the schedule entry of a scheduled or manual-tick
+	// run (RunRequest.ScheduleEntry).
+	ScheduleEntry string `json:"schedule_entry,omitempty"`
 	// Slots holds the out slots written so far, by slot name, except those
 	// in SlotRefs.
 	Slots map[string]json.RawMessage `json:"slots,omitempty"`
@@ -212,6 +231,14 @@ type RunState struct {
 	UpdatedAt   time.Time `json:"updated_at,omitzero"`
 	FinishedAt  time.Time `json:"finished_at,omitzero"`
 	Interrupted time.Time `json:"interrupted_at,omitzero"`
+	// Wait is what a waiting run waits for (StatusWaiting); nil otherwise.
+	Wait *WaitState `json:"wait,omitempty"`
+	// Resumed is the wait the run last resumed from (its token and
+	// signal), kept while the run goes on: a redelivery of that resume's
+	// request (after a hand-back or a crash) continues the run instead of
+	// being dropped (docs/runs.md, "Waiting runs"); nil when it never
+	// waited.
+	Resumed *WaitState `json:"resumed,omitempty"`
 }
 
 func (m *RunState) version() int { return m.V }
@@ -221,9 +248,9 @@ func (m *RunState) check() error {
 		return fmt.Errorf("%w: run state without run_id", ErrBadMessage)
 	}
 	switch m.Status {
-	case StatusQueued, StatusPending, StatusRunning, StatusInterrupted, StatusSucceeded, StatusFailed, StatusCancelled:
+	case StatusQueued, StatusPending, StatusRunning, StatusInterrupted, StatusSucceeded, StatusFailed, StatusCancelled, StatusWaiting:
 	default:
-		return fmt.Errorf("%w: run state %q: status %q; want queued, running, interrupted, succeeded, failed or cancelled", ErrBadMessage, m.RunID, m.Status)
+		return fmt.Errorf("%w: run state %q: status %q; want queued, running, waiting, interrupted, succeeded, failed or cancelled", ErrBadMessage, m.RunID, m.Status)
 	}
 	return nil
 }
@@ -300,7 +327,10 @@ type RunEvent struct {
 	Reason string `json:"reason,omitempty"`
 	// Result is the group's or run's result JSON (optional).
 	Result json.RawMessage `json:"result,omitempty"`
-	At     time.Time       `json:"at,omitzero"`
+	// Wait is what the run waits for (RunWaiting) or the wait a signal
+	// reached (RunSignalled, with the signal in Wait.Signalled).
+	Wait *WaitState `json:"wait,omitempty"`
+	At   time.Time  `json:"at,omitzero"`
 }
 
 func (m *RunEvent) version() int { return m.V }
@@ -335,6 +365,12 @@ type ScheduleEvent struct {
 	// Revision is the SEQUENCES revision the schedule was made from.
 	Revision uint64    `json:"revision,omitempty"`
 	At       time.Time `json:"at,omitzero"`
+	// Entry, RunID and TickAt: for an event about one tick (Status one of
+	// the Tick constants: skipped, buffered, paused, dropped, cancelled),
+	// the entry, the tick's run id and its time; Error says why.
+	Entry  string    `json:"entry,omitempty"`
+	RunID  string    `json:"run_id,omitempty"`
+	TickAt time.Time `json:"tick_at,omitzero"`
 }
 
 func (m *ScheduleEvent) version() int { return m.V }
@@ -343,8 +379,10 @@ func (m *ScheduleEvent) check() error {
 	if _, err := ScheduleEventSubject(m.Sequence); err != nil {
 		return fmt.Errorf("%w: schedule event: %v", ErrBadMessage, err)
 	}
-	if m.Status != ScheduleSet && m.Status != ScheduleRefused {
-		return fmt.Errorf("%w: schedule event %q: status %q; want set or refused", ErrBadMessage, m.Sequence, m.Status)
+	switch m.Status {
+	case ScheduleSet, ScheduleRefused, TickStarted, TickSkipped, TickBuffered, TickPaused, TickDropped, TickCancelled, TickMissed:
+	default:
+		return fmt.Errorf("%w: schedule event %q: status %q; want set, refused, or a tick outcome (started, skipped, buffered, paused, dropped, cancelled, missed)", ErrBadMessage, m.Sequence, m.Status)
 	}
 	return nil
 }

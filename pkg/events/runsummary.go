@@ -26,6 +26,8 @@ const (
 	RunHeaderFinished = "Skillbus-Run-Finished"
 	// RunHeaderError is the first line of RunState.Error, cut at 200 bytes.
 	RunHeaderError = "Skillbus-Run-Error"
+	// RunHeaderWaiting is RunSummary.Waiting of a waiting run.
+	RunHeaderWaiting = "Skillbus-Run-Waiting"
 )
 
 // Summary returns the summary of st that RunSummary and the RUNS headers
@@ -37,6 +39,7 @@ func (m *RunState) Summary() RunSummary {
 		RunID: st.RunID, Sequence: st.Sequence, Status: st.Status, Trigger: st.Trigger, Worker: st.Worker,
 		FinishedGroups: st.FinishedGroups, Groups: st.Groups, Attempt: st.Attempt, Error: headerText(st.Error, 200),
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, FinishedAt: st.FinishedAt,
+		Waiting: st.Wait.summary(st.Status),
 	}
 }
 
@@ -65,6 +68,7 @@ func (s RunSummary) SetHeader(h nats.Header) {
 	set(RunHeaderUpdated, tm(s.UpdatedAt))
 	set(RunHeaderFinished, tm(s.FinishedAt))
 	set(RunHeaderError, headerText(s.Error, 200))
+	set(RunHeaderWaiting, headerText(s.Waiting, 200))
 }
 
 // SummaryFromHeader reads the summary of run runID from the RunHeader*
@@ -80,7 +84,7 @@ func SummaryFromHeader(runID string, h nats.Header) (s RunSummary, ok bool) {
 		return t
 	}
 	s = RunSummary{RunID: runID, Status: status, Sequence: h.Get(RunHeaderSequence), Trigger: h.Get(RunHeaderTrigger),
-		Worker: h.Get(RunHeaderWorker), Error: h.Get(RunHeaderError),
+		Worker: h.Get(RunHeaderWorker), Error: h.Get(RunHeaderError), Waiting: waitingText(h.Get(RunHeaderWaiting)),
 		CreatedAt: tm(RunHeaderCreated), UpdatedAt: tm(RunHeaderUpdated), FinishedAt: tm(RunHeaderFinished)}
 	if f, g, ok := strings.Cut(h.Get(RunHeaderGroups), "/"); ok {
 		s.FinishedGroups, _ = strconv.Atoi(f)

@@ -223,9 +223,9 @@ type SeqListRequest struct {
 func (m *SeqListRequest) version() int { return m.V }
 func (m *SeqListRequest) check() error {
 	switch m.Status {
-	case "", StatusQueued, StatusRunning, StatusInterrupted, StatusSucceeded, StatusFailed, StatusCancelled:
+	case "", StatusQueued, StatusRunning, StatusWaiting, StatusInterrupted, StatusSucceeded, StatusFailed, StatusCancelled:
 	default:
-		return fmt.Errorf("%w: list request: status %q; want queued, running, interrupted, succeeded, failed or cancelled", ErrBadMessage, m.Status)
+		return fmt.Errorf("%w: list request: status %q; want queued, running, interrupted, succeeded, failed or cancelled (or waiting: at a wait_for group)", ErrBadMessage, m.Status)
 	}
 	if m.Limit < 0 || m.Limit > MaxListLimit {
 		return fmt.Errorf("%w: list request: limit %d; want 1 to %d (0 = %d)", ErrBadMessage, m.Limit, MaxListLimit, DefaultListLimit)
@@ -257,6 +257,10 @@ type RunSummary struct {
 	CreatedAt      time.Time `json:"created_at,omitzero"`
 	UpdatedAt      time.Time `json:"updated_at,omitzero"`
 	FinishedAt     time.Time `json:"finished_at,omitzero"`
+	// Waiting says what a waiting run waits for and since when (`signal
+	// "approve" since 2026-12-01T09:00:00Z`, `duration until …`), "" for
+	// any other run.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // SeqListReply answers a SeqListRequest.
@@ -292,16 +296,27 @@ type SeqRerunRequest struct {
 // tools is called again), with RunID's arguments and, unless Latest, the
 // definition RunID ran. Latest takes the stored definition instead, which
 // must have the same signature and the same groups up to that point.
-// Only a failed or cancelled run can be retried. The reply is a
-// SeqRunReply with the new run's id (NewRunID, or a new one). Errors: 400,
-// 404 no such run, 409 not retryable (its status), definition changed
-// (with what differs), or NewRunID used for another request; every error
-// text names the run to retry.
+// From, when set, starts the new run at an earlier group instead: a
+// group's name, or its 1-based number as a decimal ("2"), at or before
+// the first group that did not finish; that group and every one after it
+// run again, the groups before it are reused with only their own slots
+// (docs/runs.md, "Retry from a group"). Without From only a failed or
+// cancelled run can be retried; with it a succeeded one too. The reply is
+// a SeqRunReply with the new run's id (NewRunID, or a new one). Errors:
+// 400 (a malformed request, From naming no group of the run — with the
+// closest name and the groups allowed), 404 no such run, 409 not
+// retryable (its status; From a group the run never reached, with the
+// groups allowed), definition changed (with what differs), or NewRunID
+// used for another request; every error text names the run to retry.
 type SeqRetryRequest struct {
 	V        int    `json:"v"`
 	RunID    string `json:"run_id"`
 	NewRunID string `json:"new_run_id,omitempty"`
 	Latest   bool   `json:"latest,omitempty"`
+	// From is the group to start at: its name or 1-based number; "" for
+	// the first group that did not finish (an older client's request).
+	// At most MaxNameLength bytes.
+	From string `json:"from,omitempty"`
 }
 
 func (m *SeqRetryRequest) version() int { return m.V }
@@ -316,6 +331,9 @@ func (m *SeqRetryRequest) check() error {
 		if m.NewRunID == m.RunID {
 			return fmt.Errorf("%w: retry request: new_run_id %q is the run to retry; give the new run an id of its own, or none for a new one", ErrBadMessage, m.NewRunID)
 		}
+	}
+	if len(m.From) > MaxNameLength {
+		return fmt.Errorf("%w: retry request: from is %d bytes; a group's name is at most %d bytes (or give its 1-based number)", ErrBadMessage, len(m.From), MaxNameLength)
 	}
 	return nil
 }

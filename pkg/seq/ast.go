@@ -28,8 +28,13 @@ type Sequence struct {
 	// cron schedule (not @every), checked with time.LoadLocation when the
 	// sequence is stored. Whoever publishes the schedule sends it as the
 	// Nats-Schedule-Time-Zone header (docs/sequences.md, "Schedules").
-	TimeZone string  `json:"timezone,omitempty"`
-	Groups   []Group `json:"groups"`
+	TimeZone string `json:"timezone,omitempty"`
+	// Entries is the list form of `schedule` (docs/sequences.md,
+	// "Schedules"), nil for the single-string form (Schedule) or no
+	// schedule; ScheduleEntries gives either form as entries. It is
+	// written as "schedule" in the JSON (Sequence.MarshalJSON).
+	Entries []ScheduleEntry `json:"-"`
+	Groups  []Group         `json:"groups"`
 	// Signature holds the run arguments: every `in` key that no earlier
 	// group's `out` provides, with its type. Derived; see Signature.
 	Signature Signature `json:"signature"`
@@ -51,8 +56,15 @@ type Group struct {
 	OnError  OnError  `json:"on_error"`
 	// Retries is the number of further attempts after the first, 1–10, and
 	// only with OnError == OnErrorRetry; 0 otherwise.
-	Retries int    `json:"retries,omitempty"`
-	Tools   []Call `json:"tools"`
+	Retries int `json:"retries,omitempty"`
+	// WaitFor makes the group a wait instead of calls (docs/sequences.md,
+	// "wait_for"): nil for a group of tool calls. A wait group has no
+	// Tools; its Out are the values its signal brings.
+	WaitFor *WaitFor `json:"wait_for,omitempty"`
+	// Tools are the group's calls; empty (not nil: `"tools":[]` in the
+	// canonical form, so readers that walk every group's calls need no
+	// case of their own) only for a wait group.
+	Tools []Call `json:"tools"`
 
 	when *whenProgram // compiled When; nil when When is ""
 }

@@ -68,3 +68,54 @@ func BenchmarkEngine(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEngineForEach measures the engine's overhead per item of a
+// for_each call: one run of a group whose one call fans out over 100 items
+// (args {i: $item, n: $index}, as the integration benchmark
+// BenchmarkSeqworkerForEach) against an in-memory caller that returns at
+// once, next to the same 100 calls made directly from 100 goroutines.
+func BenchmarkEngineForEach(b *testing.B) {
+	caller := CallerFunc(func(_ context.Context, _ string, args json.RawMessage) (json.RawMessage, error) { return args, nil })
+	ctx := context.Background()
+	items := make([]string, 100)
+	for i := range items {
+		items[i] = fmt.Sprint(i)
+	}
+	list := json.RawMessage("[" + strings.Join(items, ",") + "]")
+	b.Run("direct-100-calls", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var wg sync.WaitGroup
+			outs := make([]json.RawMessage, len(items))
+			for i := range items {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					outs[i], _ = caller.Call(ctx, "t", fmt.Appendf(nil, `{"i":%d,"n":%d}`, i, i))
+				}()
+			}
+			wg.Wait()
+		}
+	})
+	b.Run("seq-run-for-each-100", func(b *testing.B) {
+		s, err := ParseYAML([]byte(`
+name: bench-each
+groups:
+  - name: g
+    in: {items: array<integer>}
+    out: {r: array<object>}
+    tools:
+      - {tool: t, for_each: $args.items, args: {i: $item, n: $index}, as: r}
+`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		a := map[string]json.RawMessage{"items": list}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Run(ctx, s, caller, a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@ package seq
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 )
@@ -122,8 +123,11 @@ func (d *decoder) check(s *Sequence) {
 				d.errf(ErrMissingField, ca, "fallback", nil, "under missing: degrade a call that writes a slot (as: %q) needs a fallback: the JSON text to write when the tool is missing, for example \"null\" or \"[]\"", c.As)
 			}
 		}
+		if g.WaitFor != nil {
+			d.checkWait(g, gi, provided, provType) // waitfor.go: its signal writes its out
+		}
 		for _, k := range sortedKeys(g.Out) {
-			if len(writers[k]) == 0 {
+			if len(writers[k]) == 0 && g.WaitFor == nil {
 				d.errf(ErrDataflow, a, "out."+k, nil, "the out slot %q is declared but no tool call writes it; add \"as\": %q to a call or remove the slot", k, k)
 			}
 		}
@@ -182,8 +186,8 @@ func (d *decoder) checkTriggered(s *Sequence) {
 		}
 		switch {
 		case s.Schedule != "":
-			d.errf(ErrDataflow, g, "in."+k, nil, "reads the run argument %q, but this sequence runs on a schedule and a scheduled run gets no arguments; "+
-				"have an earlier group write %q as an out slot, or remove the schedule and start the sequence with arguments", k, k)
+			d.errf(ErrDataflow, g, "in."+k, nil, "reads the run argument %q, but this sequence runs on a schedule and a run of a single-string schedule gets no arguments; "+
+				"have an earlier group write %q as an out slot, or write the schedule as a list of entries that give it: schedule: [{every: 1h, args: {%s: ...}}]", k, k, k)
 		case BootArgs[k] == "":
 			d.errf(ErrDataflow, g, "in."+k, nil, "reads the run argument %q, but a boot run (boot: true) gets only agent and boot_id (strings); "+
 				"have an earlier group write %q as an out slot, or read $args.agent / $args.boot_id", k, k)
@@ -237,20 +241,25 @@ func sortedAnyKeys(m map[string]any) []string {
 	return keys
 }
 
-func (d *decoder) checkSignature(s *Sequence, n *node) {
+// signatureField reads a given `signature` (the canonical form carries
+// it) with the other field problems, in the first round: an object of
+// key → type, each a legal type (the words of `in`/`out`). It returns the
+// signature and whether it could be read whole.
+func (d *decoder) signatureField(n *node) (Signature, bool) {
 	if n.kind != kindObject {
 		d.errf(ErrInvalidValue, at{}, "signature", n, "got %s; signature is derived from the groups' `in` and `out` — remove it, or give the object of run arguments {key: type}", n.describe())
-		return
+		return nil, false
 	}
+	before := len(d.list)
 	given := Signature{}
-	for i, k := range n.keys {
-		v := n.vals[i]
-		if v.kind != kindString {
-			d.errf(ErrInvalidValue, at{}, "signature."+k, v, "got %s; a type must be a string (%s)", v.describe(), legalTypes)
-			return
-		}
-		given[k] = Type(v.str)
-	}
+	maps.Copy(given, d.slots(n, at{}, "signature"))
+	return given, len(d.list) == before
+}
+
+// checkSignature reports a given signature that differs from the one
+// derived from the groups. It runs with the dataflow checks, in the same
+// round as their problems, so that one `skillbus validate` says both.
+func (d *decoder) checkSignature(s *Sequence, given Signature, n *node) {
 	if given.String() != s.Signature.String() {
 		d.errf(ErrInvalidValue, at{}, "signature", n, "the given signature %s differs from the one derived from the groups, %s; the signature is derived — remove it, or fix the groups' `in`/`out` so that they give the arguments you meant", given, s.Signature)
 	}
@@ -329,6 +338,9 @@ func JSONKind(raw json.RawMessage) string {
 	case '[':
 		return "array"
 	}
+	if plainInt(b) {
+		return "integer" // the common case, without a parse
+	}
 	var n json.Number
 	if err := json.Unmarshal(b, &n); err != nil {
 		return "invalid JSON"
@@ -337,6 +349,24 @@ func JSONKind(raw json.RawMessage) string {
 		return "integer"
 	}
 	return "number"
+}
+
+// plainInt reports whether b is a JSON integer written with at most 18
+// digits and no fraction or exponent (-?(0|[1-9][0-9]*)): always within
+// int64, so JSONKind names it "integer" without parsing it.
+func plainInt(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func trimSpace(b []byte) []byte {

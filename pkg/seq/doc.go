@@ -69,7 +69,9 @@
 //
 // Run executes a sequence with run arguments (key → JSON value) against a
 // Caller and returns a Result: the run's status, every group and call with
-// status, attempts, duration and error, and the slots. Policies: `missing`
+// status, attempts, duration, error and the arguments it was sent after
+// substitution (SentArgs, bounded by MaxCallArgs and MaxRunArgs:
+// docs/runs.md, "What a run state holds"), and the slots. Policies: `missing`
 // (fail|skip|degrade) decides what a missing tool (ErrToolMissing) does and
 // is applied at once, never retried; `on_error` (abort|continue|retry)
 // decides what a failed call does; the group's `timeout` bounds all of its

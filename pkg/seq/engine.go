@@ -75,7 +75,8 @@ type runConfig struct {
 	resume    *Result
 	retryInit time.Duration
 	retryMax  time.Duration
-	clock     Clock // WithClock; realClock{} by default (clock.go)
+	clock     Clock        // WithClock; realClock{} by default (clock.go)
+	outcome   *WaitOutcome // WithWaitOutcome (waitfor.go)
 }
 
 // RunOption configures Run and RunGroup.
@@ -166,6 +167,12 @@ func WithRetryBackoff(initial, max time.Duration) RunOption {
 //     policies above, at most max_parallel at once; its slot holds the
 //     items' results in item order. A list over WithMaxItems fails the
 //     group (ErrArgument) before any item is called.
+//   - A wait_for group stops the run: Run returns the Result waiting
+//     (StatusWaiting, the group GroupWaiting with its Wait) and an error
+//     wrapping ErrWaiting. Resumed WithResume and WithWaitOutcome, the
+//     group ends as the outcome says: a signal's values become its slots;
+//     a rejection or a timeout fails it (ErrRejected, ErrWaitTimeout)
+//     under its on_error (continue: slots null, group partial).
 //
 // Run always returns a Result (never nil). The error is nil when the run
 // succeeded; otherwise an *Error (wrapping ErrArgument, ErrExpression,
@@ -207,11 +214,12 @@ func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.R
 		if args == nil {
 			r.Args = cp.Args
 		}
+		r.ArgsNotKept = cp.ArgsNotKept
 	}
 	if err := checkRunArgs(s, r.Args); err != nil {
 		return finish(err)
 	}
-	e := &engine{s: s, caller: caller, cfg: &cfg}
+	e := &engine{s: s, caller: caller, cfg: &cfg, argsLeft: MaxRunArgs - argsCost(r.Groups[:first]), argsNotKept: r.ArgsNotKept}
 	for gi := first; gi < len(s.Groups); gi++ {
 		if err := ctx.Err(); err != nil {
 			return finish(fmt.Errorf("seq: run interrupted before group %d %q: %w", gi+1, s.Groups[gi].Name, err))
@@ -232,6 +240,13 @@ func Run(ctx context.Context, s *Sequence, caller Caller, args map[string]json.R
 		if gr.Status == GroupInterrupted {
 			return finish(err)
 		}
+		if gr.Status == GroupWaiting {
+			r.Duration, r.Status, r.Error = Duration(since(cfg.clock, start)), StatusWaiting, err.Error()
+			return r, err
+		}
+		// Counted for the groups that ended: a resume runs an interrupted
+		// group again.
+		r.ArgsNotKept = e.argsNotKept
 		if cfg.observer != nil {
 			snap := r.Clone()
 			if err != nil {
@@ -268,6 +283,9 @@ func RunGroup(ctx context.Context, s *Sequence, name string, caller Caller, args
 		}
 		return nil, nil, &Error{Kind: ErrNoGroup, Message: fmt.Sprintf("sequence %q has no group %q; its groups are %s", s.Name, name, strings.Join(names, ", "))}
 	}
+	if g.WaitFor != nil {
+		return nil, nil, &Error{Kind: ErrInvalidValue, Group: gi + 1, GroupName: g.Name, Message: fmt.Sprintf("group %q is a wait (wait_for), which only a run can do; run the sequence instead of calling the group", g.Name)}
+	}
 	sig := Signature(g.In)
 	if sig == nil {
 		sig = Signature{}
@@ -280,7 +298,7 @@ func RunGroup(ctx context.Context, s *Sequence, name string, caller Caller, args
 		}
 		return nil, nil, err
 	}
-	e := &engine{s: s, caller: caller, cfg: &cfg}
+	e := &engine{s: s, caller: caller, cfg: &cfg, argsLeft: MaxRunArgs}
 	scope := make(map[string]json.RawMessage, len(g.In))
 	for k := range g.In {
 		scope[k] = args[k]
@@ -368,6 +386,11 @@ type engine struct {
 	s      *Sequence
 	caller Caller
 	cfg    *runConfig
+	// argsLeft is what remains of the run's MaxRunArgs budget for the
+	// arguments recorded in its CallResults (SentArgs), and argsNotKept
+	// counts the calls it could not keep; runGroup, called from Run's
+	// goroutine only, spends and counts them.
+	argsLeft, argsNotKept int
 }
 
 // scope builds and type-checks a group's `in` values.
@@ -377,9 +400,16 @@ func (e *engine) scope(gi int, args, slots map[string]json.RawMessage) (map[stri
 	for k, t := range g.In {
 		raw, ok := slots[k]
 		from := "the slot written by an earlier group"
-		if _, isArg := e.s.Signature[k]; isArg {
+		if st, isArg := e.s.Signature[k]; isArg {
 			raw, ok = args[k]
 			from = "the run argument"
+			if ok && st == t {
+				// Checked against this very type before the first group
+				// (checkRunArgs, on the same arguments): a list of many
+				// items is not walked again for every group that reads it.
+				scope[k] = raw
+				continue
+			}
 		}
 		if !ok {
 			raw = json.RawMessage("null")
@@ -460,6 +490,9 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 		}
 	}
 
+	if g.WaitFor != nil {
+		return e.waitGroup(gi, scope, slots, gr) // waitfor.go
+	}
 	cctx, cancel := context.WithCancelCause(gctx)
 	defer cancel(nil)
 
@@ -478,7 +511,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 		if g.Tools[ci].ForEach != "" {
 			return e.forEach(ctx, cctx, gi, ci, scope, abort)
 		}
-		return e.call(ctx, cctx, gi, ci, rendered[ci], renderErrs[ci])
+		return e.call(ctx, cctx, gi, ci, -1, rendered[ci], renderErrs[ci])
 	}
 	outs := make([]callOutcome, len(g.Tools))
 	if g.Parallel && len(g.Tools) > 1 {
@@ -510,6 +543,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 	partial := false
 	for ci := range outs {
 		gr.Calls[ci] = outs[ci].res
+		e.clipArgs(&gr.Calls[ci])
 		if outs[ci].fatal != nil && fatal == nil {
 			fatal = outs[ci].fatal
 		}
@@ -554,6 +588,23 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 	return gr, nil
 }
 
+// clipArgs bounds the arguments c holds as its call sent them (for a
+// for_each call, its first item's) and those of its items in Details,
+// spending the run's budget in call and item order (SentArgs).
+func (e *engine) clipArgs(c *CallResult) {
+	if !c.SentArgs.clip(&e.argsLeft) {
+		e.argsNotKept++
+	}
+	if c.ForEach == nil {
+		return
+	}
+	for i := range c.ForEach.Details {
+		if !c.ForEach.Details[i].SentArgs.clip(&e.argsLeft) {
+			e.argsNotKept++
+		}
+	}
+}
+
 func orNull(v json.RawMessage) json.RawMessage {
 	if len(v) == 0 {
 		return json.RawMessage("null")
@@ -563,8 +614,9 @@ func orNull(v json.RawMessage) json.RawMessage {
 
 // call runs one tool call with the group's policies. runCtx is the run's
 // context (to tell interruption from the group's own deadline), cctx the
-// group's (deadline and sibling-abort cancellation).
-func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMessage, err error) (out callOutcome) {
+// group's (deadline and sibling-abort cancellation); item is the for_each
+// item's index, -1 without for_each (CallPosition).
+func (e *engine) call(runCtx, cctx context.Context, gi, ci, item int, args json.RawMessage, err error) (out callOutcome) {
 	g := &e.s.Groups[gi]
 	c := &g.Tools[ci]
 	out = callOutcome{res: CallResult{Tool: c.Tool, As: c.As, Status: CallPending}}
@@ -586,9 +638,12 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci int, args json.RawMes
 	}
 	var lastErr error
 	permanent := ""
+	// The arguments as sent, the same for every attempt; runGroup bounds
+	// them (clipArgs).
+	out.res.Args = args
 	for {
 		out.res.Attempts++
-		res, err := e.caller.Call(cctx, c.Tool, args)
+		res, err := e.caller.Call(withPosition(cctx, CallPosition{Group: gi, Call: ci, Item: item, Attempt: out.res.Attempts}), c.Tool, args)
 		if err == nil {
 			if len(bytes.TrimSpace(res)) == 0 {
 				res = nil
@@ -969,7 +1024,7 @@ func (sc *argScope) itemValue(r itemRef) (json.RawMessage, error) {
 func (sc *argScope) nextRef(x string) (i, end int, ir *itemRef) {
 	i = strings.Index(x, refPrefix)
 	if sc.hasItem {
-		if loc := itemRE.FindStringSubmatchIndex(x); loc != nil && (i < 0 || loc[0] < i) {
+		if loc, ok := findItemRef(x); ok && (i < 0 || loc[0] < i) {
 			r := itemRef{text: x[loc[0]:loc[1]], name: x[loc[2]:loc[3]]}
 			if loc[4] >= 0 {
 				r.dot, r.field = true, x[loc[4]+1:loc[5]]

@@ -54,6 +54,16 @@ var (
 	// the group's deadline stopped the evaluation, errors.Is(err,
 	// ErrGroupTimeout) holds too. The message says "expression too costly".
 	ErrTooCostly = errors.New("seq: expression too costly")
+	// ErrWaiting: the run reached a wait_for group and stopped there to
+	// wait (docs/sequences.md, "wait_for"); its Result is StatusWaiting and
+	// the waiting group's GroupResult.Wait says for what. Not a failure: a
+	// runner stores the state and resumes the run WithWaitOutcome.
+	ErrWaiting = errors.New("seq: run waiting")
+	// ErrWaitTimeout: no signal came within a signal wait's timeout.
+	ErrWaitTimeout = errors.New("seq: wait timed out")
+	// ErrRejected: the signal a group waited for rejected it (`skillbus
+	// runs signal --reject REASON`).
+	ErrRejected = errors.New("seq: signal rejected")
 )
 
 // Error is one problem in a sequence or one failure of a run, with its

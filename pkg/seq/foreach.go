@@ -18,6 +18,41 @@ import (
 // `$items` and `$indexes` are not references (the name must end there).
 var itemRE = regexp.MustCompile(`\$(item|index)\b(\.[A-Za-z0-9_]*)?`)
 
+// findItemRef returns the position of the first $item, $item.FIELD or
+// $index reference in x as itemRE.FindStringSubmatchIndex gives it
+// ([start, end, name start, name end, field start, field end], the field
+// part -1, -1 when absent) and true, or false when there is none. It is that regular
+// expression written out: the engine renders a for_each call's arguments
+// once per item, where the regular expression was half the cost of a
+// rendering (BENCHMARKS.md, "for_each").
+func findItemRef(x string) (loc [6]int, found bool) {
+	for off := 0; ; {
+		j := strings.IndexByte(x[off:], '$')
+		if j < 0 {
+			return loc, false
+		}
+		i := off + j
+		n := 0
+		switch rest := x[i+1:]; {
+		case strings.HasPrefix(rest, "item"):
+			n = len("item")
+		case strings.HasPrefix(rest, "index"):
+			n = len("index")
+		}
+		if e := i + 1 + n; n > 0 && (e == len(x) || !isIdent(x[e])) {
+			if e < len(x) && x[e] == '.' {
+				f := e + 1
+				for f < len(x) && isIdent(x[f]) {
+					f++
+				}
+				return [6]int{i, f, i + 1, e, e, f}, true
+			}
+			return [6]int{i, e, i + 1, e, -1, -1}, true
+		}
+		off = i + 1
+	}
+}
+
 // itemRef is one $item / $index reference found in a string.
 type itemRef struct {
 	text  string // as written: "$item.path"
@@ -176,7 +211,7 @@ func (e *engine) forEach(runCtx, cctx context.Context, gi, ci int, scope map[str
 					continue
 				}
 				running.Add(1)
-				outs[i] = e.call(runCtx, cctx, gi, ci, args, nil)
+				outs[i] = e.call(runCtx, cctx, gi, ci, i, args, nil)
 				running.Add(-1)
 				switch outs[i].res.Status {
 				case CallSucceeded:
@@ -220,13 +255,14 @@ func (e *engine) forEach(runCtx, cctx context.Context, gi, ci int, scope map[str
 		}
 		if o.res.Status != CallSucceeded || o.res.Attempts > 1 {
 			if len(fan.Details) < MaxItemDetails {
-				fan.Details = append(fan.Details, ItemResult{Index: i, Status: o.res.Status, Attempts: o.res.Attempts, Duration: o.res.Duration, Error: clip(o.res.Error, 300)})
+				// The item's arguments as sent; runGroup bounds them (clipArgs).
+				fan.Details = append(fan.Details, ItemResult{Index: i, Status: o.res.Status, Attempts: o.res.Attempts, Duration: o.res.Duration, Error: clip(o.res.Error, 300), SentArgs: SentArgs{Args: o.res.Args}})
 			} else {
 				fan.Omitted++
 			}
 		}
 		if o.res.Status == CallFailed && firstErr == "" {
-			firstErr = fmt.Sprintf("item %d of %d: %s", i, len(items), o.res.Error)
+			firstErr = ItemOf(i, len(items)) + ": " + o.res.Error
 		}
 		if o.fatal != nil && out.fatal == nil {
 			out.fatal = itemError(o.fatal, i, len(items))
@@ -234,6 +270,9 @@ func (e *engine) forEach(runCtx, cctx context.Context, gi, ci int, scope map[str
 	}
 	b.WriteByte(']')
 	out.value = b.Bytes()
+	if len(outs) > 0 {
+		out.res.Args = outs[0].res.Args // the call records its first item's arguments
+	}
 	switch {
 	case fan.Failed > 0:
 		out.res.Status, out.res.Error = CallFailed, firstErr
@@ -263,9 +302,24 @@ func (e *engine) forEach(runCtx, cctx context.Context, gi, ci int, scope map[str
 func itemError(err error, i, n int) error {
 	var e *Error
 	if !errors.As(err, &e) {
-		return fmt.Errorf("item %d of %d: %w", i, n, err)
+		return fmt.Errorf("%s: %w", ItemOf(i, n), err)
 	}
 	c := *e
-	c.Message = fmt.Sprintf("item %d of %d: %s", i, n, e.Message)
+	c.Message = ItemOf(i, n) + ": " + e.Message
 	return &c
+}
+
+// ItemOf names the for_each item at 0-based index i of a list of n items
+// in a message: "item 5 of 100 ($index 4)". Messages count items from 1,
+// as they count groups and calls ("group 1", "tool 2"), and give the
+// item's $index (from 0, as failed_items and details[].index are) beside
+// it: docs/sequences.md, "for_each".
+func ItemOf(i, n int) string {
+	return fmt.Sprintf("item %d of %d ($index %d)", i+1, n, i)
+}
+
+// ItemLabel is ItemOf without the list's length: "item 5 ($index 4)",
+// for a line of a table that already says how many items there are.
+func ItemLabel(i int) string {
+	return fmt.Sprintf("item %d ($index %d)", i+1, i)
 }

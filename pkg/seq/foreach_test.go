@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -181,7 +182,7 @@ func TestForEachContinue(t *testing.T) {
 	if !strings.Contains(fan.Details[0].Error, "boom") || !strings.Contains(fan.Details[1].Error, `no field "path"`) || !strings.Contains(fan.Details[1].Error, `Did you mean "pth"?`) {
 		t.Fatalf("details = %+v", fan.Details)
 	}
-	if !strings.HasPrefix(g.Calls[0].Error, "item 3 of 10: ") || !strings.HasSuffix(g.Calls[0].Error, "(and 2 more failed)") {
+	if !strings.HasPrefix(g.Calls[0].Error, "item 4 of 10 ($index 3): ") || !strings.HasSuffix(g.Calls[0].Error, "(and 2 more failed)") {
 		t.Fatalf("call error = %q", g.Calls[0].Error)
 	}
 }
@@ -223,7 +224,7 @@ func TestForEachRetriesPerItem(t *testing.T) {
 		return a, nil
 	}
 	r, err = Run(context.Background(), s, f, args("files", items(6), "root", `"r"`), fast)
-	if !errors.Is(err, ErrToolFailed) || !strings.Contains(err.Error(), "item 4 of 6: failed after 3 attempts") {
+	if !errors.Is(err, ErrToolFailed) || !strings.Contains(err.Error(), "item 5 of 6 ($index 4): failed after 3 attempts") {
 		t.Fatalf("err = %v", err)
 	}
 	if fan := r.Groups[0].Calls[0].ForEach; fan.Failed != 1 || fmt.Sprint(fan.FailedItems) != "[4]" || r.Groups[1].Status != GroupPending {
@@ -397,7 +398,7 @@ func TestForEachTimeout(t *testing.T) {
 	}
 	s = mustParse(t, fanOut("    timeout: 200ms", ""))
 	_, err = Run(context.Background(), s, tools(), args("files", items(4), "root", `"r"`))
-	if !errors.Is(err, ErrGroupTimeout) || !strings.Contains(err.Error(), "item 2 of 4: the group timeout of 200ms ended the attempts") {
+	if !errors.Is(err, ErrGroupTimeout) || !strings.Contains(err.Error(), "item 3 of 4 ($index 2): the group timeout of 200ms ended the attempts") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -454,5 +455,34 @@ func TestForEachProgress(t *testing.T) {
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err) // (a report after Run returned fails the test above)
+	}
+}
+
+// TestFindItemRefMatchesItemRE: the hand-written scanner finds what itemRE
+// finds, at the same positions, on written cases and on random strings
+// built of the pieces that matter ($, item, index, ., word and other
+// characters).
+func TestFindItemRefMatchesItemRE(t *testing.T) {
+	cases := []string{"", "$", "$item", "$index", "$items", "$indexes", "$item.", "$item.path", "$item.a_b9-c", "x $index y", "$$item", "$ite", "$itemé",
+		"$item.é", "$args.x $item", "$item$index", "$index.x", "$in$item.q", "a$item_b $item", "é$index", "$itemx $item.x.y"}
+	pieces := []string{"$", "item", "index", ".", "a", "_", "9", "-", " ", "é", "$args.k", "s"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		cases = append(cases, b.String())
+	}
+	for _, x := range cases {
+		want := itemRE.FindStringSubmatchIndex(x)
+		loc, ok := findItemRef(x)
+		var got []int
+		if ok {
+			got = loc[:]
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("findItemRef(%q) = %v, itemRE gives %v", x, got, want)
+		}
 	}
 }

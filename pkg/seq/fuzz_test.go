@@ -50,6 +50,8 @@ func FuzzParseJSON(f *testing.F) {
 	// when limits and exact numbers
 	f.Add([]byte(`{"name":"s","groups":[{"name":"g","in":{"l":"array"},"when":"[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, $args.l.exists(c, c == a + b)))","tools":"{\"tool\":\"t\"};"}]}`))
 	f.Add([]byte(`{"name":"s","groups":[{"name":"g","in":{"n":"integer"},"when":"$args.n == 9007199254740993","tools":"{\"tool\":\"t\",\"args\":{\"n\":9.007199254740993e15,\"m\":123456789012345678901234567890,\"t\":\"$args.n x\"}};"}]}`))
+	f.Add([]byte(`{"name":"s","groups":[{"name":"g","out":{"ok":"bool"},"wait_for":{"signal":"approve","timeout":"24h"}},{"name":"h","in":{"at":"string"},"wait_for":{"until":"$args.at"},"tools":null}]}`))
+	f.Add([]byte(`{"name":"s","schedule":[{"name":"a","every":"30s","overlap":"buffer_all","args":{"x":1},"pause_on_failure":2}],"groups":[{"name":"g","in":{"x":"integer"},"tools":"{\"tool\":\"t\",\"args\":{\"x\":\"$args.x\"}};"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseJSON(data)
 		checkParsed(t, s, err)
@@ -63,6 +65,10 @@ func FuzzParseYAML(f *testing.F) {
 	f.Add([]byte("name: s\ngroups:\n  - name: g\n    in: {n: number}\n    when: $args.n > 1e308 || size('" + strings.Repeat("x", 50) + "' + '') > 1\n    tools: [{tool: t, args: {a: 9007199254740993.0, b: 0x1F, c: .5, d: 1e999}}]\n"))
 	f.Add([]byte("name: t3\n\n\ngruops:\n\n\n  - name: g\n    missing: degarde\n    when: >-\n      $args.x >\ntimezone: europe/berlin\n"))
 	f.Add([]byte("---\nname: s\ndescription: d\n---\n# Title\n"))
+	f.Add([]byte("name: s\ngroups:\n  - name: g\n    out: {ok: bool}\n    wait_for: {signal: approve, timeout: 24h}\n    on_error: continue\n  - name: h\n    wait_for: {duration: 1h, timeout: 2h}\n    tools: [{tool: t}]\n"))
+	// schedule entries (entries.go)
+	f.Add([]byte(entriesSeq))
+	f.Add([]byte("name: s\nschedule:\n  - every: 1h\n    every: 2h\n  - {cron: \"0 0 9 * * *\", timezone: UTC, jitter: 1m, overlap: cancel_other, start_at: \"2026-01-01T00:00:00Z\"}\ngroups:\n  - name: g\n    tools: [{tool: t}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseYAML(data)
 		checkParsed(t, s, err)

@@ -93,7 +93,7 @@ const (
 
 var (
 	seqFields   = []string{"name", "description", "groups", "boot", "schedule", "timezone", "signature"}
-	groupFields = []string{"name", "description", "in", "out", "when", "parallel", "missing", "timeout", "on_error", "retries", "tools"}
+	groupFields = []string{"name", "description", "in", "out", "when", "parallel", "missing", "timeout", "on_error", "retries", "wait_for", "tools"}
 	callFields  = []string{"tool", "args", "as", "fallback", "for_each", "max_parallel"}
 )
 
@@ -250,18 +250,7 @@ func fromNode(root *node) (*Sequence, error) {
 	}
 	s.Description, _ = d.str(root.get("description"), at{}, "description", `"Survey a repository"`)
 	s.Boot, _ = d.boolean(root.get("boot"), at{}, "boot")
-	if v, ok := d.str(root.get("schedule"), at{}, "schedule", `"@every 1h" or "0 0 9 * * MON-FRI"`); ok {
-		if msg := checkSchedule(v); msg != "" {
-			d.errf(ErrInvalidValue, at{}, "schedule", root.get("schedule"), "%s", msg)
-		}
-		s.Schedule = strings.Trim(v, " ") // as the server reads its header
-	}
-	if v, ok := d.str(root.get("timezone"), at{}, "timezone", `"Europe/Berlin"`); ok {
-		if msg := checkTimeZone(v, s.Schedule, root.get("schedule") != nil); msg != "" {
-			d.errf(ErrInvalidValue, at{}, "timezone", root.get("timezone"), "%s", msg)
-		}
-		s.TimeZone = v
-	}
+	d.scheduleField(root, s) // entries.go
 	gs := root.get("groups")
 	switch {
 	case gs == nil:
@@ -286,17 +275,44 @@ func fromNode(root *node) (*Sequence, error) {
 			s.Groups = append(s.Groups, g)
 		}
 	}
-	if len(d.list) > 0 {
+	// A given signature's shape is a field problem, reported with the
+	// others; its agreement with the groups is checked with the dataflow.
+	sn := root.get("signature")
+	var given Signature
+	givenOK := false
+	if sn != nil {
+		given, givenOK = d.signatureField(sn)
+	}
+	// The dataflow checks need every group decoded; a problem outside the
+	// groups (the schedule, the name, a signature's shape) does not keep
+	// them from running, so one pass reports both.
+	if len(d.list) > 0 && !groupsClean(d.list, gs, s) {
 		return nil, d.fail()
 	}
 	d.check(s)
-	if sn := root.get("signature"); sn != nil && len(d.list) == 0 {
-		d.checkSignature(s, sn)
+	d.checkEntryArgs(s) // entries.go
+	if givenOK {
+		d.checkSignature(s, given, sn)
 	}
 	if len(d.list) > 0 {
 		return nil, d.fail()
 	}
 	return s, nil
+}
+
+// groupsClean reports whether every group of the groups node gs decoded
+// into s and none of the problems found so far is about a group, so the
+// dataflow checks see the groups as written.
+func groupsClean(list Errors, gs *node, s *Sequence) bool {
+	if gs == nil || gs.kind != kindArray || len(gs.vals) == 0 || len(s.Groups) != len(gs.vals) {
+		return false
+	}
+	for _, e := range list {
+		if e.Group > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *decoder) group(idx int, gn *node) Group {
@@ -370,6 +386,10 @@ func (d *decoder) group(idx int, gn *node) Group {
 		}
 	} else if g.OnError == OnErrorRetry {
 		d.errf(ErrMissingField, a, "retries", gn, "on_error: retry needs retries: the number of further attempts after the first, from 1 to %d; add for example \"retries\": 3", MaxRetries)
+	}
+	if wn := gn.get("wait_for"); wn != nil { // a wait instead of calls (waitfor.go)
+		d.waitFor(&g, a, gn, wn)
+		return g
 	}
 	tn := gn.get("tools")
 	switch {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,7 @@ groups:
 		{"args not object", false, "name: s\ngroups:\n  - name: g\n    tools: [{tool: t, args: [1]}]\n", ErrInvalidValue, []string{`tool 1 "t": args`, "must be an object"}},
 		{"bad type", false, "name: s\ngroups:\n  - name: g\n    in: {x: str}\n    tools: [{tool: t}]\n", ErrInvalidValue, []string{`group 1 "g": in.x`, "array<T>"}},
 		{"bad key", false, "name: s\ngroups:\n  - name: g\n    in: {my-key: string}\n    tools: [{tool: t}]\n", ErrInvalidValue, []string{`"my-key" is not allowed`}},
-		{"scheduled run needs an argument", false, "name: s\nschedule: \"@every 1m\"\ngroups:\n  - name: g\n    in: {repo: string}\n    tools: [{tool: t, args: {r: $args.repo}}]\n", ErrDataflow, []string{`group 1 "g": in.repo`, "scheduled run gets no arguments", "out slot"}},
+		{"scheduled run needs an argument", false, "name: s\nschedule: \"@every 1m\"\ngroups:\n  - name: g\n    in: {repo: string}\n    tools: [{tool: t, args: {r: $args.repo}}]\n", ErrDataflow, []string{`group 1 "g": in.repo`, "single-string schedule gets no arguments", "list of entries", "out slot"}},
 		{"boot run needs another argument", false, "name: s\nboot: true\ngroups:\n  - name: g\n    in: {agent: string, repo: string}\n    tools: [{tool: t, args: {a: $args.agent, r: $args.repo}}]\n", ErrDataflow, []string{`group 1 "g": in.repo`, "only agent and boot_id"}},
 		{"boot argument mistyped", false, "name: s\nboot: true\ngroups:\n  - name: g\n    in: {boot_id: integer}\n    tools: [{tool: t, args: {b: $args.boot_id}}]\n", ErrDataflow, []string{`in.boot_id`, "declare \"boot_id\": string"}},
 		{"undeclared arg ref", false, "name: s\ngroups:\n  - name: g\n    tools: [{tool: t, args: {p: $args.path}}]\n", ErrDataflow, []string{`group 1 "g": tool 1 "t": args`, "$args.path", "`in`"}},
@@ -230,7 +231,15 @@ func roundTrip(t testing.TB, s *Sequence) {
 }
 
 func exampleFiles(t testing.TB) []string {
-	files, err := filepath.Glob("../../examples/sequences/*.seq.*")
+	// The names the registry loads: an editor's backup beside them
+	// (my.seq.yaml~) is no example.
+	var files []string
+	var err error
+	for _, ext := range []string{".seq.json", ".seq.yaml", ".seq.yml"} {
+		m, gerr := filepath.Glob("../../examples/sequences/*" + ext)
+		files, err = append(files, m...), errors.Join(err, gerr)
+	}
+	sort.Strings(files)
 	if err != nil || len(files) < 4 {
 		t.Fatalf("want at least 4 example sequences, got %v (%v)", files, err)
 	}
@@ -344,5 +353,39 @@ func TestBootArguments(t *testing.T) {
 	}
 	if got, want := s.Signature.String(), BootArgs.String(); got != want {
 		t.Errorf("signature = %s; want %s", got, want)
+	}
+}
+
+// TestParseFewerPasses: a problem outside the groups (the schedule) does
+// not hide the groups' dataflow and `when` problems; a given signature's
+// shape is a field problem, reported with the groups' field problems; and
+// a signature that differs from the derived one is reported with the
+// dataflow problems, not in a pass of its own (issue 25: validate needed
+// up to three rounds for one file).
+func TestParseFewerPasses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"schedule and dataflow", "name: bad\nschedule: \"*/5 * * * *\"\ngroups:\n  - name: g\n    when: \"1 +\"\n    tools:\n      - tool: x\n        args:\n          path: $args.nope\n",
+			[]string{"schedule: got", `when: "1 +" does not compile`, "reads $args.nope"}},
+		{"signature shape and fields", "name: s\nsignature: {x: 5}\ngroups:\n  - name: g\n    in: {x: string}\n    bogus: 1\n    tools: [{tool: t, args: {v: $args.x}}]\n",
+			[]string{"signature.x: got the number 5", `unknown field "bogus"`}},
+		{"signature and dataflow", "name: s\nsignature: {x: string}\ngroups:\n  - name: g\n    in: {x: string}\n    out: {o: integer}\n    tools: [{tool: t, args: {v: $args.x}, as: o}]\n  - name: h\n    in: {o: string, zz: integer}\n    tools: [{tool: u, args: {z: $args.zz}}]\n",
+			[]string{"signature: the given signature (x: string) differs", `group 2 "h": in.o: declares "o" as string, but group 1 "g" writes it as integer`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseYAML([]byte(tt.src))
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) != len(tt.want) {
+				t.Fatalf("ParseYAML = %d problems:\n%v\nwant %d, all in one pass", len(errs), err, len(tt.want))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("ParseYAML error =\n%v\nwant it to contain %q", err, w)
+				}
+			}
+		})
 	}
 }

@@ -188,9 +188,33 @@ func (f *Follower) readNow(ctx context.Context) ([]*Msg, error) {
 	return out, nil
 }
 
-// readDirect reads by batch direct gets, one per filter, merged in stream
-// order and cut where the shortest full batch ends (beyond it another
-// filter's messages may not have been read yet).
+// readFilters reads a batch from start for each filter by batch direct
+// gets, merged in stream order and cut where the shortest full batch ends
+// (beyond it another filter's messages may not have been read yet) and,
+// when up > 0, after sequence up.
+func (f *Follower) readFilters(ctx context.Context, start, up uint64) ([]*Msg, error) {
+	var all []*Msg
+	limit := up // the last sequence every filter has read up to; 0: no limit
+	for _, filter := range f.cfg.Filters {
+		msgs, err := Batch(ctx, f.js, f.cfg.Stream, filter, start, f.cfg.Batch)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) == f.cfg.Batch {
+			if l := msgs[len(msgs)-1].Sequence; limit == 0 || l < limit {
+				limit = l
+			}
+		}
+		all = append(all, msgs...)
+	}
+	slices.SortFunc(all, func(a, b *Msg) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	if limit > 0 {
+		all = slices.DeleteFunc(all, func(m *Msg) bool { return m.Sequence > limit })
+	}
+	return all, nil
+}
+
+// readDirect reads by batch direct gets (readFilters), from the cursor.
 func (f *Follower) readDirect(ctx context.Context) ([]*Msg, error) {
 	start := f.next
 	if start == 0 {
@@ -210,23 +234,20 @@ func (f *Follower) readDirect(ctx context.Context) ([]*Msg, error) {
 		}
 		start = first.Sequence
 	}
-	var all []*Msg
-	limit := uint64(0) // the last sequence every filter has read up to; 0: no limit
-	for _, filter := range f.cfg.Filters {
-		msgs, err := Batch(ctx, f.js, f.cfg.Stream, filter, start, f.cfg.Batch)
-		if err != nil {
+	all, err := f.readFilters(ctx, start, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.cfg.Filters) > 1 && len(all) > 0 {
+		// A filter read before another may have missed messages stored
+		// between the two reads, with sequences below the other's newest:
+		// moving the cursor past them would skip them for good. Every
+		// message up to the newest seen (up) is stored by now, so a second
+		// read, cut at up, is complete.
+		up := all[len(all)-1].Sequence
+		if all, err = f.readFilters(ctx, start, up); err != nil {
 			return nil, err
 		}
-		if len(msgs) == f.cfg.Batch {
-			if l := msgs[len(msgs)-1].Sequence; limit == 0 || l < limit {
-				limit = l
-			}
-		}
-		all = append(all, msgs...)
-	}
-	slices.SortFunc(all, func(a, b *Msg) int { return cmp.Compare(a.Sequence, b.Sequence) })
-	if limit > 0 {
-		all = slices.DeleteFunc(all, func(m *Msg) bool { return m.Sequence > limit })
 	}
 	if len(all) == 0 {
 		if f.next == 0 {

@@ -78,6 +78,11 @@ type Client struct {
 type toolEntry struct {
 	subject, cancel string
 	lastOK          atomic.Int64 // unix ns of the last answer; 0 never
+	// speaks: a provider of the tool sent a progress message (the
+	// keep-alive protocol, progress.go): a call of it that gets neither
+	// an acknowledgement nor its reply was lost on its way, and is sent
+	// again (watchdog).
+	speaks atomic.Bool
 }
 
 // pendingCall is a call waiting for its reply. Its fields other than ch
@@ -97,6 +102,7 @@ type pendingCall struct {
 	beat         time.Time
 	silentSince  time.Time
 	quietResends int
+	te           *toolEntry // the tool called (its speaks flag)
 }
 
 // ClientOption configures a Client.
@@ -304,7 +310,7 @@ func (c *Client) roundTrip(ctx context.Context, plain bool, deadline time.Time, 
 	}
 	token := strconv.FormatUint(c.next.Add(1), 36)
 	msg.Reply = c.prefix + token
-	p := &pendingCall{ch: make(chan *nats.Msg, 1), msg: msg}
+	p := &pendingCall{ch: make(chan *nats.Msg, 1), msg: msg, te: te}
 	var missingSince time.Time
 	missingTries := 0
 	// ended says why the wait ended when done or expired fired: the
@@ -354,9 +360,11 @@ func (c *Client) roundTrip(ctx context.Context, plain bool, deadline time.Time, 
 		}
 		p.gen = c.gen
 		c.pending[token] = p
-		if p.acked {
-			// Sent again after "no responders": the watchdog looks after
-			// it again, from now.
+		if p.acked || (c.keepAlive > 0 && te.speaks.Load()) {
+			// Sent again after "no responders", or a call of a tool whose
+			// providers send progress messages: the watchdog looks after
+			// it, from now (one never acknowledged is sent again when its
+			// acknowledgement does not come: progress.go).
 			p.beat = time.Now()
 			c.trackLocked(token, p)
 		}
@@ -533,6 +541,7 @@ func (c *Client) onReply(m *nats.Msg) {
 	p := c.pending[token]
 	if p != nil {
 		delete(c.pending, token)
+		delete(c.tracked, token) // answered: the watchdog has nothing to look after
 	}
 	c.mu.Unlock()
 	if p != nil {

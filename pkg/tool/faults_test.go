@@ -100,12 +100,12 @@ func TestCancelBeforeStart(t *testing.T) {
 		_, err := c.Call(queued, "test.serial", json.RawMessage(`{"n":2}`))
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // the second call reaches the provider and waits
+	time.Sleep(300 * time.Millisecond) // places the cancel while the second call waits at the provider (one that came first is remembered, and must not run either)
 	cancelQueued()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call = %v; want context.Canceled", err)
 	}
-	time.Sleep(200 * time.Millisecond) // the cancel reaches the provider
+	time.Sleep(200 * time.Millisecond) // the cancel reaches the provider: nothing outside it tells when it has
 	close(release)
 	// A third call shows the provider is free again, after the second
 	// was dropped.
@@ -150,7 +150,7 @@ func (r *restartable) start() {
 			r.t.Cleanup(r.srv.Shutdown)
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the kernel tells nobody when the port is free again
 	}
 	r.t.Fatalf("restart the server: %v", err)
 }
@@ -279,7 +279,7 @@ func TestInterruptedAtDeadline(t *testing.T) {
 		if errors.Is(err, tool.ErrTimeout) && !errors.Is(err, tool.ErrInterrupted) {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // between attempts: each is a real call that times out
 	}
 	t.Fatalf("a plain timeout after the reconnect = %v; want ErrTimeout without ErrInterrupted", err)
 }
@@ -331,7 +331,7 @@ func TestMissingGrace(t *testing.T) {
 	}
 	back := make(chan struct{})
 	go func() {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the behaviour: a provider away for 1 s, within the missing grace
 		serve("test.flaky")
 		close(back)
 	}()

@@ -81,7 +81,7 @@ func TestServerMetrics(t *testing.T) {
 	var calls map[[2]string]int64
 	var durations map[[2]string]uint64
 	var zeroSums []string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) { // a reader has no event for a recording
 		calls, durations, zeroSums = collect(ctx, t, reader)
 		if equalMaps(calls, wantCalls) && equalMaps(durations, wantDur) && len(zeroSums) == 0 || time.Now().After(deadline) {
 			break

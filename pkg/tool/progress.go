@@ -66,6 +66,11 @@ const DefaultLostGrace = 5 * time.Second
 // a tracked call silent.
 const keepAliveMisses = 3
 
+// unackedResends is how many times a call of a tool whose providers speak
+// the keep-alive protocol is sent again when no acknowledgement comes for
+// keepAliveMisses intervals (docs/tools.md, "Keep-alives", step 4).
+const unackedResends = 2
+
 // progressAckAfter is how long a provider holds a call asking for
 // progress before its first progress message (none for a call answered
 // sooner); progressTick is how often the provider looks for progress
@@ -228,6 +233,9 @@ func (c *Client) onProgress(token string) {
 		return
 	}
 	p.acked, p.beat, p.silentSince = true, time.Now(), time.Time{}
+	if p.te != nil {
+		p.te.speaks.Store(true)
+	}
 	c.trackLocked(token, p)
 }
 
@@ -271,6 +279,22 @@ func (c *Client) watchdog() {
 			}
 			if !c.connected || p.gen < c.gen || now.Sub(p.beat) < silence {
 				continue // a reconnect sends it again (onConnected)
+			}
+			if !p.acked {
+				// A call of a tool that speaks the protocol, neither
+				// acknowledged nor answered for the silence: lost on its
+				// way to a provider (a node that died with it). Sent
+				// again, at most unackedResends times; it is never taken
+				// for lost on that account (a provider of the tool that
+				// does not speak the protocol answers at its own pace).
+				if p.quietResends >= unackedResends {
+					delete(c.tracked, token)
+					continue
+				}
+				p.beat = now
+				p.quietResends++
+				again = append(again, p.msg)
+				continue
 			}
 			if p.silentSince.IsZero() {
 				p.silentSince = p.beat

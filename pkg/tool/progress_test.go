@@ -364,3 +364,80 @@ func TestNoKeepAliveAsked(t *testing.T) {
 		t.Errorf("request %s = %q; want none", tool.ProgressHeader, h)
 	}
 }
+
+// TestUnacknowledgedCallSentAgain: once a tool's provider has spoken the
+// keep-alive protocol, a call of it that gets neither an acknowledgement
+// nor its reply for the silence (3 intervals) was lost on its way — its
+// node died with it — and is sent again on the same reply subject,
+// instead of waiting for its deadline; at most twice, and never taken for
+// a dead provider on that account (the deadline ends it).
+func TestUnacknowledgedCallSentAgain(t *testing.T) {
+	t.Parallel()
+	s := natsserver.StartTB(t, natsserver.Options{})
+	provider := natsserver.ConnectTB(t, s)
+	got := make(chan *nats.Msg, 16)
+	if _, err := provider.Subscribe("tool.test.drops", func(m *nats.Msg) { got <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := progressClient(t, s)
+	call := func(timeout time.Duration) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			_, err := c.Call(ctx, "test.drops", nil)
+			done <- err
+		}()
+		return done
+	}
+	// A first call, acknowledged and answered: the provider speaks the
+	// protocol.
+	done := call(20 * time.Second)
+	m := recv(t, got)
+	_ = provider.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{tool.ProgressHeader: []string{tool.ProgressAccepted}}})
+	_ = m.Respond([]byte(`{}`))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A call whose first delivery is lost: sent again, answered.
+	start := time.Now()
+	done = call(20 * time.Second)
+	first := recv(t, got) // dropped
+	again := recv(t, got)
+	_ = again.Respond([]byte(`{}`))
+	if err := <-done; err != nil {
+		t.Fatalf("the call sent again and answered = %v", err)
+	}
+	if first.Reply != again.Reply {
+		t.Errorf("sent again on %s; want the same reply subject %s", again.Reply, first.Reply)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the lost call was answered after %v; want it sent again after the 0.6 s silence, not at its deadline", took)
+	}
+
+	// A call never answered: sent 3 times in all, then its deadline.
+	done = call(3 * time.Second)
+	err := <-done
+	if !errors.Is(err, tool.ErrTimeout) || errors.Is(err, tool.ErrProviderLost) {
+		t.Errorf("a call never acknowledged = %v; want ErrTimeout at its deadline, not ErrProviderLost", err)
+	}
+	if n := len(got); n != 3 {
+		t.Errorf("the unanswered call was delivered %d times; want 3 (sent again at most twice)", n)
+	}
+}
+
+// recv returns the next message of ch, failing after 10 s.
+func recv(t *testing.T, ch chan *nats.Msg) *nats.Msg {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request in 10 s")
+		return nil
+	}
+}

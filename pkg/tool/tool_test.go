@@ -203,7 +203,7 @@ func TestReplicasShareCalls(t *testing.T) {
 		nc := natsserver.ConnectTB(t, s)
 		srv, err := tool.Serve(nc, tool.ServerConfig{Name: "replica"}, tool.Tool{Name: "test.who", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
 			hits[i].Add(1)
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // the call's own work, so concurrent handling shows in the total time
 			return i, nil
 		}})
 		if err != nil {
@@ -296,7 +296,7 @@ func TestStopWaitsForInFlight(t *testing.T) {
 	var finished atomic.Bool
 	srv, err := tool.Serve(nc, tool.ServerConfig{}, tool.Tool{Name: "test.work", Func: func(ctx context.Context, a json.RawMessage) (any, error) {
 		close(started)
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // the call's own work, still running when Stop is called
 		finished.Store(true)
 		return "done", nil
 	}})
@@ -375,8 +375,13 @@ func TestStopWaitsForQueuedCalls(t *testing.T) {
 	nc := natsserver.ConnectTB(t, s)
 	var stopReturned, ranLate atomic.Bool
 	var ran atomic.Int32
+	first := make(chan struct{}, 1)
 	srv, err := tool.Serve(nc, tool.ServerConfig{MaxConcurrent: 1}, tool.Tool{Name: "test.slow", Func: func(ctx context.Context, a json.RawMessage) (any, error) {
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case first <- struct{}{}:
+		default:
+		}
+		time.Sleep(10 * time.Millisecond) // the call's own work: the burst queues behind it
 		if stopReturned.Load() {
 			ranLate.Store(true)
 		}
@@ -402,8 +407,10 @@ func TestStopWaitsForQueuedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the provider holds the burst (the first call runs).
-	for deadline := time.Now().Add(5 * time.Second); ran.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first call of the burst did not start within 5 s")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -412,7 +419,7 @@ func TestStopWaitsForQueuedCalls(t *testing.T) {
 	}
 	stopReturned.Store(true)
 	handled := ran.Load()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a window for a call that would run after Stop: its absence is the behaviour
 	if ranLate.Load() || ran.Load() != handled {
 		t.Errorf("%d calls ran after Stop returned; want none", ran.Load()-handled)
 	}
@@ -432,10 +439,12 @@ func TestStopWaitsForQueuedCalls(t *testing.T) {
 // second blocking call no longer holds up a quick one.
 func TestQuickToolRecoversFromASlowCall(t *testing.T) {
 	release := make(chan struct{}, 2)
+	blocked := make(chan struct{}, 2)
 	mix := tool.Tool{Name: "test.mix", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
 		var a struct{ Wait bool }
 		_ = json.Unmarshal(args, &a)
 		if a.Wait {
+			blocked <- struct{}{}
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -460,13 +469,14 @@ func TestQuickToolRecoversFromASlowCall(t *testing.T) {
 		return ch
 	}
 	first := slow()
-	time.Sleep(100 * time.Millisecond) // it blocks, perhaps the subscription too
+	<-blocked                         // it blocks, perhaps the subscription too
+	time.Sleep(10 * time.Millisecond) // the behaviour: a call slower than quickMax (100 µs) ends the quick streak
 	release <- struct{}{}
 	if err := <-first; err != nil {
 		t.Fatalf("first slow call: %v", err)
 	}
 	second := slow()
-	time.Sleep(100 * time.Millisecond)
+	<-blocked
 	quickCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if _, err := f.client.Call(quickCtx, "test.mix", nil); err != nil {

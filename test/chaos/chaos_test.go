@@ -165,7 +165,7 @@ func TestChaos(t *testing.T) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	natsBin, workerBin := build(t, root, filepath.Join(dir, "bin"))
+	natsBin, workerBin := build(t, root)
 	net, why := newNetwork(t, 3)
 	if net == nil {
 		t.Logf("network partitions are skipped: %s (they need root and iproute2's ip); the nodes run on 127.0.0.1", why)

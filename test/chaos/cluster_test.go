@@ -53,6 +53,12 @@ func startCluster(t *testing.T, bin, dir string, net *network) []*node {
 listen: "%s:%d"
 http: "%s:%d"
 max_payload: 1MB
+# A node cut off the network is found dead by its peers (routes) and its
+# clients' servers within 4-6 s, as skillbus's services find their server
+# (natsconn.PingInterval), not after the default 2 minutes: until then the
+# other nodes route a tool's queue calls to the cut-off node's subscribers.
+ping_interval: "2s"
+ping_max: 2
 jetstream {
   store_dir: %q
   max_memory_store: 256MB

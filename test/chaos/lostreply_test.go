@@ -77,7 +77,7 @@ func TestChaosLostReply(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natsBin, workerBin := build(t, root, filepath.Join(dir, "bin"))
+	natsBin, workerBin := build(t, root)
 	nodes := startCluster(t, natsBin, dir, nil)
 	frozen := nodes[2] // the provider's node
 	others := urls(nodes[:2])

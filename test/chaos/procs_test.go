@@ -154,10 +154,46 @@ func waitHTTP(url string, limit time.Duration) bool {
 	return false
 }
 
+// binDir is where build puts the binaries, made by the first build of
+// this test process (SKILLBUS_CHAOS_DIR/bin when set, kept; else a
+// temporary directory TestMain removes), so TestChaos, TestChaosLostReply
+// and TestChaosForEach build once: go build does not link again a binary
+// that is up to date.
+var binDir struct {
+	mu   sync.Mutex // mu guards path and temp
+	path string
+	temp bool
+}
+
+// TestMain removes the binaries' temporary directory after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	binDir.mu.Lock()
+	if binDir.temp {
+		_ = os.RemoveAll(binDir.path)
+	}
+	binDir.mu.Unlock()
+	os.Exit(code)
+}
+
 // build builds the binaries the suite runs: nats-server (the version
-// go.mod requires, from the module cache) and cmd/seqworker.
-func build(t *testing.T, root, dir string) (natsServer, seqworker string) {
+// go.mod requires, from the module cache) and cmd/seqworker, into binDir.
+func build(t *testing.T, root string) (natsServer, seqworker string) {
 	t.Helper()
+	binDir.mu.Lock()
+	defer binDir.mu.Unlock()
+	if binDir.path == "" {
+		if d := os.Getenv("SKILLBUS_CHAOS_DIR"); d != "" {
+			binDir.path = filepath.Join(d, "bin")
+		} else {
+			d, err := os.MkdirTemp("", "skillbus-chaos-bin-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			binDir.path, binDir.temp = d, true
+		}
+	}
+	dir := binDir.path
 	t0 := time.Now()
 	for _, pkg := range []string{"github.com/nats-io/nats-server/v2", "./cmd/seqworker"} {
 		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), pkg)
@@ -168,7 +204,7 @@ func build(t *testing.T, root, dir string) (natsServer, seqworker string) {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out.String())
 		}
 	}
-	t.Logf("built nats-server and seqworker in %v", time.Since(t0).Round(time.Millisecond))
+	t.Logf("built nats-server and seqworker in %v (into %s)", time.Since(t0).Round(time.Millisecond), dir)
 	return filepath.Join(dir, "nats-server"), filepath.Join(dir, "seqworker")
 }
 

@@ -42,12 +42,17 @@ type callLog struct {
 	Group int    `json:"group"`
 	Call  int    `json:"call"`
 	At    int64  `json:"at"`
+	// End is when the call ended (unix ns), on the second line chaos.tick
+	// writes for each call (0 on the first, written when it starts).
+	End int64 `json:"end,omitempty"`
 }
 
 // TestChaosToolsProcess is not a test on its own: it is the tool provider
 // process of TestChaos. It serves chaos.step, which logs every call it
 // receives (one JSON line, written before it works) and answers after
-// the given time, until the process is killed or gets SIGTERM.
+// the given time, and chaos.tick, the same with a second line when the
+// call ends (End set: TestChaosSchedules reads when calls overlap), until
+// the process is killed or gets SIGTERM.
 func TestChaosToolsProcess(t *testing.T) {
 	url := os.Getenv(envToolsURL)
 	if url == "" {
@@ -72,7 +77,40 @@ func TestChaosToolsProcess(t *testing.T) {
 	var seq atomic.Int64
 	var mu sync.Mutex
 	schema, _ := tool.SchemaFor[stepArgs]()
-	srv, err := tool.Serve(conn.Conn, tool.ServerConfig{Name: "chaos-tools", MaxConcurrent: 256}, tool.Tool{
+	logLine := func(c callLog) error {
+		line, _ := json.Marshal(c)
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := f.Write(append(line, '\n'))
+		return err
+	}
+	tick := tool.Tool{
+		Name:   "chaos.tick",
+		Schema: schema,
+		Func: func(ctx context.Context, raw json.RawMessage) (any, error) {
+			var a stepArgs
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return nil, tool.Errorf("400", "bad arguments: %v", err)
+			}
+			c := callLog{Seq: seq.Add(1), Run: a.Run, Group: a.Group, Call: a.Call, At: time.Now().UnixNano()}
+			if err := logLine(c); err != nil {
+				return nil, tool.Errorf("500", "call log: %v", err)
+			}
+			select {
+			case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			case <-ctx.Done():
+			}
+			c.End = time.Now().UnixNano()
+			if err := logLine(c); err != nil {
+				return nil, tool.Errorf("500", "call log: %v", err)
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return map[string]any{"run": a.Run, "group": a.Group, "call": a.Call}, nil
+		},
+	}
+	srv, err := tool.Serve(conn.Conn, tool.ServerConfig{Name: "chaos-tools", MaxConcurrent: 256}, tick, tool.Tool{
 		Name:   "chaos.step",
 		Schema: schema,
 		Func: func(ctx context.Context, raw json.RawMessage) (any, error) {

@@ -27,6 +27,7 @@ import (
 	"github.com/skillbus/skillbus/internal/devstack"
 	"github.com/skillbus/skillbus/internal/mcpserver/mcpservertest"
 	"github.com/skillbus/skillbus/internal/natsconn"
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 // authLog is a nats-server logger that keeps the permission violations
@@ -263,11 +264,11 @@ func TestAuthRolesDoTheirJobs(t *testing.T) {
 	if _, out, errOut := cliRun(t, "runs", "show", bigSt.RunID); !strings.Contains(out, "0123456789abcdef") || errOut != "" {
 		t.Errorf("reader: runs show of a run with a large slot (in RUN_SLOTS) does not show its value: %.300s\nstderr: %s", out, errOut)
 	}
-	watchOut, _, stopWatch := cliBackground(t, "watch")
-	time.Sleep(300 * time.Millisecond)
+	watchOut, watchErr, stopWatch := cliBackground(t, "watch")
+	watchErr.waitFor(t, "watch (as reader) to follow the events", "watching events") // said once it follows the stream
 	e.as(t, auth.RoleRunner)
 	cliRun(t, "agent-ready", "robot2")
-	cliEventually(t, "watch (as reader) to show the agent_ready", func() bool { return strings.Contains(watchOut.String(), "robot2") })
+	watchOut.waitFor(t, "watch (as reader) to show the agent_ready", "robot2")
 	stopWatch()
 
 	// Agent: a scheduled sequence stored through the registry, its ticks
@@ -445,6 +446,27 @@ func TestAuthDenies(t *testing.T) {
 			refusePub(t, r, conns[r], errs[r], "$KV.SEQUENCES.forged-boot", nil)
 		}
 	})
+	t.Run("only the seqworker writes SEQ_SCHEDULES; readers list schedules, operators pause them", func(t *testing.T) {
+		for _, r := range roles {
+			if r == auth.RoleSeqworker {
+				continue
+			}
+			refusePub(t, r, conns[r], errs[r], "$KV.SEQ_SCHEDULES.project-survey.default", nil)
+		}
+		refusePub(t, auth.RoleReader, conns[auth.RoleReader], errs[auth.RoleReader], events.SeqSchedulesPauseSubject, nil)
+		refusePub(t, auth.RoleReader, conns[auth.RoleReader], errs[auth.RoleReader], events.SeqSchedulesTriggerSubject, nil)
+		refusePub(t, auth.RoleReader, conns[auth.RoleReader], errs[auth.RoleReader], events.SeqSchedulesBackfillSubject, nil)
+		for _, r := range []string{auth.RoleReader, auth.RoleRunner} {
+			m, err := conns[r].Request(events.SeqSchedulesListSubject, []byte(`{"v":1}`), 5*time.Second)
+			if err != nil || m.Header.Get("Nats-Service-Error-Code") != "" {
+				t.Errorf("%s: schedules.list = %v, %v; want a list", r, m, err)
+			}
+		}
+		m, err := conns[auth.RoleRunner].Request(events.SeqSchedulesPauseSubject, []byte(`{"v":1,"sequence":"project-survey","note":"auth test"}`), 5*time.Second)
+		if err != nil || m.Header.Get("Nats-Service-Error-Code") != "404" {
+			t.Errorf("runner: schedules.pause of an unscheduled sequence = %v, %v; want the seqworker's 404 (the request allowed)", m, err)
+		}
+	})
 	t.Run("runs start only through skillbus.seq.run", func(t *testing.T) {
 		for _, r := range roles {
 			if r == auth.RoleSeqworker {
@@ -562,7 +584,7 @@ func TestAuthDenies(t *testing.T) {
 	})
 
 	// What the refusals protect is unchanged.
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a window for a write the refusals must have stopped: its absence is the behaviour
 	if got := e.kvRevision(t, "RUNS", st.RunID); got != runRev {
 		t.Errorf("the finished run's RUNS revision moved from %d to %d", runRev, got)
 	}
@@ -601,8 +623,8 @@ func TestAuthDev(t *testing.T) {
 	cliCopy(t, "examples/sequences/project-survey.seq.yaml", defs)
 	out, errb, stop := cliBackground(t, "dev", "--auth", "--host", "0.0.0.0", "--port", "0", "--ui-port", "0", "--data", data, "--dir", defs, "--tools-root", cliProject(t))
 	var url, creds, ui string
-	cliEventually(t, "skillbus dev --auth to print its URL and creds", func() bool {
-		for _, l := range strings.Split(out.String(), "\n") {
+	out.waitUntil(t, "skillbus dev --auth to print its URL and creds", func(text string) bool {
+		for _, l := range strings.Split(text, "\n") {
 			l = strings.TrimSpace(l)
 			if v, ok := strings.CutPrefix(l, "export NATS_URL="); ok {
 				url = v
@@ -614,7 +636,7 @@ func TestAuthDev(t *testing.T) {
 				ui = strings.TrimSpace(v)
 			}
 		}
-		return url != "" && creds != "" && ui != "" && strings.Contains(out.String(), "Press Ctrl-C")
+		return url != "" && creds != "" && ui != "" && strings.Contains(text, "Press Ctrl-C")
 	})
 	consoleIsRole(t, "the dev console", ui)
 	if !strings.HasPrefix(url, "nats://127.0.0.1:") || !strings.HasPrefix(creds, filepath.Join(data, "auth")) {
@@ -630,7 +652,7 @@ func TestAuthDev(t *testing.T) {
 	t.Setenv(natsconn.EnvCreds, consoleCreds)
 	uiOut, uiErr, uiStop := cliBackground(t, "ui", "--listen", "127.0.0.1:0")
 	uiRe := regexp.MustCompile(`skillbus console: (http://127\.0\.0\.1:[0-9]+/)\n`)
-	cliEventually(t, "ui to print its URL", func() bool { return uiRe.MatchString(uiOut.String()) })
+	uiOut.waitUntil(t, "ui to print its URL", uiRe.MatchString)
 	u := uiRe.FindStringSubmatch(uiOut.String())[1]
 	consoleIsRole(t, "skillbus ui --creds console.creds", u)
 	if code, body := consoleGet(t, u+"api/tools", ""); code != 200 || !strings.Contains(body, `"call_note":"calling tools from the console needs the permission to publish to tool.fs.`) || !strings.Contains(body, consoleCreds) {
@@ -704,7 +726,7 @@ func TestAuthMCPServe(t *testing.T) {
 	port := freePort(t)
 	_, stderr, stop := cliBackground(t, "mcp", "serve", "--listen", ":"+strconv.Itoa(port), "--creds", e.setup.CredsFile(auth.RoleAgent))
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
-	cliEventually(t, "the HTTP server", func() bool { return strings.Contains(stderr.String(), url) })
+	stderr.waitFor(t, "the HTTP server", url)
 	r := &mcpservertest.Recorder{}
 	cs, err := mcpservertest.NewClient(r).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
@@ -792,8 +814,10 @@ func TestAuthEndpointsCovered(t *testing.T) {
 		roles[r.Name] = r
 	}
 	reads := []string{"skillbus.registry.skill.list", "skillbus.registry.skill.get", "skillbus.registry.skill.info",
-		"skillbus.registry.seq.list", "skillbus.registry.seq.get", "skillbus.seq.status", "skillbus.seq.list"}
-	runs := append(slices.Clone(reads), "skillbus.seq.run", "skillbus.seq.call", "skillbus.seq.cancel", "skillbus.seq.rerun", "skillbus.seq.retry")
+		"skillbus.registry.seq.list", "skillbus.registry.seq.get", "skillbus.seq.status", "skillbus.seq.list",
+		"skillbus.seq.schedules.list", "skillbus.seq.schedules.show"}
+	runs := append(slices.Clone(reads), "skillbus.seq.run", "skillbus.seq.call", "skillbus.seq.cancel", "skillbus.seq.rerun", "skillbus.seq.retry", "skillbus.seq.signal",
+		"skillbus.seq.schedules.pause", "skillbus.seq.schedules.unpause", "skillbus.seq.schedules.trigger", "skillbus.seq.schedules.backfill")
 	for _, s := range subjects {
 		if strings.HasPrefix(s, "tool.") {
 			for name, r := range roles {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/builtin"
 	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/registry"
 	"github.com/skillbus/skillbus/pkg/events"
 	"github.com/skillbus/skillbus/pkg/seq"
 )
@@ -41,6 +42,9 @@ func TestCLIExamplesRunClean(t *testing.T) {
 	}
 	ran := map[string]bool{}
 	for _, f := range files {
+		if registry.FileKind(f) != "sequence" {
+			continue // an editor's backup (my.seq.yaml~) is no example
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,16 +16,73 @@ import (
 	"github.com/skillbus/skillbus/internal/devstack"
 )
 
-// cliBuf is a bytes.Buffer safe for a command writing while the test reads.
+// cliWaitBound bounds a wait on a command's output (cliBuf.waitUntil): only
+// a failing test ever waits it out.
+const cliWaitBound = 60 * time.Second
+
+// cliBuf is a bytes.Buffer safe for a command writing while the test
+// reads; waitFor wakes at each write instead of polling.
 type cliBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex // mu guards b and written
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write; nil until waitFor asks
 }
 
 func (b *cliBuf) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.b.Write(p)
+}
+
+// waitFor waits until the text written contains each of want (waitUntil)
+// and fails t naming what and the first one missing otherwise.
+func (b *cliBuf) waitFor(t *testing.T, what string, want ...string) {
+	t.Helper()
+	missing := ""
+	b.waitUntil(t, what, func(text string) bool {
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				missing = w
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("no %q", missing) })
+}
+
+// waitUntil waits until cond holds for the text written, checking it now
+// and at each write (not on a clock), up to cliWaitBound — a bound for a
+// loaded machine, not a time the command must meet — and fails t naming
+// what and the text otherwise (with why's words, when given, before it).
+func (b *cliBuf) waitUntil(t *testing.T, what string, cond func(text string) bool, why ...func() string) {
+	t.Helper()
+	timeout := time.NewTimer(cliWaitBound)
+	defer timeout.Stop()
+	for {
+		b.mu.Lock()
+		text := b.b.String()
+		if b.written == nil {
+			b.written = make(chan struct{})
+		}
+		next := b.written
+		b.mu.Unlock()
+		if cond(text) {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout.C:
+			reason := "not there"
+			if len(why) > 0 {
+				reason = why[0]()
+			}
+			t.Fatalf("%s: %s within %s in:\n%s", what, reason, cliWaitBound, text)
+		}
+	}
 }
 
 func (b *cliBuf) String() string {

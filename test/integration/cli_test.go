@@ -340,17 +340,13 @@ func TestCLIAgainstStack(t *testing.T) {
 	t.Run("watch a run not started yet", func(t *testing.T) {
 		check(t, []string{"watch", runID}, 0, "skillbus watch: run cli-run-1 of project-survey is known (status succeeded)")
 		stdout, stderr, stop := cliBackground(t, "watch", "cli-late-run")
-		cliEventually(t, "watch to say it waits", func() bool {
-			return strings.Contains(stderr.String(), "no run cli-late-run is known yet; waiting for it to start (Ctrl-C to stop)")
-		})
+		stderr.waitFor(t, "watch to say it waits", "no run cli-late-run is known yet; waiting for it to start (Ctrl-C to stop)")
 		time.Sleep(1500 * time.Millisecond) // past a fetch wait: it must still be waiting
 		if stdout.String() != "" {
 			t.Errorf("watch of an unknown run printed %q before the run started", stdout.String())
 		}
 		check(t, []string{"run", "project-survey", "--arg", "root=.", "--quiet", "--run-id", "cli-late-run"}, 0)
-		cliEventually(t, "watch to follow the late run to its end", func() bool {
-			return strings.Contains(stdout.String(), "run cli-late-run: project-survey succeeded")
-		})
+		stdout.waitFor(t, "watch to follow the late run to its end", "run cli-late-run: project-survey succeeded")
 		if code := stop(); code != cli.ExitOK {
 			t.Errorf("watch cli-late-run = %d; want 0", code)
 		}
@@ -389,17 +385,15 @@ func TestCLIAgainstStack(t *testing.T) {
 	})
 
 	t.Run("agent-ready and watch", func(t *testing.T) {
-		stdout, _, stop := cliBackground(t, "watch")
-		time.Sleep(300 * time.Millisecond) // let the watcher subscribe
+		stdout, stderr, stop := cliBackground(t, "watch")
+		stderr.waitFor(t, "watch to follow the events", "watching events") // said once it follows the stream
 		check(t, []string{"agent-ready", "cli-agent", "--boot-id", "b1"}, 0, "agent_ready published for agent cli-agent, boot id b1")
 		id := seqworker.BootRunID("cli-agent", "b1", "cli-boot")
-		cliEventually(t, "the boot run "+id, func() bool {
-			c, out, _ := cliRun(t, "watch", id, "--json")
-			return c == 0 && strings.Contains(out, "succeeded")
-		})
-		cliEventually(t, "watch to print agent_ready", func() bool {
-			return strings.Contains(stdout.String(), "agent_ready cli-agent (boot b1)") && strings.Contains(stdout.String(), "run "+id+": cli-boot succeeded")
-		})
+		// watch follows a run not started yet until it ends: no retries.
+		if c, out, errOut := cliRun(t, "watch", id, "--json"); c != 0 || !strings.Contains(out, "succeeded") {
+			t.Fatalf("watch %s --json = %d\n%s\n%s\nwant the boot run succeeded", id, c, out, errOut)
+		}
+		stdout.waitFor(t, "watch to print agent_ready", "agent_ready cli-agent (boot b1)", "run "+id+": cli-boot succeeded")
 		if code := stop(); code != cli.ExitOK {
 			t.Errorf("watch stopped with %d; want 0", code)
 		}
@@ -432,12 +426,12 @@ func TestCLIDev(t *testing.T) {
 	start := func() (string, *cliBuf, func() int) {
 		stdout, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", data, "--dir", defs, "--tools-root", proj, "--agent", "cli-dev")
 		var url string
-		cliEventually(t, "dev to print its URL", func() bool {
-			m := urlRe.FindStringSubmatch(stdout.String())
+		stdout.waitUntil(t, "dev to print its URL", func(text string) bool {
+			m := urlRe.FindStringSubmatch(text)
 			if m != nil {
 				url = m[1]
 			}
-			return m != nil && strings.Contains(stdout.String(), "Press Ctrl-C")
+			return m != nil && strings.Contains(text, "Press Ctrl-C")
 		})
 		if strings.Contains(stderr.String(), "not published") {
 			t.Fatalf("dev: %s", stderr.String())
@@ -454,13 +448,15 @@ func TestCLIDev(t *testing.T) {
 	}
 	nc := cliConn(t, url)
 	var st events.RunState
-	cliEventually(t, "the boot sequence to run", func() bool {
-		keys := cliRunKeys(t, nc)
-		for _, k := range keys {
-			if strings.HasPrefix(k, "boot-cli-dev-cli-boot-") {
-				b, _ := json.Marshal(&events.SeqStatusRequest{V: 1, RunID: k})
-				msg, err := nc.Request(events.SeqStatusSubject, b, 5*time.Second)
-				return err == nil && json.Unmarshal(msg.Data, &st) == nil && st.Status == events.StatusSucceeded
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swUntilAll(t, js, 30*time.Second, "the boot sequence run", func(runs map[string]events.RunState) bool {
+		for k, r := range runs {
+			if strings.HasPrefix(k, "boot-cli-dev-cli-boot-") && r.Status == events.StatusSucceeded {
+				st = r
+				return true
 			}
 		}
 		return false
@@ -508,15 +504,11 @@ func TestCLIDevRegistryProblems(t *testing.T) {
 	os.WriteFile(filepath.Join(defs, "a.seq.yaml"), []byte("name: a\ngroups:\n  - name: same\n    tools:\n      - tool: fs.list\n"), 0o644)
 	os.WriteFile(filepath.Join(defs, "b.seq.yaml"), []byte("name: b\ngroups:\n  - name: same\n    tools:\n      - tool: fs.list\n"), 0o644)
 	_, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", t.TempDir(), "--dir", defs, "--tools-root", defs, "--agent", "")
-	cliEventually(t, "dev to report the invalid file and the clash", func() bool {
-		e := stderr.String()
-		return strings.Contains(e, `skillbus dev: invalid bad.seq.yaml:6: group 1 "g": tool 1 "x": args: reads $args.nope`) &&
-			strings.Contains(e, `skillbus dev: clash: group name "same" is defined by both a.seq.yaml (sequence "a") and b.seq.yaml (sequence "b")`)
-	})
+	stderr.waitFor(t, "dev to report the invalid file and the clash",
+		`skillbus dev: invalid bad.seq.yaml:6: group 1 "g": tool 1 "x": args: reads $args.nope`,
+		`skillbus dev: clash: group name "same" is defined by both a.seq.yaml (sequence "a") and b.seq.yaml (sequence "b")`)
 	os.WriteFile(filepath.Join(defs, "later.seq.json"), []byte(`{"name": "later", "groups": [{"name": "later-g", "tools": "{\"tool\": \"fs.list\", \"bogus\": 1};"}]}`), 0o644)
-	cliEventually(t, "dev to report a file broken while it runs", func() bool {
-		return strings.Contains(stderr.String(), "skillbus dev: invalid later.seq.json")
-	})
+	stderr.waitFor(t, "dev to report a file broken while it runs", "skillbus dev: invalid later.seq.json")
 	if code := stop(); code != cli.ExitOK {
 		t.Errorf("dev stopped with %d; want 0", code)
 	}
@@ -527,30 +519,13 @@ func TestCLIDevRegistryProblems(t *testing.T) {
 	}
 }
 
-// cliRunKeys lists the RUNS bucket's keys.
-func cliRunKeys(t *testing.T, nc *nats.Conn) []string {
-	t.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	kv, err := js.KeyValue(ctx, events.BucketRuns)
-	if err != nil {
-		return nil
-	}
-	keys, _ := kv.Keys(ctx)
-	return keys
-}
-
 // TestCLIToolsServe serves the built-in tools from `skillbus tools serve`
 // against a stack without its own tools, and calls them through NATS.
 func TestCLIToolsServe(t *testing.T) {
 	proj := cliProject(t)
 	stack := cliStack(t, "", "")
 	stdout, _, stop := cliBackground(t, "tools", "serve", "--root", proj, "--allow-cmd", "echo", "--max-read", "6")
-	cliEventually(t, "tools serve to start", func() bool { return strings.Contains(stdout.String(), "serving fs.list") })
+	stdout.waitFor(t, "tools serve to start", "serving fs.list")
 	nc := cliConn(t, stack.URL())
 	call := func(tool, args string) (string, string) {
 		msg, err := nc.Request("tool."+tool, []byte(args), 10*time.Second)

@@ -250,10 +250,13 @@ func TestEdgeToolCall(t *testing.T) {
 			}
 		}
 	}
-	_, table, _ := cliRun(t, "tools")
-	if !strings.Contains(table, "SITE") || !strings.Contains(table, "site1") {
-		t.Errorf("skillbus tools:\n%s\nwant a SITE column showing site1", table)
-	}
+	// Each listing is a discovery of its own, collected for a window: under
+	// load the edge's answer, across the leaf link, can miss one window.
+	var table string
+	cliEventually(t, "a SITE column showing site1 in skillbus tools", func() bool {
+		_, table, _ = cliRun(t, "tools")
+		return strings.Contains(table, "SITE") && strings.Contains(table, "site1")
+	})
 
 	seq := writeSeq(t, "edge-read", `name: edge-read
 groups:
@@ -314,7 +317,7 @@ func TestEdgeDenials(t *testing.T) {
 			}
 		}
 		site.Flush()
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // a window for messages that must not cross: their absence is the behaviour
 		if n := seen.Load(); n != 0 {
 			t.Errorf("%d messages from the site reached skillbus.seq.> on the hub", n)
 		}
@@ -328,7 +331,7 @@ func TestEdgeDenials(t *testing.T) {
 		}
 		site.Publish("$KV.RUNS.from-the-edge", []byte(`{"status":"succeeded"}`))
 		site.Flush()
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // a window for a write that must not land: its absence is the behaviour
 		if rev := e.kvRevision(t, "RUNS", "from-the-edge"); rev != 0 {
 			t.Errorf("a write to $KV.RUNS from the site is in RUNS (revision %d)", rev)
 		}
@@ -350,7 +353,7 @@ func TestEdgeDenials(t *testing.T) {
 			}
 		}
 		site.Flush()
-		time.Sleep(300 * time.Millisecond) // the leaf sends its interest to the hub
+		time.Sleep(300 * time.Millisecond) // the leaf sends its interest to the hub: no client sees when it lands
 		sw, _ := e.conn(t, auth.RoleSeqworker)
 		if _, err := sw.Request("tool.site2.echo", []byte(`{}`), 2*time.Second); !errors.Is(err, nats.ErrNoResponders) {
 			t.Errorf("hub: call tool.site2.echo = %v; want no responders (site1 may not answer site2's tools)", err)
@@ -374,7 +377,7 @@ func TestEdgeDenials(t *testing.T) {
 			t.Fatalf("runner: agent-ready = %d %s", code, errOut)
 		}
 		sw.Flush()
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // a window for traffic the site must not see: its absence is the behaviour
 		got.Range(func(k, v any) bool {
 			if _, own := answered.Load(k); k != "tool.site1.echo" && !own {
 				t.Errorf("the site received %d messages on %s", v.(*atomic.Int32).Load(), k)
@@ -389,10 +392,21 @@ func TestEdgeDenials(t *testing.T) {
 		// other: not the agent's (prompts), the runner's or a service's.
 		for role, open := range map[string]bool{auth.RoleAgent: false, auth.RoleRunner: false, auth.RoleRegistry: false, auth.RoleSeqworker: true, auth.RoleReader: true} {
 			n := e.spy(t, role, "_INBOX."+role+".forged") // not .>: the stack's own services get replies there
-			site.Publish("_INBOX."+role+".forged", []byte(`{"forged":true}`))
-			site.Flush()
-			time.Sleep(200 * time.Millisecond)
-			if got := n.Load() > 0; got != open {
+			got := false
+			// An open inbox is published to again until the message arrives:
+			// the spy's interest reaches the leaf server a moment after its
+			// subscription, and a message sent before is dropped (up to 25
+			// times, 5 s in all, before it counts as not reaching it).
+			for try := 0; try < 25 && !got; try++ {
+				site.Publish("_INBOX."+role+".forged", []byte(`{"forged":true}`))
+				site.Flush()
+				time.Sleep(200 * time.Millisecond) // a window: for a closed inbox the behaviour is that nothing arrives
+				got = n.Load() > 0
+				if !open {
+					break
+				}
+			}
+			if got != open {
 				t.Errorf("a message from the site to _INBOX.%s reaches it: %v; want %v", role, got, open)
 			}
 		}
@@ -525,8 +539,9 @@ func oneCall(name, tool, extra string) string {
 // a call in flight when the link drops never hangs the run — once
 // acknowledged, its keep-alives stop with the link, it is sent again after
 // 3 s of silence and runs at the site again once the link is back (the run
-// succeeds); cut before its acknowledgement, it ends at the group's
-// timeout and the run fails by on_error; a call to a tool that answered within the last minute
+// succeeds); cut before its acknowledgement, it is sent again when no
+// acknowledgement comes for 3 s (the tool spoke keep-alives before) and
+// the run succeeds too; a call to a tool that answered within the last minute
 // waits out a short cut (the missing grace) and succeeds; a tool never
 // seen is missing at once under the group's policy; and once the link is
 // back every tool answers, with nothing restarted.
@@ -569,11 +584,13 @@ func TestEdgeLinkDown(t *testing.T) {
 	})
 	t.Run("a call not yet acknowledged when the link drops", func(t *testing.T) {
 		r, took, calls := inflight(t, "unacked", 0)
-		// Lost before its acknowledgement: waited for until the group's
-		// timeout (docs/tools.md, Keep-alives: Limits), then the group's
-		// on_error decides — abort: the run fails. Never a hang.
-		if r.Status != "failed" || !strings.Contains(r.Error, "site1.gate") {
-			t.Errorf("a call lost before its acknowledgement: run %s (%s); want failed at the group's timeout, naming site1.gate", r.Status, r.Error)
+		// Cut before its acknowledgement: site1.gate has acknowledged calls
+		// before (the one above), so the caller, hearing nothing for 3 s,
+		// sends it again (docs/tools.md, Keep-alives, step 4b); with the
+		// link back it runs at the site again and the run goes on, before
+		// the group's 6 s timeout. Never a hang.
+		if r.Status != "succeeded" || calls < 2 || took >= 6*time.Second {
+			t.Errorf("a call cut before its acknowledgement: run %s (%s) after %v, %d calls at the site; want succeeded before the 6 s timeout, the call made again", r.Status, r.Error, took, calls)
 		}
 		t.Logf("a call cut before its acknowledgement: run %s after %v, %d calls at the site: %s", r.Status, took, calls, r.Error)
 	})

@@ -91,7 +91,7 @@ func TestMCPInspector(t *testing.T) {
 	port := freePort(t)
 	_, serveErr, _ := cliBackground(t, "mcp", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(port))
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
-	cliEventually(t, "the HTTP server", func() bool { return strings.Contains(serveErr.String(), url) })
+	serveErr.waitFor(t, "the HTTP server", url)
 	http := []string{"--transport", "http", "--server-url", url}
 
 	for _, tr := range []struct {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -99,7 +100,7 @@ func TestMCPServeHTTP(t *testing.T) {
 	port := freePort(t)
 	_, stderr, stop := cliBackground(t, "mcp", "serve", "--listen", ":"+strconv.Itoa(port))
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
-	cliEventually(t, "the HTTP server", func() bool { return strings.Contains(stderr.String(), url) })
+	stderr.waitFor(t, "the HTTP server", url)
 	r := &mcpservertest.Recorder{}
 	cs, err := mcpservertest.NewClient(r).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
@@ -161,7 +162,7 @@ func TestMCPBridgeBothForms(t *testing.T) {
 			args := append(slices.Clone(form), "--prefix", prefix, "--no-restart", "--", "env", mcpServeChildArgs+"="+string(b),
 				os.Args[0], "-test.run=^TestMCPServeChild$", "-test.count=1")
 			out, stderr, stop := cliBackground(t, args...)
-			cliEventually(t, "the bridge to serve", func() bool { return strings.Contains(out.String(), "serving 11 tool(s)") })
+			out.waitFor(t, "the bridge to serve", fmt.Sprintf("serving %d tool(s)", len(mcpservertest.ModelTools)))
 			code, listed, _ := cliRun(t, "tools")
 			if code != 0 || !strings.Contains(listed, prefix+".skill_list") {
 				t.Fatalf("skillbus tools = %d %q; want %s.skill_list; bridge stderr %s", code, listed, prefix, stderr.String())
@@ -215,7 +216,7 @@ func TestMCPServeRoles(t *testing.T) {
 		args := append([]string{"mcp", "serve", "--listen", "127.0.0.1:" + strconv.Itoa(port)}, extra...)
 		_, stderr, _ := cliBackground(t, args...)
 		url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
-		cliEventually(t, "the HTTP server", func() bool { return strings.Contains(stderr.String(), url) })
+		stderr.waitFor(t, "the HTTP server", url)
 		cs, err := mcpservertest.NewClient(&mcpservertest.Recorder{}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
 		if err != nil {
 			t.Fatalf("connect as %s: %v; stderr %s", role, err, stderr.String())

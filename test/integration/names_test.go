@@ -163,8 +163,8 @@ func TestCLIBootUnicodeNames(t *testing.T) {
 		_, out, _ := cliRun(t, "seqs")
 		return strings.Contains(out, "开机自检")
 	})
-	stdout, _, stop := cliBackground(t, "watch")
-	time.Sleep(300 * time.Millisecond) // let the watcher subscribe
+	stdout, stderr, stop := cliBackground(t, "watch")
+	stderr.waitFor(t, "watch to follow the events", "watching events") // said once it follows the stream
 	if code, out, errOut := cliRun(t, "agent-ready", "机器人", "--boot-id", "b1"); code != 0 || !strings.Contains(out, "agent 机器人, boot id b1") {
 		t.Fatalf("agent-ready 机器人: exit %d %q %q", code, out, errOut)
 	}
@@ -172,15 +172,8 @@ func TestCLIBootUnicodeNames(t *testing.T) {
 	if id != "boot-_5py65Zmo5Lq6-_5byA5py66Ieq5qOA-aec0b955cf5af8f3" || events.CheckRunID(id) != nil {
 		t.Fatalf("boot run id %q; want boot-_5py65Zmo5Lq6-_5byA5py66Ieq5qOA-aec0b955cf5af8f3, a valid run id", id)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !(strings.Contains(stdout.String(), "run "+id+": 开机自检 started on worker ") &&
-		strings.Contains(stdout.String(), "(boot of agent 机器人, boot b1)") &&
-		strings.Contains(stdout.String(), "run "+id+": 开机自检 succeeded")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("watch did not print the boot run %s decoded in 30 s:\n%s", id, stdout.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	stdout.waitFor(t, "watch to print the boot run "+id+" decoded",
+		"run "+id+": 开机自检 started on worker ", "(boot of agent 机器人, boot b1)", "run "+id+": 开机自检 succeeded")
 	stop()
 	code, out, errOut := cliRun(t, "runs", "show", id)
 	for _, want := range []string{"Run:", id, "Sequence:", "开机自检", "Trigger:", "boot (agent 机器人, boot b1)", `agent = "机器人"`, "succeeded (1 of 1 finished)"} {

@@ -80,25 +80,7 @@ type natsChild struct {
 	store   string
 	cluster string // natsChildCluster's value, "" for a single server
 	cmd     *exec.Cmd
-	out     syncBuilder
-}
-
-// syncBuilder is a strings.Builder safe for the child's two output pipes.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out     cliBuf // both output pipes; waited on for the ready line
 }
 
 func (c *natsChild) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", c.port) }
@@ -112,17 +94,12 @@ func (c *natsChild) start() {
 		c.t.Fatal(err)
 	}
 	c.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", c.port), time.Second); err == nil {
-			conn.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("the NATS child did not listen within 30s; its output:\n%s", c.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// Ready once it says so (after natsserver.Start returned: listening,
+	// JetStream up): one more ready line than before this start.
+	before := strings.Count(c.out.String(), "nats child ready on")
+	c.out.waitUntil(c.t, "the NATS child to be ready", func(text string) bool {
+		return strings.Count(text, "nats child ready on") > before
+	})
 }
 
 func (c *natsChild) kill() {

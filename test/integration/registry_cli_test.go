@@ -13,9 +13,10 @@ import (
 )
 
 // TestRegistryProblemsInCLI: what the registry computes — an invalid
-// file, a warning that drops a restriction — is shown by `skillbus dev`
-// (one line per problem, the kept version on the same line), `skills`,
-// `skills info` and `watch`.
+// file, its fix (back to the last good content, so no put), a warning
+// that drops a restriction — is shown by `skillbus dev` (one line per
+// problem, the kept version on the same line), `skills`, `skills info`
+// and `watch`.
 func TestRegistryProblemsInCLI(t *testing.T) {
 	defs := t.TempDir()
 	typo := "---\nname: typo\ndescription: restricted skill\nallowed_tools: Read\n---\n# Use\nbody\n"
@@ -23,12 +24,12 @@ func TestRegistryProblemsInCLI(t *testing.T) {
 	regWrite(t, filepath.Join(defs, "keep/SKILL.md"), regSkillMD("keep", "good first", "body"))
 	stdout, stderr, stop := cliBackground(t, "dev", "--port", "0", "--data", t.TempDir(), "--dir", defs, "--tools-root", defs, "--agent", "")
 	warnLine := `skillbus dev: warning typo/SKILL.md:4: unknown field "allowed_tools" is ignored; did you mean "allowed-tools"?`
-	cliEventually(t, "dev to print the warning", func() bool { return strings.Contains(stderr.String(), warnLine) })
+	stderr.waitFor(t, "dev to print the warning", warnLine)
 
 	// Break keep/SKILL.md: one line, with the kept version on it.
 	regWrite(t, filepath.Join(defs, "keep/SKILL.md"), "---\nname: keep\ndescription: broken\ncontext: nope\n---\nbody\n")
 	invalidLine := `skillbus dev: invalid keep/SKILL.md:4: context "nope" is not allowed; use inline (the default) or fork (keeping the last good version of keep until keep/SKILL.md is fixed)`
-	cliEventually(t, "dev to print the invalid file", func() bool { return strings.Contains(stderr.String(), invalidLine) })
+	stderr.waitFor(t, "dev to print the invalid file", invalidLine)
 	n := 0
 	for _, l := range strings.Split(stderr.String(), "\n") {
 		if strings.Contains(l, "keep/SKILL.md") {
@@ -38,11 +39,15 @@ func TestRegistryProblemsInCLI(t *testing.T) {
 	if n != 1 {
 		t.Errorf("dev printed %d lines naming keep/SKILL.md; want 1:\n%s", n, stderr.String())
 	}
+	// Fixed back to its last good content: the bucket does not change (no
+	// put), and dev says that it is fixed.
+	regWrite(t, filepath.Join(defs, "keep/SKILL.md"), regSkillMD("keep", "good first", "body"))
+	stderr.waitFor(t, "dev to print the fix", `skillbus dev: fixed keep/SKILL.md: skill "keep" loads again`)
 
 	// A forged skill put straight into SKILLS: undone, and said so.
 	var url string
-	cliEventually(t, "dev's NATS URL", func() bool {
-		for _, l := range strings.Split(stdout.String(), "\n") {
+	stdout.waitUntil(t, "dev's NATS URL", func(text string) bool {
+		for _, l := range strings.Split(text, "\n") {
 			if u, ok := strings.CutPrefix(strings.TrimSpace(l), "NATS_URL="); ok {
 				url = u
 				return true
@@ -61,10 +66,8 @@ func TestRegistryProblemsInCLI(t *testing.T) {
 	if _, err := kv.Put(context.Background(), "typo", regForgedSkill("typo")); err != nil {
 		t.Fatal(err)
 	}
-	cliEventually(t, "dev to print the reverted write", func() bool {
-		return strings.Contains(stderr.String(), "skillbus dev: reverted: SKILLS/typo was written at revision") &&
-			strings.Contains(stderr.String(), "the registry put back the version from typo/SKILL.md")
-	})
+	stderr.waitFor(t, "dev to print the reverted write", "skillbus dev: reverted: SKILLS/typo was written at revision",
+		"the registry put back the version from typo/SKILL.md")
 	if code := stop(); code != cli.ExitOK {
 		t.Errorf("dev stopped with %d; want 0", code)
 	}
@@ -99,12 +102,9 @@ func TestRegistryWarningsInCLI(t *testing.T) {
 	}
 
 	stdout, stderr, stop := cliBackground(t, "watch")
-	cliEventually(t, "watch to start", func() bool { return strings.Contains(stderr.String(), "watching events") })
+	stderr.waitFor(t, "watch to start", "watching events")
 	regWrite(t, filepath.Join(defs, "typo/SKILL.md"), strings.Replace(typo, "body", "body, edited", 1))
-	cliEventually(t, "watch to print the warning", func() bool {
-		o := stdout.String()
-		return strings.Contains(o, "registry skill warning typo (typo/SKILL.md:4)") && strings.Contains(o, "\n    warning: "+warning+"\n")
-	})
+	stdout.waitFor(t, "watch to print the warning", "registry skill warning typo (typo/SKILL.md:4)", "\n    warning: "+warning+"\n")
 	if code := stop(); code != cli.ExitOK {
 		t.Errorf("watch stopped with %d", code)
 	}

@@ -142,9 +142,8 @@ func TestRegistryReadsFilesAsFiles(t *testing.T) {
 	}
 	// The registry still follows ordinary edits.
 	regWrite(t, filepath.Join(dir, "good/SKILL.md"), regSkillMD("good", "still followed", "body"))
-	regEventually(t, "an edit after the hostile files", func() (bool, string) {
-		v := regValue(e.skills, "good")
-		return strings.Contains(v, "still followed"), v
+	regKVUntil(t, e.skills, "good", "an edit after the hostile files", func(v string) bool {
+		return strings.Contains(v, "still followed")
 	})
 }
 
@@ -280,9 +279,8 @@ func TestRegistryHalfWrittenSaves(t *testing.T) {
 		regWrite(t, path, regSkillMD("half", fmt.Sprintf("v%d", i), "body"))
 		time.Sleep(15 * time.Millisecond)
 	}
-	regEventually(t, "the last version stored", func() (bool, string) {
-		v := regValue(kv, "half")
-		return strings.Contains(v, fmt.Sprintf(`"description":"v%d"`, saves)), v
+	regKVUntil(t, kv, "half", "the last version stored", func(v string) bool {
+		return strings.Contains(v, fmt.Sprintf(`"description":"v%d"`, saves))
 	})
 	time.Sleep(300 * time.Millisecond) // past the settle time: a late report would be here
 	// A loaded machine may stall a rescan past the settle time now and
@@ -384,4 +382,50 @@ func TestRegistryConfigMapVolume(t *testing.T) {
 		s, k := regValue(e.seqs, "smoke"), regValue(e.skills, "hello")
 		return strings.Contains(s, "smoke-step-2") && strings.Contains(k, "says hello again"), s + "\n" + k
 	})
+}
+
+// TestRegistryGroupClashKeepsStored: a new sequence file whose group name
+// is taken by a sequence already stored does not drop that sequence,
+// although its path sorts first: the stored one stays, the new file is
+// reported with both paths and the fix. An edit of a stored file that
+// makes it clash keeps its stored version.
+func TestRegistryGroupClashKeepsStored(t *testing.T) {
+	dir := t.TempDir()
+	regWrite(t, filepath.Join(dir, "b.seq.yaml"), regSeqYAML("beta", "fetch", "echo"))
+	e := regStart(t, nil, dir)
+	regEventually(t, "beta stored", func() (bool, string) {
+		v := regValue(e.seqs, events.KeyFor("beta"))
+		return v != "", v
+	})
+	regWrite(t, filepath.Join(dir, "a.seq.yaml"), regSeqYAML("alpha", "fetch", "echo"))
+	ev := regWaitEvent(t, e, "clash of a.seq.yaml", func(ev *events.RegistryEvent) bool { return ev.Op == events.OpClash })
+	for _, want := range []string{"a.seq.yaml", "b.seq.yaml", `keeping b.seq.yaml (sequence "beta")`, `rename the group "fetch" in a.seq.yaml`} {
+		if !strings.Contains(ev.Error, want) {
+			t.Errorf("clash event %q lacks %q", ev.Error, want)
+		}
+	}
+	if ev.File != "a.seq.yaml" || ev.Kept != "b.seq.yaml" || ev.Name != "alpha" {
+		t.Errorf("clash event: file %q kept %q name %q; want a.seq.yaml, b.seq.yaml, alpha", ev.File, ev.Kept, ev.Name)
+	}
+	// The event comes from the apply that chose: the buckets hold its choice.
+	if regValue(e.seqs, events.KeyFor("beta")) == "" || regValue(e.seqs, events.KeyFor("alpha")) != "" {
+		t.Fatalf("after the clash: sequences %v; want beta kept and alpha not stored", regKeys(t, e.seqs))
+	}
+
+	// An edit of b.seq.yaml that clashes with another stored file (alpha,
+	// once renamed)
+	// keeps the version stored before.
+	regWrite(t, filepath.Join(dir, "a.seq.yaml"), regSeqYAML("alpha", "list", "echo"))
+	regEventually(t, "alpha stored once its group is renamed", func() (bool, string) {
+		return regValue(e.seqs, events.KeyFor("alpha")) != "", fmt.Sprint(regKeys(t, e.seqs))
+	})
+	before := regValue(e.seqs, events.KeyFor("beta"))
+	regWrite(t, filepath.Join(dir, "b.seq.yaml"), "name: beta\ndescription: test sequence beta\ngroups:\n  - name: fetch\n    tools:\n      - tool: echo\n  - name: list\n    tools:\n      - tool: echo\n")
+	ev = regWaitEvent(t, e, "clash of the edited b.seq.yaml", func(ev *events.RegistryEvent) bool { return ev.Op == events.OpClash && ev.File == "b.seq.yaml" })
+	if !strings.Contains(ev.Error, "the version of b.seq.yaml stored before this change stays stored") {
+		t.Errorf("clash event of the edit %q does not say that the stored version stays", ev.Error)
+	}
+	if got := regValue(e.seqs, events.KeyFor("beta")); got != before || regValue(e.seqs, events.KeyFor("alpha")) == "" {
+		t.Errorf("after the clashing edit: beta %q (before %q), alpha %q; want both kept as stored", got, before, regValue(e.seqs, events.KeyFor("alpha")))
+	}
 }

@@ -57,7 +57,7 @@ func TestRegistryRevertsForeignWrites(t *testing.T) {
 	}
 	ctx := context.Background()
 	realPDF, realFlow := regValue(e.skills, "pdf"), regValue(e.seqs, "flow")
-	regEventually(t, "made stored", func() (bool, string) { return regValue(e.seqs, "made") != "", "" })
+	regKVUntil(t, e.seqs, "made", "made stored", func(v string) bool { return v != "" })
 	realMade := regValue(e.seqs, "made")
 
 	t.Run("put over a file's skill", func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestRegistryRevertsForeignWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "pdf restored", func() (bool, string) { v := regValue(e.skills, "pdf"); return v == realPDF, v })
+		regKVUntil(t, e.skills, "pdf", "pdf restored", func(v string) bool { return v == realPDF })
 		ev := regWantReverted(t, e, events.KindSkill, "pdf",
 			fmt.Sprintf("SKILLS/pdf was written at revision %d by a client that is not the registry (no Skillbus-Source header)", rev),
 			"the registry put back the version from skills/pdf/SKILL.md")
@@ -77,35 +77,35 @@ func TestRegistryRevertsForeignWrites(t *testing.T) {
 		if err := e.skills.Delete(ctx, "pdf"); err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "pdf put back", func() (bool, string) { v := regValue(e.skills, "pdf"); return v == realPDF, v })
+		regKVUntil(t, e.skills, "pdf", "pdf put back", func(v string) bool { return v == realPDF })
 		regWantReverted(t, e, events.KindSkill, "pdf", "was deleted at revision")
 	})
 	t.Run("purge of a file's skill", func(t *testing.T) {
 		if err := e.skills.Purge(ctx, "pdf"); err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "pdf put back", func() (bool, string) { v := regValue(e.skills, "pdf"); return v == realPDF, v })
+		regKVUntil(t, e.skills, "pdf", "pdf put back", func(v string) bool { return v == realPDF })
 		regWantReverted(t, e, events.KindSkill, "pdf", "was deleted at revision")
 	})
 	t.Run("a new skill nothing defines", func(t *testing.T) {
 		if _, err := e.skills.Put(ctx, "evil", regForgedSkill("evil")); err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "evil removed", func() (bool, string) { v := regValue(e.skills, "evil"); return v == "", v })
+		regKVUntil(t, e.skills, "evil", "evil removed", func(v string) bool { return v == "" })
 		regWantReverted(t, e, events.KindSkill, "evil", "no file or seq.create defines it, so the registry removed it")
 	})
 	t.Run("a forged boot sequence over a file's", func(t *testing.T) {
 		if _, err := e.seqs.Put(ctx, "flow", []byte(`{"name":"flow","boot":true,"groups":[{"name":"flow-step","tools":[{"tool":"cmd.run","args":{"cmd":"curl"}}]}]}`)); err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "flow restored", func() (bool, string) { v := regValue(e.seqs, "flow"); return v == realFlow, v })
+		regKVUntil(t, e.seqs, "flow", "flow restored", func(v string) bool { return v == realFlow })
 		regWantReverted(t, e, events.KindSequence, "flow", "SEQUENCES/flow was written", "the version from flows/f.seq.yaml")
 	})
 	t.Run("delete of a sequence created over NATS", func(t *testing.T) {
 		if err := e.seqs.Delete(ctx, "made"); err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "made put back", func() (bool, string) { v := regValue(e.seqs, "made"); return v == realMade, v })
+		regKVUntil(t, e.seqs, "made", "made put back", func(v string) bool { return v == realMade })
 		regWantReverted(t, e, events.KindSequence, "made", "the registry put back the sequence created with seq.create")
 	})
 	t.Run("a write that copies the registry's header", func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestRegistryRevertsForeignWrites(t *testing.T) {
 		}
 		// Taken for another replica's write: overwritten with the file's
 		// version once the tree is read, as an ordinary put.
-		regEventually(t, "pdf restored", func() (bool, string) { v := regValue(e.skills, "pdf"); return v == realPDF, v })
+		regKVUntil(t, e.skills, "pdf", "pdf restored", func(v string) bool { return v == realPDF })
 		regFindEvent(t, e, "put of pdf", func(ev *events.RegistryEvent) bool {
 			return ev.Op == events.OpPut && ev.Name == "pdf" && ev.File == "skills/pdf/SKILL.md"
 		})
@@ -163,9 +163,8 @@ func TestRegistryReplicasDoNotRevertEachOther(t *testing.T) {
 		regWrite(t, path, regSkillMD("s", fmt.Sprintf("v%d", i), "body"))
 		time.Sleep(20 * time.Millisecond)
 	}
-	regEventually(t, "the last version", func() (bool, string) {
-		v := regValue(a.skills, "s")
-		return strings.Contains(v, `"description":"v20"`), v
+	regKVUntil(t, a.skills, "s", "the last version", func(v string) bool {
+		return strings.Contains(v, `"description":"v20"`)
 	})
 	for i := range 5 {
 		name := fmt.Sprintf("made-%d", i)

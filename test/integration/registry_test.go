@@ -114,7 +114,48 @@ func regKeys(t testing.TB, kv jetstream.KeyValue) []string {
 	return keys
 }
 
+// regKVUntil watches key in kv and returns, with the time it took, once
+// cond holds for its value ("" when the key is absent or deleted): cond is
+// checked on the stored value when the watch starts and on every write
+// after it, so a test waits on the write itself. It fails t past
+// regFollowBound (a bound for a loaded machine, not a time the registry
+// must meet), naming what and the last value seen.
+func regKVUntil(t testing.TB, kv jetstream.KeyValue, key, what string, cond func(value string) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), regFollowBound)
+	defer cancel()
+	w, err := kv.Watch(ctx, key)
+	if err != nil {
+		t.Fatalf("watch %s %s: %v", kv.Bucket(), key, err)
+	}
+	defer func() { _ = w.Stop() }()
+	value, caughtUp := "", false
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				t.Fatalf("%s: not reached within %s; the watch of %s %s ended; last value: %q", what, regFollowBound, kv.Bucket(), key, value)
+			}
+			if e == nil {
+				caughtUp = true
+			} else if e.Operation() == jetstream.KeyValuePut {
+				value = string(e.Value())
+			} else {
+				value = ""
+			}
+			if caughtUp && cond(value) {
+				return time.Since(start)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: not reached within %s; last value of %s %s: %q", what, regFollowBound, kv.Bucket(), key, value)
+		}
+	}
+}
+
 // regEventually polls cond until it holds or regFollowBound passes.
+// It is for conditions no single key's watch answers (a request's reply,
+// several keys); regKVUntil waits on one key's writes.
 func regEventually(t testing.TB, what string, cond func() (bool, string)) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -402,11 +443,11 @@ func TestRegistryFollowsTree(t *testing.T) {
 	t.Run("sequence add and delete", func(t *testing.T) {
 		p := filepath.Join(dir, "seqs/two.seq.yaml")
 		regWrite(t, p, regSeqYAML("two", "two-step", "echo"))
-		regEventually(t, "sequence added", func() (bool, string) { return regValue(e.seqs, "two") != "", "absent" })
+		regKVUntil(t, e.seqs, "two", "sequence added", func(v string) bool { return v != "" })
 		if err := os.Remove(p); err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "sequence deleted", func() (bool, string) { return regValue(e.seqs, "two") == "", "present" })
+		regKVUntil(t, e.seqs, "two", "sequence deleted", func(v string) bool { return v == "" })
 		regWaitEvent(t, e, "sequence delete", func(ev *events.RegistryEvent) bool {
 			return ev.Op == events.OpDelete && ev.Kind == events.KindSequence && ev.Name == "two" && ev.File == "seqs/two.seq.yaml"
 		})
@@ -415,7 +456,7 @@ func TestRegistryFollowsTree(t *testing.T) {
 		if err := os.RemoveAll(filepath.Join(dir, "skills/deep")); err != nil {
 			t.Fatal(err)
 		}
-		regEventually(t, "skill of removed dir deleted", func() (bool, string) { return regValue(e.skills, "beta") == "", "beta present" })
+		regKVUntil(t, e.skills, "beta", "skill of removed dir deleted", func(v string) bool { return v == "" })
 	})
 }
 
@@ -472,9 +513,8 @@ func TestRegistryInvalidEditKeepsLastGood(t *testing.T) {
 
 	// Fixing the file publishes the new version.
 	regWrite(t, skillPath, regSkillMD("delta", "fixed", "# D"))
-	regEventually(t, "fixed skill", func() (bool, string) {
-		v := regValue(e.skills, "delta")
-		return strings.Contains(v, `"description":"fixed"`), v
+	regKVUntil(t, e.skills, "delta", "fixed skill", func(v string) bool {
+		return strings.Contains(v, `"description":"fixed"`)
 	})
 }
 
@@ -519,7 +559,7 @@ func TestRegistryGroupClash(t *testing.T) {
 	}
 	// Renaming the group in the loser resolves the clash.
 	regWrite(t, filepath.Join(dir, "b.seq.yaml"), regSeqYAML("second", "own-group", "echo"))
-	regEventually(t, "clash resolved", func() (bool, string) { return regValue(e.seqs, "second") != "", strings.Join(regKeys(t, e.seqs), ",") })
+	regKVUntil(t, e.seqs, "second", "clash resolved", func(v string) bool { return v != "" })
 }
 
 func regSeqJSON(name, group string) string {

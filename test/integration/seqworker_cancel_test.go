@@ -96,13 +96,7 @@ func TestSeqworkerCancel(t *testing.T) {
 		t.Errorf("group 3 is %s; want pending (never started)", g)
 	}
 	// The queued run's request reaches the now idle worker, which drops it.
-	deadline := time.Now().Add(10 * time.Second)
-	for swQueued(t, env) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := swQueued(t, env); n != 0 {
-		t.Errorf("%d requests still queued; want the cancelled run's request acknowledged", n)
-	}
+	swDrained(t, env, 10*time.Second, "the cancelled run's request acknowledged")
 	if st, _ := swState(t, env, queued); st.Status != events.StatusCancelled || st.Attempt != 0 {
 		t.Errorf("queued run after its request was delivered: %s attempt %d; want cancelled, never started", st.Status, st.Attempt)
 	}
@@ -180,13 +174,7 @@ func TestSeqworkerIdentifierBounds(t *testing.T) {
 	if st := swWait(t, env, "r-ib-after", 20*time.Second); st.Status != events.StatusSucceeded {
 		t.Fatalf("a normal run after the poison: %s (%s); want succeeded", st.Status, st.Error)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for swQueued(t, env) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := swQueued(t, env); n != 0 {
-		t.Errorf("%d requests left queued; want the poison request terminated", n)
-	}
+	swDrained(t, env, 10*time.Second, "the poison request terminated")
 	m, err := env.nc.Request(events.SeqStatusSubject, []byte(`{"v":1,"run_id":"r-ib-after"}`), 10*time.Second)
 	if err != nil || m.Header.Get(micro.ErrorCodeHeader) != "" {
 		t.Errorf("status after the poison: %v %v; want the service still serving", err, m)

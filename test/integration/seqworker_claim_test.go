@@ -91,13 +91,7 @@ groups:
 			if _, err := env.js.PublishMsg(context.Background(), msg); err != nil {
 				t.Fatalf("publish: %v", err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for swQueued(t, env) > 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("replayed request for the finished run %s still queued after 10s", id)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			swDrained(t, env, 10*time.Second, "the replayed request for the finished run "+id+" acknowledged")
 			e, err := kv.Get(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)

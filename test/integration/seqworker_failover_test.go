@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestSeqworkerFailoverChild(t *testing.T) {
 
 // swChild starts a failover child worker and returns it; it is killed at
 // cleanup if still running.
-func swChild(t *testing.T, env *swEnv, shutdown time.Duration, concurrency ...int) (*exec.Cmd, *strings.Builder) {
+func swChild(t *testing.T, env *swEnv, shutdown time.Duration, concurrency ...int) (*exec.Cmd, *cliBuf) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSeqworkerFailoverChild$", "-test.count=1")
 	conc := 2
@@ -69,7 +70,7 @@ func swChild(t *testing.T, env *swEnv, shutdown time.Duration, concurrency ...in
 	}
 	cmd.Env = append(os.Environ(), swFailoverURL+"="+env.srv.ClientURL(), swFailoverAckWait+"="+env.opts.AckWait.String(), swFailoverShutdown+"="+shutdown.String(),
 		swFailoverConc+"="+strconv.Itoa(conc))
-	var out strings.Builder
+	var out cliBuf
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -78,24 +79,42 @@ func swChild(t *testing.T, env *swEnv, shutdown time.Duration, concurrency ...in
 	return cmd, &out
 }
 
-// swEvents collects the run events of one run from the EVENTS stream.
+// swEvents collects the run events of one run stored in the EVENTS stream
+// when it is called: it counts them first and reads that many, so it waits
+// out no quiet interval to know it has them all.
 func swEvents(t *testing.T, env *swEnv, runID string) []events.RunEvent {
 	t.Helper()
-	cons, err := env.js.OrderedConsumer(context.Background(), events.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"events.run." + runID + ".>"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	filter := "events.run." + runID + ".>"
+	s, err := env.js.Stream(ctx, events.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	cons, err := env.js.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []events.RunEvent
-	for {
-		m, err := cons.Next(jetstream.FetchMaxWait(300 * time.Millisecond))
+	for range n {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
 		if err != nil {
-			return out
+			t.Fatalf("read the events of %s: %v (%d of %d read)", runID, err, len(out), n)
 		}
 		var ev events.RunEvent
 		if err := events.Decode(m.Data(), &ev); err == nil {
 			out = append(out, ev)
 		}
 	}
+	return out
 }
 
 func swHasEvent(evs []events.RunEvent, pred func(events.RunEvent) bool) bool {
@@ -185,18 +204,10 @@ func TestSeqworkerFailoverSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	var detected time.Duration
-	for {
-		st, _ = swState(t, env, "r-fo-kill")
-		if st.Attempt >= 2 && st.Worker == "survivor" {
-			detected = time.Since(killed)
-			break
-		}
-		if time.Since(killed) > 60*time.Second {
-			t.Fatalf("no other worker took the run over within 60s of the SIGKILL; state %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	st = swUntil(t, env, "r-fo-kill", 60*time.Second, "taken over by survivor", func(st events.RunState) bool {
+		return st.Attempt >= 2 && st.Worker == "survivor"
+	})
+	detected := time.Since(killed)
 	t.Logf("failover after SIGKILL: run resumed by another worker %.1fs after the kill (ack wait %s)", detected.Seconds(), events.DefaultAckWait)
 	if detected > 15*time.Second {
 		t.Errorf("resumed %s after the SIGKILL; want at most 15s", detected)
@@ -255,14 +266,17 @@ func TestSeqworkerFailoverSIGTERM(t *testing.T) {
 		kinds   []string
 	}
 	follow := make(chan followed, 1)
+	saidWaiting := make(chan struct{}) // closed at the follower's first waiting text
 	go func() {
 		var f followed
+		var once sync.Once
 		f.st, f.err = c.Wait(context.Background(), "r-fo-term", client.WaitOptions{
 			Poll:       200 * time.Millisecond,
 			WorkerWait: time.Minute,
 			OnWaiting: func(text string) {
 				if text != "" {
 					f.waiting = append(f.waiting, text)
+					once.Do(func() { close(saidWaiting) })
 				}
 			},
 			OnEvent: func(ev *events.RunEvent) { f.kinds = append(f.kinds, ev.Kind) },
@@ -286,7 +300,11 @@ func TestSeqworkerFailoverSIGTERM(t *testing.T) {
 	if st.Status != events.StatusInterrupted || st.FinishedGroups != 1 || st.Worker != "child" {
 		t.Fatalf("after SIGTERM: %s with %d groups held by %q (%s); want interrupted after group 1 by child", st.Status, st.FinishedGroups, st.Worker, st.Error)
 	}
-	time.Sleep(time.Second) // the follower meets a bus without seqworker
+	select { // the follower meets a bus without seqworker
+	case <-saidWaiting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follower said nothing about waiting within 30 s of the worker's exit")
+	}
 	// The same stack restarted (here: a new worker) resumes at once.
 	restarted := time.Now()
 	swWorker(t, env, seqworker.Config{WorkerID: "successor"})

@@ -71,9 +71,9 @@ groups:
 	// The holder beats for 3 s, then falls silent: the run is taken over.
 	stop := make(chan struct{})
 	beating := ghost("r-holder-silent", stop, nil)
-	time.Sleep(300 * time.Millisecond)
+	swUntil(t, env, "r-holder-silent", 20*time.Second, "held by ghost", func(st events.RunState) bool { return st.Worker == "ghost" })
 	swRequest(t, env, "r-holder-silent", "holder", nil)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the behaviour: no takeover in 3 ack waits while the holder beats
 	if n := calls.get("holder.one"); n != 0 {
 		t.Fatalf("the tool ran %d times while the holder beat; want 0 (the run is the holder's)", n)
 	}
@@ -96,18 +96,12 @@ groups:
 	done := &events.RunState{RunID: "r-holder-done", Sequence: "holder", Status: events.StatusSucceeded, Worker: "ghost", Attempt: 1, Groups: 1, FinishedGroups: 1,
 		CreatedAt: now, StartedAt: now, UpdatedAt: now, FinishedAt: now}
 	beating = ghost("r-holder-done", stop2, done)
-	time.Sleep(300 * time.Millisecond)
+	swUntil(t, env, "r-holder-done", 20*time.Second, "held by ghost", func(st events.RunState) bool { return st.Worker == "ghost" })
 	swRequest(t, env, "r-holder-done", "holder", nil)
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the behaviour: the request waits while the holder beats
 	close(stop2)
 	beating.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for swQueued(t, env) != 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n := swQueued(t, env); n != 0 {
-		t.Errorf("%d run requests left once the holder finished; want the waiting delivery acknowledged", n)
-	}
+	swDrained(t, env, 10*time.Second, "the waiting delivery acknowledged once the holder finished")
 	if n := calls.get("holder.one"); n != 1 {
 		t.Errorf("the tool ran %d times in all; want 1 (the finished run is not run again)", n)
 	}

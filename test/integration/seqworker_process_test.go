@@ -165,7 +165,7 @@ groups:
 		t.Fatal(err)
 	}
 	close(release)
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // a window for the write the stale worker must not make: its absence is the behaviour
 	e, err := kv.Get(context.Background(), "r-lost")
 	if err != nil {
 		t.Fatal(err)

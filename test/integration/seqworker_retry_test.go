@@ -88,8 +88,8 @@ func TestSeqworkerRetry(t *testing.T) {
 	if err != nil || !strings.Contains(string(slots["used"]), `"got":{"n":7}`) || len(slots["big"]) < 100<<10 {
 		t.Errorf("slots of the retry: used %s, big %d bytes (%v)", slots["used"], len(slots["big"]), err)
 	}
-	if r := swResult(t, st); r.Groups[0].Status != "succeeded" || r.Groups[1].Status != "succeeded" {
-		t.Errorf("retry's groups: %+v", r.Groups)
+	if r := swResult(t, st); r.Groups[0].Status != "succeeded" || r.Groups[1].Status != "succeeded" || r.Groups[0].ReusedFrom != "r-rt" || r.Groups[1].ReusedFrom != "" {
+		t.Errorf("retry's groups: %+v; want both succeeded, the first reused from r-rt, the second run", r.Groups)
 	}
 	orig, _ := swState(t, env, "r-rt")
 	if len(orig.RetriedBy) != 1 || orig.RetriedBy[0] != "r-rt-2" || orig.Status != events.StatusFailed {

@@ -27,27 +27,16 @@ func TestSeqworkerTickTime(t *testing.T) {
 	swServe(t, env, swEcho("tick.echo", &calls))
 	swStore(t, env, "name: ticker\nschedule: \"@every 2s\"\ngroups:\n  - name: ticker-one\n    tools: [{tool: tick.echo}]\n")
 	swWorker(t, env, seqworker.Config{})
-	kv, err := env.js.KeyValue(context.Background(), events.BucketRuns)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var st events.RunState
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		keys, _ := kv.Keys(context.Background())
-		for _, k := range keys {
-			if s, ok := swState(t, env, k); ok && s.Status == events.StatusSucceeded && strings.HasPrefix(k, "tick-ticker-") {
-				st = s
+	swUntilAll(t, env.js, 30*time.Second, "a succeeded tick run", func(runs map[string]events.RunState) bool {
+		for k, r := range runs {
+			if r.Status == events.StatusSucceeded && strings.HasPrefix(k, "tick-ticker-") {
+				st = r
+				return true
 			}
 		}
-		if st.RunID != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no tick run within 30s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
 	stamp := st.ScheduledAt.UTC().Format("20060102T150405")
 	if st.Trigger != events.TriggerSchedule || st.ScheduledAt.IsZero() || !strings.Contains(st.RunID, stamp) {
 		t.Fatalf("tick run %s: trigger %s, scheduled_at %v; want schedule and the id carrying scheduled_at", st.RunID, st.Trigger, st.ScheduledAt)
@@ -81,7 +70,7 @@ func TestScheduleRefusedShown(t *testing.T) {
 
 	t.Run("time zone header", func(t *testing.T) {
 		ctx := context.Background()
-		s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TZPROBE", Subjects: []string{"tz.>"}, AllowMsgSchedules: true, Storage: jetstream.MemoryStorage})
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TZPROBE", Subjects: []string{"tz.>"}, AllowMsgSchedules: true, Storage: jetstream.MemoryStorage})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,18 +82,9 @@ func TestScheduleRefusedShown(t *testing.T) {
 		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "time zone") {
 			t.Errorf("unknown time zone: %v; want the server to refuse it naming the time zone", err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if m, err := s.GetLastMsgForSubject(ctx, "tz.tick.ok"); err == nil {
-				if m.Header.Get(events.HeaderScheduleNext) == "" {
-					t.Errorf("tick without %s", events.HeaderScheduleNext)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no tick of the America/New_York schedule within 10s")
-			}
-			time.Sleep(100 * time.Millisecond)
+		m := swStreamUntil(t, js, "TZPROBE", "tz.tick.ok", 10*time.Second, "tick of the America/New_York schedule", func(jetstream.Msg) bool { return true })
+		if m.Headers().Get(events.HeaderScheduleNext) == "" {
+			t.Errorf("tick without %s", events.HeaderScheduleNext)
 		}
 	})
 
@@ -119,13 +99,8 @@ func TestScheduleRefusedShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := events.ScheduleEvent{}
-		cliEventually(t, "a refused schedule event", func() bool {
-			s, err := js.Stream(context.Background(), events.StreamEvents)
-			if err != nil {
-				return false
-			}
-			m, err := s.GetLastMsgForSubject(context.Background(), "events.schedule.never-runs")
-			return err == nil && events.Decode(m.Data, &ev) == nil && ev.Status == events.ScheduleRefused
+		swStreamUntil(t, js, events.StreamEvents, "events.schedule.never-runs", 20*time.Second, "refused schedule event", func(m jetstream.Msg) bool {
+			return events.Decode(m.Data(), &ev) == nil && ev.Status == events.ScheduleRefused
 		})
 		code, out, errOut := cliRun(t, "seqs", "show", "never-runs")
 		if code != 0 || !strings.Contains(out, "schedule state: sequence never-runs: the NATS server refused its schedule") {
@@ -143,14 +118,12 @@ func TestSeqworkerScheduleTimeZone(t *testing.T) {
 	swServe(t, env, swEcho("tz.echo", &calls))
 	swStore(t, env, "name: zoned\nschedule: \"* * * * * *\"\ntimezone: America/New_York\ngroups:\n  - name: zoned-one\n    tools: [{tool: tz.echo}]\n")
 	swWorker(t, env, seqworker.Config{})
-	s, err := env.js.Stream(context.Background(), events.StreamSeqRuns)
-	if err != nil {
-		t.Fatal(err)
-	}
 	subj, _ := events.ScheduleSubject("zoned")
-	cliEventually(t, "the zoned schedule message", func() bool {
-		m, err := s.GetLastMsgForSubject(context.Background(), subj)
-		return err == nil && m.Header.Get(events.HeaderScheduleTimeZone) == "America/New_York"
+	swSubjectUntil(t, env.nc, env.js, events.StreamSeqRuns, subj, 20*time.Second, "zoned schedule message", func(h nats.Header, _ []byte) bool {
+		return h.Get(events.HeaderScheduleTimeZone) == "America/New_York"
 	})
-	cliEventually(t, "a tick of the zoned schedule", func() bool { return calls.get("tz.echo") > 0 })
+	swSucceededOf(t, env, "zoned")
+	if calls.get("tz.echo") == 0 {
+		t.Error("a tick of the zoned schedule succeeded without calling tz.echo")
+	}
 }

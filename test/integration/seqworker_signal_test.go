@@ -29,7 +29,11 @@ func TestSeqworkerSecondSIGTERM(t *testing.T) {
 	swFailoverSeq(t, env, "sig-two", &calls, inTwo, release)
 
 	bin := filepath.Join(t.TempDir(), "seqworker")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/seqworker").CombinedOutput(); err != nil {
+	build := []string{"build", "-o", bin}
+	if raceBuild { // the packages are in the build cache as the test binary's build left them
+		build = append(build, "-race")
+	}
+	if out, err := exec.Command("go", append(build, "../../cmd/seqworker")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "--nats", env.srv.ClientURL(), "--shutdown-budget", "60s", "--worker-id", "sig-worker")
@@ -51,10 +55,14 @@ func TestSeqworkerSecondSIGTERM(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// The first signal is taken once the worker logs its shutdown; that it
+	// then waits for the group is shown by the second signal's message
+	// below (the process is still there to say it).
+	out.waitFor(t, "the shutdown at the first SIGTERM", "msg=stopping")
 	select {
 	case err := <-done:
 		t.Fatalf("the worker exited (%v) at the first SIGTERM with a group in flight; want it to wait for the group\n%s", err, out.String())
-	case <-time.After(time.Second):
+	default:
 	}
 	second := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -305,13 +305,7 @@ func TestSeqworkerRuns(t *testing.T) {
 
 	// Nothing is left in the work queue: finished runs are acked, hopeless
 	// ones terminated.
-	deadline := time.Now().Add(5 * time.Second)
-	for swQueued(t, env) != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := swQueued(t, env); n != 0 {
-		t.Errorf("%d run requests left in %s; want 0", n, events.StreamSeqRuns)
-	}
+	swDrained(t, env, 20*time.Second, "every run request acknowledged")
 }
 
 // TestSeqworkerShare200Runs has two workers share 200 runs: every run ends
@@ -337,13 +331,18 @@ groups:
     in: {a: object}
     tools: [{tool: sw.count, args: {a: $args.a}}]
 `)
+	const n = 200
 	var mu sync.Mutex
 	finished := map[string]int{}
+	allFinished := make(chan struct{}) // closed at the n-th run's first finished event
 	sub, err := env.nc.Subscribe("events.run.*.finished", func(m *nats.Msg) {
 		var ev events.RunEvent
 		if events.Decode(m.Data, &ev) == nil {
 			mu.Lock()
 			finished[ev.RunID]++
+			if len(finished) == n && finished[ev.RunID] == 1 {
+				close(allFinished)
+			}
 			mu.Unlock()
 		}
 	})
@@ -353,7 +352,6 @@ groups:
 	defer sub.Unsubscribe()
 	swWorker(t, env, seqworker.Config{Concurrency: 8})
 	swWorker(t, env, seqworker.Config{Concurrency: 8})
-	const n = 200
 	for i := range n {
 		swRequest(t, env, fmt.Sprintf("share-%03d", i), "sw-share", map[string]int{"i": i})
 	}
@@ -366,7 +364,14 @@ groups:
 			t.Errorf("run %s: status %s attempt %d groups %d (%s); want succeeded, 1, 2", id, st.Status, st.Attempt, st.FinishedGroups, st.Error)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // let the last events arrive
+	select {
+	case <-allFinished:
+	case <-time.After(30 * time.Second):
+		t.Errorf("not every run's finished event arrived within 30 s of its final state")
+	}
+	if err := env.nc.Flush(); err != nil { // a second finished event already sent is in by now
+		t.Fatal(err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for i := range n {
@@ -498,11 +503,5 @@ func TestSeqworkerMaxDeliveries(t *testing.T) {
 	if st.Status != events.StatusFailed || !strings.Contains(st.Error, "gave up after 2 deliveries") {
 		t.Errorf("state = %s %q; want failed, gave up after 2 deliveries", st.Status, st.Error)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for swQueued(t, env) != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := swQueued(t, env); n != 0 {
-		t.Errorf("%d run requests left; want the exhausted one deleted", n)
-	}
+	swDrained(t, env, 20*time.Second, "the exhausted request deleted")
 }

@@ -3,12 +3,14 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/natsserver"
@@ -65,6 +67,7 @@ func TestSeqworkerBootOnce(t *testing.T) {
 		}
 	}
 	ready("boot-1") // once more, after the runs finished
+	// The behaviour is an absence: no run for a boot id seen before.
 	time.Sleep(1500 * time.Millisecond)
 	for tool, want := range map[string]int{"boot.a": 2, "boot.b": 2, "boot.never": 0} {
 		if got := calls.get(tool); got != want {
@@ -124,7 +127,7 @@ func TestSeqworkerSchedule(t *testing.T) {
 	swWorker(t, env, seqworker.Config{})
 	swStore(t, env, src("1s"))
 
-	time.Sleep(4500 * time.Millisecond)
+	time.Sleep(4500 * time.Millisecond) // the behaviour: the server's tick rate over 4.5 s of real time
 	mu.Lock()
 	got := append([]time.Time(nil), ticks...)
 	mu.Unlock()
@@ -134,9 +137,23 @@ func TestSeqworkerSchedule(t *testing.T) {
 	// One run per tick: the runs' tick times (scheduled_at, the server's)
 	// are about 1 s apart. (The calls' own times are not compared: a run
 	// delayed on a loaded machine then one on time made a gap of 518 ms.)
+	// A tick that came after the calls were counted has a run that has
+	// not made its call yet: the count of runs is read until the calls
+	// catch up, not once.
 	var sched []time.Time
-	if n := swTickRuns(t, env, func(st *events.RunState) { sched = append(sched, st.ScheduledAt) }); n != len(got) {
-		t.Errorf("%d tick runs in RUNS for %d tool calls; want one run per call", n, len(got))
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		sched = sched[:0]
+		n := swTickRuns(t, env, func(st *events.RunState) { sched = append(sched, st.ScheduledAt) })
+		mu.Lock()
+		calls := len(ticks)
+		mu.Unlock()
+		if n == calls {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d tick runs in RUNS for %d tool calls; want one run per call", n, calls)
+			break
+		}
 	}
 	sort.Slice(sched, func(i, j int) bool { return sched[i].Before(sched[j]) })
 	for i := 1; i < len(sched); i++ {
@@ -152,19 +169,11 @@ func TestSeqworkerSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	subj, _ := events.ScheduleSubject("sw-sched")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		m, err := stream.GetLastMsgForSubject(context.Background(), subj)
-		if err == nil && m.Header.Get(events.HeaderSequenceRevision) == strconv.FormatUint(rev, 10) {
-			if p := m.Header.Get("Nats-Schedule"); p != "@every 2s" {
-				t.Errorf("schedule after the change = %q; want @every 2s", p)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("schedule not updated to revision %d: %v", rev, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	h := swSubjectUntil(t, env.nc, env.js, events.StreamSeqRuns, subj, 20*time.Second, fmt.Sprintf("schedule of revision %d", rev), func(h nats.Header, _ []byte) bool {
+		return h.Get(events.HeaderSequenceRevision) == strconv.FormatUint(rev, 10)
+	})
+	if p := h.Get("Nats-Schedule"); p != "@every 2s" {
+		t.Errorf("schedule after the change = %q; want @every 2s", p)
 	}
 	if n := swSubjectCount(t, stream, subj); n != 1 {
 		t.Errorf("%d messages on %s after the change; want 1 (the new schedule replaces the old)", n, subj)
@@ -175,17 +184,17 @@ func TestSeqworkerSchedule(t *testing.T) {
 	if err := kv.Delete(context.Background(), events.KeyFor("sw-sched")); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for swSubjectCount(t, stream, subj) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("schedule %s not removed after the sequence was deleted", subj)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // a message's removal has no event a consumer sees
 	}
 	mu.Lock()
 	before := len(ticks)
 	mu.Unlock()
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // the behaviour is an absence: no tick in 2.5 s (past a tick of 2 s)
 	mu.Lock()
 	after := len(ticks)
 	mu.Unlock()

@@ -26,17 +26,15 @@ func TestToolProvidersThatDisagree(t *testing.T) {
 
 	// Same configuration as the stack's: no warning.
 	out, errOut, _ := cliBackground(t, "tools", "serve", "--root", rootA)
-	cliEventually(t, "tools serve (same root) to start", func() bool { return strings.Contains(out.String(), "serving") })
+	out.waitFor(t, "tools serve (same root) to start", "serving")
 	waitQuiet(t, errOut)
 	if strings.Contains(errOut.String(), "disagree") {
 		t.Errorf("tools serve with the stack's own root warned: %s", errOut.String())
 	}
 
 	// Another root: the provider warns at start, naming both roots.
-	out, errOut, _ = cliBackground(t, "tools", "serve", "--root", rootB)
-	cliEventually(t, "tools serve (other root) to warn", func() bool {
-		return strings.Contains(errOut.String(), "fs.read is served by instances that disagree")
-	})
+	_, errOut, _ = cliBackground(t, "tools", "serve", "--root", rootB)
+	errOut.waitFor(t, "tools serve (other root) to warn", "fs.read is served by instances that disagree")
 	resolvedA, _ := filepath.EvalSymlinks(rootA)
 	resolvedB, _ := filepath.EvalSymlinks(rootB)
 	if w := errOut.String(); !strings.Contains(w, "root="+resolvedA) || !strings.Contains(w, "root="+resolvedB) {
@@ -45,7 +43,7 @@ func TestToolProvidersThatDisagree(t *testing.T) {
 
 	// A prefixed provider: its tools are its own.
 	out, errOut, _ = cliBackground(t, "tools", "serve", "--root", rootB, "--prefix", "b")
-	cliEventually(t, "tools serve --prefix b to start", func() bool { return strings.Contains(out.String(), "b.fs.read") })
+	out.waitFor(t, "tools serve --prefix b to start", "b.fs.read")
 	waitQuiet(t, errOut)
 	if strings.Contains(errOut.String(), "disagree") {
 		t.Errorf("tools serve --prefix b warned: %s", errOut.String())

@@ -18,7 +18,7 @@
   const ICONS = {
     succeeded: "✓", failed: "✗", running: "▶", pending: "…", queued: "○",
     skipped: "↷", canceled: "⊘", cancelled: "⊘", partial: "◐", degraded: "◑",
-    not_run: "–", interrupted: "‖",
+    not_run: "–", interrupted: "‖", waiting: "◔",
   };
 
   function el(tag, attrs, ...kids) {

@@ -158,8 +158,8 @@ func NewClient(r *Recorder) *mcp.Client {
 // ModelTools are the tools every server serves; ReadOnlyTools those of
 // --read-only.
 var (
-	ModelTools    = []string{"seq_call", "seq_cancel", "seq_create", "seq_delete", "seq_list", "seq_retry", "seq_run", "seq_show", "seq_status", "skill_info", "skill_list"}
-	ReadOnlyTools = []string{"seq_list", "seq_show", "seq_status", "skill_info", "skill_list"}
+	ModelTools    = []string{"schedule_list", "schedule_pause", "schedule_trigger", "schedule_unpause", "seq_call", "seq_cancel", "seq_create", "seq_delete", "seq_list", "seq_retry", "seq_run", "seq_show", "seq_signal", "seq_status", "skill_info", "skill_list"}
+	ReadOnlyTools = []string{"schedule_list", "seq_list", "seq_show", "seq_status", "skill_info", "skill_list"}
 )
 
 // Call calls a tool with arguments given as JSON text (a model's output)

@@ -42,18 +42,17 @@ func Background(tb testing.TB, run func(ctx context.Context, stderr io.Writer) i
 		return code
 	}
 	tb.Cleanup(func() { stop() })
-	deadline := time.Now().Add(Timeout)
-	for !strings.Contains(out.String(), ready) {
+	timeout := time.NewTimer(Timeout)
+	defer timeout.Stop()
+	for text, next := out.Changed(); !strings.Contains(text, ready); text, next = out.Changed() {
 		select {
+		case <-next:
 		case code := <-done:
 			stopped = true
 			tb.Fatalf("exited %d before logging %q; output:\n%s", code, ready, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
+		case <-timeout.C:
 			tb.Fatalf("no %q in %v; output:\n%s", ready, Timeout, out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	return out, stop
 }

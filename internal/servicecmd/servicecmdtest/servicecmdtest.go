@@ -14,17 +14,58 @@ import (
 )
 
 // Buffer is an io.Writer that a logger and a test may use at once; the
-// zero value is empty and ready.
+// zero value is empty and ready. A test waits for a line with WaitFor
+// (or Changed), woken by each Write rather than polling on a timer.
 type Buffer struct {
-	mu sync.Mutex // mu guards b
-	b  bytes.Buffer
+	mu      sync.Mutex // mu guards b and written
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write; nil until Changed asks
 }
 
-// Write appends p; it never fails.
+// Write appends p and wakes the waiters of Changed; it never fails.
 func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// Changed returns everything written so far and a channel closed by the
+// next Write, for a test that waits for some text in a select with its
+// own other cases.
+func (s *Buffer) Changed() (text string, next <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{})
+	}
+	return s.b.String(), s.written
+}
+
+// WaitFor waits until the text written contains want and returns the
+// text. It fails tb, showing the text, when want does not appear within
+// limit or when a code comes on exited first (the service exited; nil:
+// it is not watched).
+func (s *Buffer) WaitFor(tb testing.TB, want string, limit time.Duration, exited <-chan int) string {
+	tb.Helper()
+	timeout := time.NewTimer(limit)
+	defer timeout.Stop()
+	for {
+		text, next := s.Changed()
+		if strings.Contains(text, want) {
+			return text
+		}
+		select {
+		case <-next:
+		case code := <-exited:
+			tb.Fatalf("exited %d before logging %q; output:\n%s", code, want, s.String())
+		case <-timeout.C:
+			tb.Fatalf("no %q in %v; output:\n%s", want, limit, s.String())
+		}
+	}
 }
 
 // String returns everything written so far.
@@ -50,18 +91,7 @@ func StartStop(tb testing.TB, run func(ctx context.Context, stderr io.Writer) in
 	defer cancel()
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, &out) }()
-	deadline := time.Now().Add(Timeout)
-	for !strings.Contains(out.String(), ready) {
-		select {
-		case code := <-done:
-			tb.Fatalf("exited %d before logging %q; output:\n%s", code, ready, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("no %q in %v; output:\n%s", ready, Timeout, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	out.WaitFor(tb, ready, Timeout, done)
 	cancel()
 	select {
 	case code = <-done:
