@@ -111,8 +111,10 @@ func (w *Worker) updateEntry(ctx context.Context, sequence, entry string, change
 		if err == nil {
 			return st, nil
 		}
-		var apiErr *jetstream.APIError
-		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+		// A conflict is ErrKeyExists from Create, ErrKeyRevisionMismatch
+		// from Update: the latter carries code 10071 on an R1 bucket but
+		// 10164 on a replicated one, which ErrKeyExists does not match.
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue // another worker wrote meanwhile: decide again
 		}
 		return nil, fmt.Errorf("write schedule state %s: %w", key, err)
@@ -373,7 +375,11 @@ func (w *Worker) admitDelivery(ctx context.Context, msg jetstream.Msg, req *even
 		t.trigger = events.TriggerSchedule
 	}
 	if e.CatchupWindow > 0 && req.Trigger == events.TriggerSchedule && msg.Headers().Get(events.HeaderScheduler) != "" {
-		w.catchUp(ctx, def, e, t)
+		if err := w.catchUp(ctx, def, e, t); err != nil {
+			w.log.Warn("schedule tick: the ticks it follows that were not fired are not caught up yet; tick tried again", "sequence", def.Name, "entry", e.Name, "run", req.RunID, "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return false
+		}
 	}
 	a, err := w.admit(ctx, def, e, t)
 	if err != nil {
@@ -482,11 +488,18 @@ func entryTickRunID(sequence, entry string, at time.Time, msg jetstream.Msg) str
 // tick for all it missed): those within the entry's catchup_window are
 // admitted in order through the overlap policy, before t; older ones are
 // counted and recorded as missed. At most events.MaxBackfillTicks are
-// caught up; the rest count as missed too.
-func (w *Worker) catchUp(ctx context.Context, def *seq.Sequence, e *seq.ScheduleEntry, t tick) {
+// caught up; the rest count as missed too. It returns an error when the
+// entry's state or a caught-up tick's run state cannot be read or written
+// (NATS failing over): the caller gives t back, so that its next delivery
+// catches up again before t moves the entry's last tick past the missed
+// ones (ticks admitted already are then redeliveries, decided the same).
+func (w *Worker) catchUp(ctx context.Context, def *seq.Sequence, e *seq.ScheduleEntry, t tick) error {
 	st, _, err := w.readEntry(ctx, def.Name, e.Name)
-	if err != nil || st.LastTick.IsZero() || !t.at.After(st.LastTick) {
-		return
+	if err != nil {
+		return err
+	}
+	if st.LastTick.IsZero() || !t.at.After(st.LastTick) {
+		return nil
 	}
 	from := st.LastTick.Add(time.Second)
 	if e.Every > 0 {
@@ -504,8 +517,14 @@ func (w *Worker) catchUp(ctx context.Context, def *seq.Sequence, e *seq.Schedule
 		}
 	}
 	if len(missed) > 0 {
+		recorded := false
 		_, err := w.updateEntry(ctx, def.Name, e.Name, func(st *events.ScheduleState) error {
+			recorded = !missed[len(missed)-1].After(st.LastTick)
+			if recorded {
+				return errNoChange // recorded by an earlier delivery of t
+			}
 			st.Missed += int64(len(missed))
+			st.LastTick = missed[len(missed)-1] // counted: a redelivery of t does not count them again
 			st.Recent = append(st.Recent, events.ScheduleTick{At: missed[len(missed)-1], Trigger: events.TriggerSchedule, Outcome: events.TickMissed, Seen: time.Now().UTC(),
 				Why: fmt.Sprintf("%d tick(s) from %s not fired during an outage, older than the catchup_window %s", len(missed), missed[0].Format(time.RFC3339), window)})
 			if n := len(st.Recent) - events.MaxRecentTicks; n > 0 {
@@ -513,7 +532,10 @@ func (w *Worker) catchUp(ctx context.Context, def *seq.Sequence, e *seq.Schedule
 			}
 			return nil
 		})
-		if err == nil {
+		if err != nil {
+			return err
+		}
+		if !recorded {
 			w.countTick(ctx, def.Name, events.TickMissed)
 			w.emitSchedule(ctx, &events.ScheduleEvent{Sequence: def.Name, Entry: e.Name, Schedule: e.Pattern(), TimeZone: e.TimeZone, Status: events.TickMissed,
 				RunID: t.runID, TickAt: missed[0], Error: fmt.Sprintf("%d tick(s) older than the catchup_window %s not run", len(missed), window)})
@@ -521,13 +543,20 @@ func (w *Worker) catchUp(ctx context.Context, def *seq.Sequence, e *seq.Schedule
 	}
 	for _, m := range catch {
 		ct := tick{runID: entryTickRunID(def.Name, e.Name, m, nil), at: m, trigger: events.TriggerSchedule}
-		if cur, _, err := w.readState(ctx, ct.runID); err != nil || cur != nil {
-			continue // it ran (or cannot be told): not again
+		var cur *events.RunState
+		err := w.persist(ctx, "catch-up tick's run state read", func(ctx context.Context) (err error) {
+			cur, _, err = w.readState(ctx, ct.runID)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("catch-up tick %s: whether it ran cannot be told: %w", ct.runID, err)
+		}
+		if cur != nil {
+			continue // it ran: not again
 		}
 		a, err := w.admit(ctx, def, e, ct)
 		if err != nil {
-			w.log.Warn("catch-up tick not admitted", "sequence", def.Name, "entry", e.Name, "run", ct.runID, "err", err)
-			return
+			return fmt.Errorf("catch-up tick %s not admitted: %w", ct.runID, err)
 		}
 		w.settle(ctx, def, e, ct, a)
 		if a.outcome == events.TickStarted && !a.again {
@@ -536,4 +565,5 @@ func (w *Worker) catchUp(ctx context.Context, def *seq.Sequence, e *seq.Schedule
 			}
 		}
 	}
+	return nil
 }

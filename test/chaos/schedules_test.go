@@ -105,6 +105,9 @@ func TestChaosSchedules(t *testing.T) {
 		t.Errorf("90s after the last ticks, a tick run has not finished or an entry still has a current run: %s", w.unsettled())
 	}
 	time.Sleep(time.Second) // the last events and end lines arrive
+	// The core subscription misses the events published while its
+	// connection fails over; EVENTS stored them all.
+	w.readStoredEvents(ctx, t, r.js)
 
 	calls := readCalls(t, r.toolLog)
 	runs, states, recorded, maxBuffered := w.snapshot()
@@ -143,7 +146,9 @@ func TestChaosSchedules(t *testing.T) {
 		for _, w := range r.workers {
 			t.Logf("---- tail of %s ----\n%s", w.name, w.tail(3000))
 		}
-		t.Errorf("targets missed: %d problems; want 0 (logs in %s)", len(all), r.dir)
+		// The problems again, last, so that a CI excerpt of the end of
+		// the output shows them and not only the workers' tails.
+		t.Errorf("targets missed: %d problems; want 0 (logs in %s):\n  %s", len(all), r.dir, strings.Join(firstN(all, 10), "\n  "))
 	}
 	if ran["sk"] < 5 || ran["bo"] < 5 {
 		t.Errorf("sk ran %d times, bo %d: the schedules did not tick as forced", ran["sk"], ran["bo"])
@@ -312,12 +317,6 @@ func watchSchedules(ctx context.Context, t *testing.T, r *rig) *schedWatch {
 		close(w.next)
 		w.next = make(chan struct{})
 	}
-	record := func(entry string, at time.Time, outcome string) {
-		if entry == "" || at.IsZero() {
-			return
-		}
-		w.recorded[entry+" "+at.UTC().Format(time.RFC3339Nano)] = tickRecord{Entry: entry, At: at, Outcome: outcome}
-	}
 	kvRuns, err := r.js.KeyValue(ctx, events.BucketRuns)
 	if err != nil {
 		t.Fatal(err)
@@ -376,10 +375,10 @@ func watchSchedules(ctx context.Context, t *testing.T, r *rig) *schedWatch {
 				w.maxBuffered = len(st.Buffered)
 			}
 			for _, tk := range st.Recent {
-				record(st.Entry, tk.At, tk.Outcome)
+				w.record(st.Entry, tk.At, tk.Outcome)
 			}
 			for _, tk := range st.Buffered {
-				record(st.Entry, tk.At, events.TickBuffered)
+				w.record(st.Entry, tk.At, events.TickBuffered)
 			}
 			changed()
 			w.mu.Unlock()
@@ -395,7 +394,7 @@ func watchSchedules(ctx context.Context, t *testing.T, r *rig) *schedWatch {
 			return
 		}
 		w.mu.Lock()
-		record(ev.Entry, ev.TickAt, ev.Status)
+		w.record(ev.Entry, ev.TickAt, ev.Status)
 		w.mu.Unlock()
 	})
 	if err != nil {
@@ -403,6 +402,15 @@ func watchSchedules(ctx context.Context, t *testing.T, r *rig) *schedWatch {
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	return w
+}
+
+// record notes a tick of entry at a time with its outcome (w.mu held);
+// one record per entry and time.
+func (w *schedWatch) record(entry string, at time.Time, outcome string) {
+	if entry == "" || at.IsZero() {
+		return
+	}
+	w.recorded[entry+" "+at.UTC().Format(time.RFC3339Nano)] = tickRecord{Entry: entry, At: at, Outcome: outcome}
 }
 
 // runsOf counts the tick runs of an entry seen.
@@ -471,6 +479,61 @@ func (w *schedWatch) until(ctx context.Context, limit time.Duration, cond func()
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// readStoredEvents records every schedule event of schedName stored in
+// the EVENTS stream (the live subscription of watchSchedules loses those
+// published while the test's own connection reconnects after a kill). It
+// reads with an ordered consumer until it has as many as the stream holds
+// on the subject, or 30 s pass.
+func (w *schedWatch) readStoredEvents(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	subject, err := events.ScheduleEventSubject(schedName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var want uint64
+	var cons jetstream.Consumer
+	for {
+		st, err := js.Stream(ctx, events.StreamEvents)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = st.Info(ctx, jetstream.WithSubjectFilter(subject)); err == nil {
+				want = info.State.Subjects[subject]
+				cons, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+			}
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Errorf("schedule events not read from %s: %v", events.StreamEvents, err)
+			return
+		}
+		time.Sleep(500 * time.Millisecond) // the stream's leader again
+	}
+	var got uint64
+	for got < want && ctx.Err() == nil {
+		batch, err := cons.Fetch(int(min(want-got, 500)), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			continue
+		}
+		for m := range batch.Messages() {
+			got++
+			var ev events.ScheduleEvent
+			if events.Decode(m.Data(), &ev) != nil {
+				continue
+			}
+			w.mu.Lock()
+			w.record(ev.Entry, ev.TickAt, ev.Status)
+			w.mu.Unlock()
+		}
+	}
+	if got < want {
+		t.Errorf("read %d of the %d schedule events %s holds on %s", got, want, events.StreamEvents, subject)
 	}
 }
 
