@@ -220,18 +220,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := tc.Call(cctx, "chaos.step", json.RawMessage(`{"run":"warm-up","group":0,"call":0,"ms":1}`))
-		ccancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil || !tools.running() {
-			t.Fatalf("the tool provider does not answer: %v; its log:\n%s", err, tools.tail(4000))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitForTools(ctx, t, tc, tools)
 	fig := &figures{Seed: s.seed, Duration: s.duration.String(), Partitions: net != nil, Deliveries: map[string]int{},
 		BuildAndStartup: time.Since(t0).Round(time.Second).String()}
 	t.Logf("ready after %s; load for %s at %.1f runs/s, seed %d", fig.BuildAndStartup, s.duration, s.rate, s.seed)

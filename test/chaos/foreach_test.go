@@ -141,18 +141,7 @@ func TestChaosForEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := tc.Call(cctx, "chaos.step", json.RawMessage(`{"run":"warm-up","group":0,"call":0,"ms":1}`))
-		ccancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil || !tools.running() {
-			t.Fatalf("the tool provider does not answer: %v; its log:\n%s", err, tools.tail(4000))
-		}
-		time.Sleep(200 * time.Millisecond) // between real calls that failed
-	}
+	waitForTools(ctx, t, tc, tools)
 	t.Logf("ready after %s; %d runs of two %d-item fan-outs, seed %d", time.Since(t0).Round(time.Second), forEachRuns, forEachItems, s.seed)
 
 	// Follow every run's state in RUNS as it is written.

@@ -123,21 +123,7 @@ func TestChaosLostReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	warmUp := func() {
-		for {
-			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := tc.Call(cctx, "chaos.step", json.RawMessage(`{"run":"warm-up","group":0,"call":0,"ms":1}`))
-			ccancel()
-			if err == nil {
-				return
-			}
-			if ctx.Err() != nil || !tools.running() {
-				t.Fatalf("the tool provider does not answer: %v; its log:\n%s", err, tools.tail(4000))
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	warmUp()
+	waitForTools(ctx, t, tc, tools)
 	c, err := client.New(conn.Conn)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +140,7 @@ func TestChaosLostReply(t *testing.T) {
 			// it again on n3.
 			tools.kill()
 			tools.start()
-			warmUp()
+			waitForTools(ctx, t, tc, tools)
 		}
 		id := fmt.Sprintf("lost-%s-%d", tag, round)
 		args, _ := json.Marshal(map[string]string{"run": id})

@@ -100,19 +100,27 @@ func startRig(ctx context.Context, t *testing.T, name, prefix string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitForTools(ctx, t, tc, r.tools)
+	return r
+}
+
+// waitForTools calls chaos.step until the suite's tool provider answers
+// (its listing reached the caller's node); it fails t when ctx ends or the
+// provider's process exits first.
+func waitForTools(ctx context.Context, t *testing.T, tc *tool.Client, tools *proc) {
+	t.Helper()
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := tc.Call(cctx, "chaos.step", json.RawMessage(`{"run":"warm-up","group":0,"call":0,"ms":1}`))
 		ccancel()
 		if err == nil {
-			break
+			return
 		}
-		if ctx.Err() != nil || !r.tools.running() {
-			t.Fatalf("the tool provider does not answer: %v; its log:\n%s", err, r.tools.tail(4000))
+		if ctx.Err() != nil || !tools.running() {
+			t.Fatalf("the tool provider does not answer: %v; its log:\n%s", err, tools.tail(4000))
 		}
 		time.Sleep(200 * time.Millisecond) // between real calls that failed
 	}
-	return r
 }
 
 // say logs one of the suite's actions with its time.
