@@ -122,6 +122,22 @@ func reconnectingConn(t *testing.T, url, name string) *nats.Conn {
 	return nc
 }
 
+// startNATSChild starts a NATS server process on a free port with its
+// JetStream store in a temporary directory, killed when t ends.
+func startNATSChild(t *testing.T) *natsChild {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := &natsChild{t: t, port: port, store: t.TempDir()}
+	srv.start()
+	t.Cleanup(srv.kill)
+	return srv
+}
+
 // TestSeqworkerNATSRestarts: the NATS server — a real process, with its
 // JetStream store on disk — is SIGKILLed and started again on the same
 // store three times while a worker runs a steady load of three-group runs.
@@ -133,15 +149,7 @@ func TestSeqworkerNATSRestarts(t *testing.T) {
 		t.Skip("kills and restarts a NATS server process for about 20 seconds")
 	}
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := &natsChild{t: t, port: port, store: t.TempDir()}
-	srv.start()
-	t.Cleanup(srv.kill)
+	srv := startNATSChild(t)
 
 	driver := reconnectingConn(t, srv.url(), "driver")
 	js, err := jetstream.New(driver)

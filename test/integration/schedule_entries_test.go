@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -509,15 +508,7 @@ func TestScheduleCatchupWindow(t *testing.T) {
 		t.Skip("kills and restarts a NATS server process")
 	}
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := &natsChild{t: t, port: port, store: t.TempDir()}
-	srv.start()
-	t.Cleanup(srv.kill)
+	srv := startNATSChild(t)
 	driver := reconnectingConn(t, srv.url(), "driver")
 	js, err := jetstream.New(driver)
 	if err != nil {
