@@ -189,7 +189,5 @@ func TestBrowserLocked(t *testing.T) {
 		shot("provider-known-runs")
 	})
 
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%s", len(errs), strings.Join(errs, "\n"))
-	}
+	b.checkNoErrors(t)
 }

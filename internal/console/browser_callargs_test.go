@@ -145,9 +145,7 @@ groups:
 		shot(t, b, dir, "call-args-each-"+size.name)
 		shotOf(t, b, dir, "call-args-each-detail-"+size.name, ".panel.detail")
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }
 
 // shotOf writes a screenshot of the first element matching css as

@@ -127,9 +127,7 @@ func TestBrowserTimeline(t *testing.T) {
 	const axisEnd = `document.querySelector(".tl-axis .tl-tick:last-child").textContent`
 	first := eval[string](b, axisEnd)
 	b.wait("the axis grown", axisEnd+` !== `+jsString(first)+` && (function(){ const r = document.querySelector('.tl-call[data-status="running"] .tl-seg').getBoundingClientRect(), tr = document.querySelector('.tl-call[data-status="running"] .tl-track').getBoundingClientRect(); return r.right >= tr.right - 2 })()`, 10*time.Second)
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }
 
 func TestBrowserRunsSearch(t *testing.T) {
@@ -176,9 +174,7 @@ func TestBrowserRunsSearch(t *testing.T) {
 		checkPage(t, b, "runs search ("+size.name+")")
 		shot(t, b, dir, "runs-search-"+size.name)
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }
 
 // jsString quotes s as a JavaScript string.
@@ -227,9 +223,7 @@ func TestBrowserTimeDisplay(t *testing.T) {
 		shot(t, b, dir, "times-schedule-"+size.name)
 		eval[bool](b, `(localStorage.removeItem("skillbus.times"), true)`)
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }
 
 // stubClipboard makes the page's clipboard a stand-in that keeps what is
@@ -285,9 +279,7 @@ func TestBrowserDenseAndCopy(t *testing.T) {
 		checkPage(t, b, "run copy ("+size.name+")")
 		shot(t, b, dir, "run-copy-"+size.name)
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }
 
 func TestBrowserEditRerun(t *testing.T) {
@@ -322,7 +314,5 @@ func TestBrowserEditRerun(t *testing.T) {
 			chromedp.Click(chromedp.ID("start-run")))
 		b.wait("the new run, with the new value", fmt.Sprintf(`location.hash.startsWith("#/runs/run-") && location.hash !== "#/runs/%s" && !!document.getElementById("run-status") && document.getElementById("run-status").textContent.includes("succeeded") && document.querySelector("main details pre").textContent.includes('"wait_ms": 7')`, id), 30*time.Second)
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }

@@ -91,9 +91,7 @@ func TestBrowserRetryFrom(t *testing.T) {
 		eval[bool](b, openGroupList)
 		shot(t, b, dir, "retry-from-new-run-"+size.name)
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 
 	// Credentials that may not retry (the reader's, told to the console):
 	// the buttons are there, disabled with the reason.

@@ -105,6 +105,15 @@ func newBrowser(t *testing.T, e *env) *browser {
 	return b
 }
 
+// checkNoErrors fails t (without stopping it) when the page wrote errors
+// to the JavaScript console that were not expected (errors), listing them.
+func (b *browser) checkNoErrors(t *testing.T) {
+	t.Helper()
+	if errs := b.errors(); len(errs) > 0 {
+		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%s", len(errs), strings.Join(errs, "\n"))
+	}
+}
+
 // errors returns the page's errors so far: uncaught exceptions,
 // console.error calls and error entries of the browser log (a failed
 // request included).
@@ -409,9 +418,7 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%s", len(errs), strings.Join(errs, "\n"))
-	}
+	b.checkNoErrors(t)
 }
 
 // tabTo presses Tab until predicate holds, at most n times.

@@ -260,9 +260,7 @@ func TestBrowserSchedules(t *testing.T) {
 		b.wait("the sequence's entries", `[...document.querySelectorAll(".entries li")].map((li) => li.dataset.entry).join(" ") === "berlin ops" && document.querySelector('.entries li[data-entry="berlin"]').textContent.includes("overlap skip")`, 20*time.Second)
 		shot(t, b, dir, "schedules-seq-"+size.name)
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 
 	// The reader may list and show entries, not pause, trigger or
 	// backfill them: the buttons are disabled with the reason.

@@ -184,9 +184,7 @@ func TestBrowserWaiting(t *testing.T) {
 	b.wait("the cancel form", `!!document.getElementById("confirm-cancel")`, 10*time.Second)
 	b.do("confirm", chromedp.Click(chromedp.ID("confirm-cancel")))
 	b.wait("the waiting run cancelled", `document.getElementById("run-status").textContent.includes("cancelled") && document.getElementById("wait").hidden`, 20*time.Second)
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }
 
 // TestWaitTimeline runs app.js's timelineModel, waitText and eventText in
@@ -297,7 +295,5 @@ func TestBrowserWaitingLocked(t *testing.T) {
 		b.wait("Approve and Reject disabled with the reason", `!!document.getElementById("signal-approve") && ["signal-approve", "signal-reject"].every((id) => document.getElementById(id).disabled && document.getElementById(id).title.includes("needs to publish to skillbus.seq.signal")) && document.getElementById("limits").textContent.includes("answering waiting runs (Approve, Reject)")`, 20*time.Second)
 		shot(t, b, dir, "waiting-reader-"+size.name)
 	}
-	if errs := b.errors(); len(errs) > 0 {
-		t.Errorf("the page wrote %d error(s) to the JavaScript console:\n%v", len(errs), errs)
-	}
+	b.checkNoErrors(t)
 }
