@@ -2,8 +2,6 @@ package seqworker
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -21,16 +19,9 @@ import (
 func TestScheduleRefusedEvent(t *testing.T) {
 	srv := natsserver.StartTB(t, natsserver.Options{})
 	nc := natsserver.ConnectTB(t, srv)
-	w, err := New(nc, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), FetchWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startTestWorker(t, nc, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop(context.Background()) }()
 	good, err := seq.ParseYAML([]byte("name: refused\nschedule: \"@hourly\"\ngroups:\n  - name: refused-one\n    tools: [{tool: a}]\n"))
 	if err != nil {
 		t.Fatal(err)

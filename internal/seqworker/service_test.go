@@ -24,16 +24,9 @@ import (
 func TestServiceRepliesOffHandler(t *testing.T) {
 	srv := natsserver.StartTB(t, natsserver.Options{})
 	nc := natsserver.ConnectTB(t, srv)
-	w, err := New(nc, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), FetchWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startTestWorker(t, nc, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop(context.Background()) }()
 	cl := natsserver.ConnectTB(t, srv)
 
 	var wg sync.WaitGroup

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/skillbus/skillbus/internal/natsserver"
 	"github.com/skillbus/skillbus/pkg/events"
 )
@@ -19,16 +21,9 @@ import (
 func TestReadStateLeader(t *testing.T) {
 	srv := natsserver.StartTB(t, natsserver.Options{})
 	nc := natsserver.ConnectTB(t, srv)
-	w, err := New(nc, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), FetchWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startTestWorker(t, nc, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop(context.Background()) }()
 
 	if st, rev, err := w.readStateLeader(ctx, "no-such-run"); err != nil || st != nil || rev != 0 {
 		t.Fatalf("no state: %v, %d, %v; want nil, 0, nil", st, rev, err)
@@ -56,4 +51,23 @@ func TestReadStateLeader(t *testing.T) {
 	if st, rev, err := w.readStateLeader(ctx, "leader-read"); err != nil || st != nil || rev != 0 {
 		t.Errorf("deleted: %v, %d, %v; want nil, 0, nil", st, rev, err)
 	}
+}
+
+// startTestWorker starts a worker on nc with a silent logger and a short
+// fetch wait (cfg's other fields as given), stopped when t ends.
+func startTestWorker(t *testing.T, nc *nats.Conn, cfg Config) *Worker {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.FetchWait = 200 * time.Millisecond
+	w, err := New(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	return w
 }
