@@ -40,7 +40,7 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 	case err != nil:
 		_ = req.Error("503", err.Error(), nil)
 	case cur == nil:
-		_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", in.RunID, events.BucketRuns), nil)
+		_ = req.Error("404", noRun(in.RunID), nil)
 	case st == nil && cur.Status == events.StatusCancelled:
 		w.respond(req, cur)
 	case st == nil:
@@ -127,14 +127,11 @@ func (w *Worker) serveRerun(ctx context.Context, req micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cur, _, err := w.readState(ctx, in.RunID)
+	cur, _, ok := w.requestedRun(ctx, req, in.RunID)
+	if !ok {
+		return
+	}
 	switch {
-	case err != nil:
-		_ = req.Error("503", err.Error(), nil)
-		return
-	case cur == nil:
-		_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", in.RunID, events.BucketRuns), nil)
-		return
 	case cur.Sequence == "" && len(cur.Inline) == 0:
 		_ = req.Error("404", fmt.Sprintf("run %q does not record its sequence (stored by an older worker); start it again with `skillbus run`", in.RunID), nil)
 		return

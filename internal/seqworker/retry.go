@@ -37,14 +37,11 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 	req := prefixErrors(mreq, fmt.Sprintf("retry of run %q: ", in.RunID))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	orig, origRev, err := w.readState(ctx, in.RunID)
+	orig, origRev, ok := w.requestedRun(ctx, req, in.RunID)
+	if !ok {
+		return
+	}
 	switch {
-	case err != nil:
-		_ = req.Error("503", err.Error(), nil)
-		return
-	case orig == nil:
-		_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", in.RunID, events.BucketRuns), nil)
-		return
 	case orig.Status == events.StatusSucceeded && in.From == "":
 		_ = req.Error("409", "the run is succeeded; without a group to start from only a failed or cancelled run can be retried: a run that succeeded has no group that did not finish; run groups of it again with `skillbus runs retry RUN_ID --from GROUP`, or start it again from the start with `skillbus runs rerun`", nil)
 		return
@@ -129,6 +126,7 @@ func (w *Worker) serveRetry(ctx context.Context, mreq micro.Request) {
 			}
 			*g = seq.GroupResult{Name: g.Name, Status: seq.GroupPending, Calls: calls}
 		}
+		var err error
 		if st.Result, err = json.Marshal(&cp); err != nil {
 			_ = req.Error("500", err.Error(), nil)
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/skillbus/skillbus/pkg/events"
 )
 
@@ -42,6 +43,28 @@ func (w *Worker) readState(ctx context.Context, runID string) (*events.RunState,
 	}
 	st.Normalize()
 	return &st, e.Revision(), nil
+}
+
+// requestedRun reads the state of the run a service request names (the
+// rerun, retry and signal endpoints). When it cannot be read
+// it answers req with 503, when there is none with 404 (noRun), and
+// returns false; else the state and its revision, and true.
+func (w *Worker) requestedRun(ctx context.Context, req micro.Request, runID string) (*events.RunState, uint64, bool) {
+	st, rev, err := w.readState(ctx, runID)
+	switch {
+	case err != nil:
+		_ = req.Error("503", err.Error(), nil)
+		return nil, 0, false
+	case st == nil:
+		_ = req.Error("404", noRun(runID), nil)
+		return nil, 0, false
+	}
+	return st, rev, true
+}
+
+// noRun is the 404 text of a request for a run RUNS does not hold.
+func noRun(runID string) string {
+	return fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", runID, events.BucketRuns)
 }
 
 // readStateLeader is readState answered by the leader of the RUNS

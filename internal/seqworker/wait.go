@@ -303,13 +303,8 @@ func (w *Worker) serveSignal(ctx context.Context, req micro.Request) {
 	// this request's own when the state is read again (ownSignal).
 	now := time.Now().UTC()
 	for range 5 {
-		cur, rev, err := w.readState(ctx, in.RunID)
-		switch {
-		case err != nil:
-			_ = req.Error("503", err.Error(), nil)
-			return
-		case cur == nil:
-			_ = req.Error("404", fmt.Sprintf("no run %q in the %s bucket (unknown, or expired after its retention)", in.RunID, events.BucketRuns), nil)
+		cur, rev, ok := w.requestedRun(ctx, req, in.RunID)
+		if !ok {
 			return
 		}
 		if cur.Status == events.StatusWaiting && cur.Wait != nil && ownSignal(cur.Wait.Signalled, &in, now) {
@@ -349,7 +344,7 @@ func (w *Worker) serveSignal(ctx context.Context, req micro.Request) {
 		// that stored the value but lost its reply comes back as a
 		// conflict, and the state read again shows the signal as this
 		// request's own.
-		err = w.persist(ctx, "record the signal", func(octx context.Context) error {
+		err := w.persist(ctx, "record the signal", func(octx context.Context) error {
 			_, werr := w.writeState(octx, &st, rev)
 			return werr
 		})
