@@ -58,7 +58,7 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 // recorded (by, reason, now) and a cancelling event, and its holder stops
 // it; any other unfinished run is cancelled here — a finished event, its
 // entry told (entryRunEnded), and a waiting run's wait ended and its timer
-// removed. A lost compare-and-set is retried (5 times).
+// removed. A lost compare-and-set is retried (casRetry, for up to 5 s).
 //
 // It returns the state written and the state it replaced; the first is
 // nil when nothing was written: the second is then nil for no such run, or
@@ -66,7 +66,7 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 // too large to record the cancel with its results is written without
 // them), or a run that changed too often.
 func (w *Worker) recordCancel(ctx context.Context, runID, by, reason string) (*events.RunState, *events.RunState, error) {
-	for range 5 {
+	for try := newCASRetry(5 * time.Second); try.next(ctx); {
 		cur, rev, err := w.readState(ctx, runID)
 		if err != nil || cur == nil || events.Finished(cur.Status) {
 			return nil, cur, err

@@ -76,7 +76,8 @@ func (w *Worker) readEntry(ctx context.Context, sequence, entry string) (*events
 }
 
 // updateEntry applies change to the entry's state and writes it with
-// compare-and-set, reading again after a conflict (at most 20 times).
+// compare-and-set, reading again after a conflict (casRetry, for up to
+// 10 s).
 // change returns errNoChange to leave the state as it is. It returns the
 // state as written (or as found). Errors: change's, NATS errors.
 func (w *Worker) updateEntry(ctx context.Context, sequence, entry string, change func(st *events.ScheduleState) error) (*events.ScheduleState, error) {
@@ -88,7 +89,7 @@ func (w *Worker) updateEntry(ctx context.Context, sequence, entry string, change
 	if err != nil {
 		return nil, err
 	}
-	for range 20 {
+	for try := newCASRetry(10 * time.Second); try.next(ctx); {
 		st, rev, err := w.readEntry(ctx, sequence, entry)
 		if err != nil {
 			return nil, err
@@ -118,6 +119,9 @@ func (w *Worker) updateEntry(ctx context.Context, sequence, entry string, change
 			continue // another worker wrote meanwhile: decide again
 		}
 		return nil, fmt.Errorf("write schedule state %s: %w", key, err)
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("schedule state of %s/%s: %w", sequence, entry, ctx.Err())
 	}
 	return nil, fmt.Errorf("schedule state of %s/%s changed too often; try again", sequence, entry)
 }

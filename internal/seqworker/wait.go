@@ -302,7 +302,7 @@ func (w *Worker) serveSignal(ctx context.Context, req micro.Request) {
 	// lost (a RUNS leader killed after it stored the value) is known for
 	// this request's own when the state is read again (ownSignal).
 	now := time.Now().UTC()
-	for range 5 {
+	for try := newCASRetry(5 * time.Second); try.next(ctx); {
 		cur, rev, ok := w.requestedRun(ctx, req, in.RunID)
 		if !ok {
 			return
