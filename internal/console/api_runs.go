@@ -88,7 +88,7 @@ type runFilter struct {
 	req          events.SeqListRequest
 	trigger      string
 	until        time.Time
-	words        []string // q in lower case, split at white space
+	words        []string // q split at white space, as typed (run ids are case-sensitive)
 	limit        int
 	beforeCursor string
 }
@@ -97,15 +97,18 @@ type runFilter struct {
 const maxSearch = 256
 
 // matches reports whether r matches every word of the search: a word
-// matches a run whose id, sequence, worker or error holds it, or whose
-// status or trigger it is (case-insensitive; docs/console.md, Runs).
+// matches a run whose id holds it with the same case (run ids are
+// case-sensitive: two ids may differ only in the case of a letter), whose
+// sequence, worker or error holds it in any case, or whose status or
+// trigger it is (docs/console.md, Runs).
 func (f *runFilter) matches(r events.RunSummary) bool {
-	for _, w := range f.words {
+	for _, word := range f.words {
+		w := strings.ToLower(word)
 		trig := r.Trigger
 		if trig == "" || trig == events.TriggerCall {
 			trig = events.TriggerManual
 		}
-		ok := strings.Contains(strings.ToLower(r.RunID), w) || strings.Contains(strings.ToLower(r.Sequence), w) ||
+		ok := strings.Contains(r.RunID, word) || strings.Contains(strings.ToLower(r.Sequence), w) ||
 			strings.Contains(strings.ToLower(r.Worker), w) || strings.Contains(strings.ToLower(r.Error), w) ||
 			r.Status == w || trig == w || strings.ReplaceAll(trig, "_", " ") == w
 		if !ok {
@@ -126,7 +129,7 @@ func parseRunFilter(r *http.Request) (*runFilter, error) {
 		if len(v) > maxSearch {
 			return nil, fmt.Errorf("q: the search is %d bytes; at most %d", len(v), maxSearch)
 		}
-		f.words = strings.Fields(strings.ToLower(v))
+		f.words = strings.Fields(v)
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
