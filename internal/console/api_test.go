@@ -319,7 +319,7 @@ func TestAPIRunsList(t *testing.T) {
 	// The search: every word matches the run id (any part of it), the
 	// sequence, the status, the trigger, the worker or the error.
 	check("q="+url.QueryEscape(bad[len(bad)-8:]), bad) // a part of its id (the end: the start is shared by ids made together)
-	check("q=CONSOLE-LONG", bad)                // words other than ids match in any case
+	check("q=CONSOLE-LONG", bad)                       // words other than ids match in any case
 	check("q=long", bad)
 	check("q=FAILED", bad)
 	check("q=console+succeeded", ids[2], ids[1], ids[0])
