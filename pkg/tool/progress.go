@@ -277,7 +277,17 @@ func (c *Client) watchdog() {
 				delete(c.tracked, token) // answered, ended, or waiting out "no responders" (roundTrip tracks it again)
 				continue
 			}
-			if !c.connected || p.gen < c.gen || now.Sub(p.beat) < silence {
+			// A call gone silent is sent again every interval until the
+			// lost grace ends, not every silence: its provider may be back
+			// on another node moments after one copy was lost, and while
+			// the cluster still routes to the node it left, a copy may go
+			// there and be lost too (TestChaos saw both copies of a call
+			// sent 3 s apart lost that way, and the run fail with 503).
+			wait := silence
+			if !p.silentSince.IsZero() {
+				wait = c.keepAlive
+			}
+			if !c.connected || p.gen < c.gen || now.Sub(p.beat) < wait {
 				continue // a reconnect sends it again (onConnected)
 			}
 			if !p.acked {

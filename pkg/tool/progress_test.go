@@ -441,3 +441,53 @@ func recv(t *testing.T, ch chan *nats.Msg) *nats.Msg {
 		return nil
 	}
 }
+
+// TestSilentCallSentAgainEveryInterval: once a call's keep-alives have
+// stopped, it is sent again every keep-alive interval until the lost
+// grace ends, so a provider that takes up only a later copy (the first
+// ones lost on their way, as to a node cut off the network that the
+// cluster still routes to) is found: here the first two copies sent
+// again are dropped and the third is answered. With a copy every silence
+// (3 intervals), only two fit in the grace and the call failed with 503.
+func TestSilentCallSentAgainEveryInterval(t *testing.T) {
+	t.Parallel()
+	s := natsserver.StartTB(t, natsserver.Options{})
+	provider := natsserver.ConnectTB(t, s)
+	got := make(chan *nats.Msg, 16)
+	if _, err := provider.Subscribe("tool.test.flaky", func(m *nats.Msg) { got <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := progressClient(t, s) // 200 ms interval: silent after 0.6 s, lost 1 s later
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := c.Call(ctx, "test.flaky", json.RawMessage(`{}`))
+		done <- result{out, err}
+	}()
+	m := <-got
+	_ = provider.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{tool.ProgressHeader: []string{tool.ProgressAccepted}}})
+	for copies := 1; ; copies++ {
+		select {
+		case m := <-got:
+			if copies <= 2 {
+				continue // lost on its way
+			}
+			_ = m.Respond([]byte(`{"answer":3}`))
+			r := <-done
+			if r.err != nil || string(r.out) != `{"answer":3}` {
+				t.Fatalf("Call = %s, %v; want the answer to the third copy sent again", r.out, r.err)
+			}
+			return
+		case r := <-done:
+			t.Fatalf("Call returned %s, %v after %d copies sent again; want a copy every interval (200ms) for the lost grace (1s)", r.out, r.err, copies-1)
+		}
+	}
+}
