@@ -800,6 +800,10 @@ func TestHelmValues(t *testing.T) {
 			Monitor struct {
 				Enabled bool `json:"enabled"`
 			} `json:"monitor"`
+			Merge struct {
+				PingInterval string `json:"ping_interval"`
+				PingMax      int    `json:"ping_max"`
+			} `json:"merge"`
 		} `json:"config"`
 		Container struct {
 			Image struct {
@@ -833,6 +837,20 @@ func TestHelmValues(t *testing.T) {
 	}
 	if !c.Monitor.Enabled {
 		t.Errorf("the monitor port is needed by the probes and KEDA")
+	}
+	// Pings every 2 s, 2 unanswered drop the link: a node cut off the
+	// network is left in 4-6 s (RELIABILITY.md), as in our StatefulSet.
+	conf, err := os.ReadFile("nats/cluster/nats.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Merge.PingInterval != "2s" || c.Merge.PingMax != 2 {
+		t.Errorf("config.merge ping_interval %q, ping_max %d; want \"2s\" and 2", c.Merge.PingInterval, c.Merge.PingMax)
+	}
+	for _, line := range []string{`ping_interval: "2s"`, "ping_max: 2"} {
+		if !strings.Contains(string(conf), "\n"+line+"\n") {
+			t.Errorf("nats/cluster/nats.conf has no line %s; want the chart's pings in our StatefulSet too", line)
+		}
 	}
 	if s, ok := v.PodTemplate.TopologySpreadConstraints["kubernetes.io/hostname"]; !ok || s.MaxSkew != 1 || s.WhenUnsatisfiable != "DoNotSchedule" {
 		t.Errorf("want one node per host (topologySpreadConstraints on kubernetes.io/hostname, maxSkew 1, DoNotSchedule): %+v", v.PodTemplate.TopologySpreadConstraints)
