@@ -88,7 +88,7 @@ type runFilter struct {
 	req          events.SeqListRequest
 	trigger      string
 	until        time.Time
-	words        []string // q split at white space, as typed (run ids are case-sensitive)
+	words        []searchWord // q split at white space
 	limit        int
 	beforeCursor string
 }
@@ -102,8 +102,8 @@ const maxSearch = 256
 // sequence, worker or error holds it in any case, or whose status or
 // trigger it is (docs/console.md, Runs).
 func (f *runFilter) matches(r events.RunSummary) bool {
-	for _, word := range f.words {
-		w := strings.ToLower(word)
+	for _, sw := range f.words {
+		word, w := sw.typed, sw.lower
 		trig := r.Trigger
 		if trig == "" || trig == events.TriggerCall {
 			trig = events.TriggerManual
@@ -118,6 +118,19 @@ func (f *runFilter) matches(r events.RunSummary) bool {
 	return true
 }
 
+// searchWord is a word of a search as typed (matched against run ids,
+// which are case-sensitive) and in lower case (matched against the rest).
+type searchWord struct{ typed, lower string }
+
+// searchWords splits a search at white space.
+func searchWords(q string) []searchWord {
+	var ws []searchWord
+	for _, w := range strings.Fields(q) {
+		ws = append(ws, searchWord{typed: w, lower: strings.ToLower(w)})
+	}
+	return ws
+}
+
 func parseRunFilter(r *http.Request) (*runFilter, error) {
 	q := r.URL.Query()
 	f := &runFilter{limit: events.DefaultListLimit}
@@ -129,7 +142,7 @@ func parseRunFilter(r *http.Request) (*runFilter, error) {
 		if len(v) > maxSearch {
 			return nil, fmt.Errorf("q: the search is %d bytes; at most %d", len(v), maxSearch)
 		}
-		f.words = strings.Fields(v)
+		f.words = searchWords(v)
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

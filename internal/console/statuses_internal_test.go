@@ -21,7 +21,7 @@ func TestStatusesOf(t *testing.T) {
 	if got := statusesOf(nil); !slices.Equal(got, runStatuses) {
 		t.Errorf("statusesOf(nil) = %v; want the known ones", got)
 	}
-	f := &runFilter{words: []string{"waiting"}}
+	f := &runFilter{words: searchWords("waiting")}
 	if !f.matches(events.RunSummary{Status: "waiting"}) || f.matches(events.RunSummary{Status: "succeeded", Sequence: "x"}) {
 		t.Error("a search for a new status does not find its runs only")
 	}
@@ -40,7 +40,7 @@ func TestSearchRunIDCase(t *testing.T) {
 	upper := events.RunSummary{RunID: "run-G60dgFY20ORLVOEVZQRhCJ", Sequence: "demo", Status: "succeeded"}
 	lower := events.RunSummary{RunID: "run-G60dgFY20ORLVOEVZQRhcj", Sequence: "demo", Status: "succeeded"}
 	if !f.matches(upper) || f.matches(lower) {
-		t.Errorf("q=%s matches %s: %v, %s: %v; want the first only", f.words[0], upper.RunID, f.matches(upper), lower.RunID, f.matches(lower))
+		t.Errorf("q=%s matches %s: %v, %s: %v; want the first only", f.words[0].typed, upper.RunID, f.matches(upper), lower.RunID, f.matches(lower))
 	}
 	f, err = parseRunFilter(httptest.NewRequest("GET", "/api/runs?q=DEMO+Succeeded", nil))
 	if err != nil {

@@ -168,20 +168,18 @@ func TestPermissionWatch(t *testing.T) {
 	// The watch calls the previous handler after its own callbacks, so
 	// the last violation may reach it a moment after the unclaimed one.
 	timeout := time.After(10 * time.Second)
-	n := 0
-	for n < 3 {
+	seen := func() int {
 		prevMu.Lock()
-		n = len(prevErrs)
-		prevMu.Unlock()
-		if n >= 3 {
-			break
-		}
+		defer prevMu.Unlock()
+		return len(prevErrs)
+	}
+	n := seen()
+	for waiting := true; n < 3 && waiting; n = seen() {
 		select {
 		case <-prevSaw:
-			continue
 		case <-timeout:
+			waiting = false
 		}
-		break
 	}
 	if n < 3 {
 		t.Errorf("the previous error handler saw %d errors in 10 s; want every one of the 3 violations", n)

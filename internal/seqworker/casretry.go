@@ -18,8 +18,8 @@ import (
 // (5 ms at first, at most 200 ms) lets the writers spread out and the
 // follower catch up.
 type casRetry struct {
-	b     *backoff.ExponentialBackOff
-	tries int
+	b       *backoff.ExponentialBackOff
+	started bool // the first try was given
 }
 
 // newCASRetry returns a casRetry that gives up once maxElapsed has passed
@@ -36,20 +36,14 @@ func newCASRetry(maxElapsed time.Duration) *casRetry {
 // each later one after the next wait, false once the time is up or ctx
 // has ended.
 func (c *casRetry) next(ctx context.Context) bool {
-	c.tries++
-	if c.tries == 1 {
+	if !c.started {
+		c.started = true
 		return ctx.Err() == nil
 	}
 	d := c.b.NextBackOff()
 	if d == backoff.Stop {
 		return false
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	sleepCtx(ctx, d)
+	return ctx.Err() == nil
 }

@@ -192,16 +192,8 @@ func TestCallSurvivesRestart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	type result struct {
-		out json.RawMessage
-		err error
-	}
-	done := make(chan result, 1)
 	started := time.Now()
-	go func() {
-		out, err := c.Call(ctx, "test.work", json.RawMessage(`{"x":1}`))
-		done <- result{out, err}
-	}()
+	done := callAsync(ctx, c, "test.work", json.RawMessage(`{"x":1}`))
 	select {
 	case <-got:
 	case <-time.After(10 * time.Second):

@@ -43,6 +43,39 @@ func next(t *testing.T, sub *nats.Subscription) *nats.Msg {
 	return m
 }
 
+// rawProvider subscribes a plain nats.go connection of its own to subject
+// (no pkg/tool Server): the test answers, acknowledges or drops each
+// request it gets on the returned channel itself.
+func rawProvider(t *testing.T, s *natsserver.Server, subject string) (*nats.Conn, chan *nats.Msg) {
+	t.Helper()
+	provider := natsserver.ConnectTB(t, s)
+	got := make(chan *nats.Msg, 16)
+	if _, err := provider.Subscribe(subject, func(m *nats.Msg) { got <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return provider, got
+}
+
+// callResult is what a Call returned.
+type callResult struct {
+	out json.RawMessage
+	err error
+}
+
+// callAsync makes the call in a goroutine; what it returned comes on the
+// channel.
+func callAsync(ctx context.Context, c *tool.Client, name string, args json.RawMessage) <-chan callResult {
+	done := make(chan callResult, 1)
+	go func() {
+		out, err := c.Call(ctx, name, args)
+		done <- callResult{out, err}
+	}()
+	return done
+}
+
 // TestServerSendsKeepAlives: a call asking for progress that the tool
 // takes a while to answer gets "accepted", then "alive" at the interval
 // asked for, then the reply; a quick call gets its reply alone.
@@ -175,28 +208,13 @@ func TestResentRunningCallRunsOnce(t *testing.T) {
 func TestLostReplySentAgain(t *testing.T) {
 	t.Parallel()
 	s := natsserver.StartTB(t, natsserver.Options{})
-	provider := natsserver.ConnectTB(t, s)
+	provider, got := rawProvider(t, s, "tool.test.lossy")
 	var replies []string
-	got := make(chan *nats.Msg, 8)
-	if _, err := provider.Subscribe("tool.test.lossy", func(m *nats.Msg) { got <- m }); err != nil {
-		t.Fatal(err)
-	}
-	if err := provider.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	c := progressClient(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	type result struct {
-		out json.RawMessage
-		err error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		out, err := c.Call(ctx, "test.lossy", json.RawMessage(`{"x":1}`))
-		done <- result{out, err}
-	}()
+	done := callAsync(ctx, c, "test.lossy", json.RawMessage(`{"x":1}`))
 	progress := func(reply, v string) {
 		_ = provider.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{tool.ProgressHeader: []string{v}}})
 	}
@@ -374,14 +392,7 @@ func TestNoKeepAliveAsked(t *testing.T) {
 func TestUnacknowledgedCallSentAgain(t *testing.T) {
 	t.Parallel()
 	s := natsserver.StartTB(t, natsserver.Options{})
-	provider := natsserver.ConnectTB(t, s)
-	got := make(chan *nats.Msg, 16)
-	if _, err := provider.Subscribe("tool.test.drops", func(m *nats.Msg) { got <- m }); err != nil {
-		t.Fatal(err)
-	}
-	if err := provider.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	provider, got := rawProvider(t, s, "tool.test.drops")
 	c := progressClient(t, s)
 	call := func(timeout time.Duration) <-chan error {
 		done := make(chan error, 1)
@@ -452,26 +463,11 @@ func recv(t *testing.T, ch chan *nats.Msg) *nats.Msg {
 func TestSilentCallSentAgainEveryInterval(t *testing.T) {
 	t.Parallel()
 	s := natsserver.StartTB(t, natsserver.Options{})
-	provider := natsserver.ConnectTB(t, s)
-	got := make(chan *nats.Msg, 16)
-	if _, err := provider.Subscribe("tool.test.flaky", func(m *nats.Msg) { got <- m }); err != nil {
-		t.Fatal(err)
-	}
-	if err := provider.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	provider, got := rawProvider(t, s, "tool.test.flaky")
 	c := progressClient(t, s) // 200 ms interval: silent after 0.6 s, lost 1 s later
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	type result struct {
-		out json.RawMessage
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := c.Call(ctx, "test.flaky", json.RawMessage(`{}`))
-		done <- result{out, err}
-	}()
+	done := callAsync(ctx, c, "test.flaky", json.RawMessage(`{}`))
 	m := <-got
 	_ = provider.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{tool.ProgressHeader: []string{tool.ProgressAccepted}}})
 	for copies := 1; ; copies++ {
