@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +37,11 @@ type rig struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	c       *client.Client
+	mu      sync.Mutex // mu guards actions and kills (faults run in goroutines)
 	actions []string
+	// kills are the times of the worker SIGKILLs (unix ns), in order: a
+	// group in flight at one may run again (at-least-once).
+	kills []int64
 }
 
 // startRig starts the rig in SKILLBUS_CHAOS_DIR/name (or a temporary
@@ -126,17 +132,29 @@ func waitForTools(ctx context.Context, t *testing.T, tc *tool.Client, tools *pro
 // say logs one of the suite's actions with its time.
 func (r *rig) say(format string, a ...any) {
 	line := time.Now().Format("15:04:05.000") + " " + fmt.Sprintf(format, a...)
+	r.mu.Lock()
 	r.actions = append(r.actions, line)
+	r.mu.Unlock()
 	r.t.Log(line)
 }
 
 // killWorker SIGKILLs worker i and starts it again after down.
 func (r *rig) killWorker(i int, down time.Duration, why string) {
 	w := r.workers[i]
+	r.mu.Lock()
+	r.kills = append(r.kills, time.Now().UnixNano())
+	r.mu.Unlock()
 	w.kill()
 	r.say("SIGKILL %s%s; restart in %s", w.name, why, down)
 	time.Sleep(down) // the worker stays dead for a while: the fault's timing
 	w.start()
+}
+
+// workerKills returns the times of the worker SIGKILLs so far (unix ns).
+func (r *rig) workerKills() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.kills)
 }
 
 // killLeader SIGKILLs the node that leads the stream (a random one when
