@@ -507,25 +507,33 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 		}
 	}
 	abort := func() { cancel(errAborted) }
-	callOne := func(ci int) callOutcome {
-		if g.Tools[ci].ForEach != "" {
-			return e.forEach(ctx, cctx, gi, ci, scope, abort)
-		}
-		return e.call(ctx, cctx, gi, ci, -1, rendered[ci], renderErrs[ci])
-	}
 	outs := make([]callOutcome, len(g.Tools))
+	// callOne makes call ci and stores its outcome in outs[ci]; a fatal
+	// outcome cancels the group's other calls.
+	callOne := func(ci int) {
+		if g.Tools[ci].ForEach != "" {
+			outs[ci] = e.forEach(ctx, cctx, gi, ci, scope, abort)
+		} else {
+			outs[ci] = e.call(ctx, cctx, gi, ci, -1, rendered[ci], renderErrs[ci])
+		}
+		if outs[ci].fatal != nil {
+			cancel(errAborted)
+		}
+	}
 	if g.Parallel && len(g.Tools) > 1 {
+		// The last call runs on this goroutine: one goroutine fewer to
+		// start per group, and this one's stack has grown already (a new
+		// goroutine's grows, and is copied, as its call goes deeper).
 		var wg sync.WaitGroup
-		for ci := range g.Tools {
+		last := len(g.Tools) - 1
+		for ci := range last {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				outs[ci] = callOne(ci)
-				if outs[ci].fatal != nil {
-					cancel(errAborted)
-				}
+				callOne(ci)
 			}()
 		}
+		callOne(last)
 		wg.Wait()
 	} else {
 		for ci := range g.Tools {
@@ -533,10 +541,7 @@ func (e *engine) runGroup(ctx context.Context, gi int, scope map[string]json.Raw
 				outs[ci] = callOutcome{res: CallResult{Tool: g.Tools[ci].Tool, As: g.Tools[ci].As, Status: CallNotRun}}
 				continue
 			}
-			outs[ci] = callOne(ci)
-			if outs[ci].fatal != nil {
-				cancel(errAborted)
-			}
+			callOne(ci)
 		}
 	}
 	var fatal error
@@ -622,12 +627,9 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci, item int, args json.
 	out = callOutcome{res: CallResult{Tool: c.Tool, As: c.As, Status: CallPending}}
 	start := e.cfg.clock.Now()
 	defer func() { out.res.Duration = Duration(since(e.cfg.clock, start)) }()
-	where := func(kind error, msg string, cause error) *Error {
-		return &Error{Kind: kind, Group: gi + 1, GroupName: g.Name, Tool: ci + 1, ToolName: c.Tool, Message: msg, Err: cause}
-	}
 	if err != nil {
 		out.res.Status, out.res.Error = CallFailed, err.Error()
-		out.fatal = where(ErrArgument, err.Error(), err)
+		out.fatal = e.callErr(gi, ci, ErrArgument, err.Error(), err)
 		return out
 	}
 	var bo backoff.BackOff
@@ -656,18 +658,7 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci, item int, args json.
 			return out
 		}
 		if errors.Is(err, ErrToolMissing) {
-			switch g.Missing {
-			case MissingSkip:
-				out.res.Status, out.res.Error = CallSkipped, err.Error()
-			case MissingDegrade:
-				out.res.Status, out.res.Error = CallDegraded, err.Error()
-				if c.Fallback != "" {
-					out.value = json.RawMessage(c.Fallback)
-				}
-			default:
-				out.res.Status, out.res.Error = CallFailed, err.Error()
-				out.fatal = where(ErrToolMissing, fmt.Sprintf("no provider serves the tool %q and the group has missing: fail; start a provider for it, or set missing: skip or degrade", c.Tool), err)
-			}
+			e.missing(gi, ci, &out, err)
 			return out
 		}
 		lastErr = err
@@ -695,30 +686,69 @@ func (e *engine) call(runCtx, cctx context.Context, gi, ci, item int, args json.
 			break
 		}
 	}
+	e.failed(runCtx, cctx, gi, ci, &out, lastErr, permanent)
+	return out
+}
+
+// callErr is the *Error of call ci (0-based) of group gi: kind, msg and
+// its cause, with the group and tool named (1-based, as users count).
+func (e *engine) callErr(gi, ci int, kind error, msg string, cause error) *Error {
+	g := &e.s.Groups[gi]
+	return &Error{Kind: kind, Group: gi + 1, GroupName: g.Name, Tool: ci + 1, ToolName: g.Tools[ci].Tool, Message: msg, Err: cause}
+}
+
+// missing settles call ci of group gi, whose tool no provider serves
+// (err), by the group's missing policy (docs/sequences.md, "Failure
+// policies"): skipped, degraded (with the call's fallback value), or
+// failed. It and failed are kept out of call so that call's frame, on
+// the path of every tool call, stays small.
+func (e *engine) missing(gi, ci int, out *callOutcome, err error) {
+	g := &e.s.Groups[gi]
+	c := &g.Tools[ci]
+	switch g.Missing {
+	case MissingSkip:
+		out.res.Status, out.res.Error = CallSkipped, err.Error()
+	case MissingDegrade:
+		out.res.Status, out.res.Error = CallDegraded, err.Error()
+		if c.Fallback != "" {
+			out.value = json.RawMessage(c.Fallback)
+		}
+	default:
+		out.res.Status, out.res.Error = CallFailed, err.Error()
+		out.fatal = e.callErr(gi, ci, ErrToolMissing, fmt.Sprintf("no provider serves the tool %q and the group has missing: fail; start a provider for it, or set missing: skip or degrade", c.Tool), err)
+	}
+}
+
+// failed settles call ci of group gi whose attempts ended with lastErr:
+// canceled (the run interrupted, or another call of the group failed) or
+// failed, saying why the attempts ended (the group's deadline, a
+// permanent error code, the retries used up); a failed call is fatal to
+// the group unless on_error is continue.
+func (e *engine) failed(runCtx, cctx context.Context, gi, ci int, out *callOutcome, lastErr error, permanent string) {
+	g := &e.s.Groups[gi]
 	// The call failed. Why did the attempts end?
 	switch {
 	case runCtx.Err() != nil:
 		out.res.Status, out.res.Error = CallCanceled, "the run was interrupted: "+lastErr.Error()
-		return out
+		return
 	case errors.Is(context.Cause(cctx), errAborted):
 		out.res.Status, out.res.Error = CallCanceled, "canceled because another call of the group failed (last error: "+lastErr.Error()+")"
-		return out
+		return
 	}
 	var fe *Error
 	if cctx.Err() != nil { // the group's deadline
-		fe = where(ErrGroupTimeout, fmt.Sprintf("the group timeout of %s ended the attempts after %d attempt(s); last tool error: %v. Raise the group's timeout or make the tool faster", g.Timeout, out.res.Attempts, lastErr), lastErr)
+		fe = e.callErr(gi, ci, ErrGroupTimeout, fmt.Sprintf("the group timeout of %s ended the attempts after %d attempt(s); last tool error: %v. Raise the group's timeout or make the tool faster", g.Timeout, out.res.Attempts, lastErr), lastErr)
 	} else if permanent != "" {
-		fe = where(ErrToolFailed, fmt.Sprintf("failed after %d attempt(s), not retried: permanent error %s (a 4xx code other than 408 and 429 fails the same way again); last tool error: %v", out.res.Attempts, permanent, lastErr), lastErr)
+		fe = e.callErr(gi, ci, ErrToolFailed, fmt.Sprintf("failed after %d attempt(s), not retried: permanent error %s (a 4xx code other than 408 and 429 fails the same way again); last tool error: %v", out.res.Attempts, permanent, lastErr), lastErr)
 	} else if g.OnError == OnErrorRetry {
-		fe = where(ErrToolFailed, fmt.Sprintf("failed after %d attempts (1 + retries: %d); last tool error: %v", out.res.Attempts, g.Retries, lastErr), lastErr)
+		fe = e.callErr(gi, ci, ErrToolFailed, fmt.Sprintf("failed after %d attempts (1 + retries: %d); last tool error: %v", out.res.Attempts, g.Retries, lastErr), lastErr)
 	} else {
-		fe = where(ErrToolFailed, fmt.Sprintf("failed: %v", lastErr), lastErr)
+		fe = e.callErr(gi, ci, ErrToolFailed, fmt.Sprintf("failed: %v", lastErr), lastErr)
 	}
 	out.res.Status, out.res.Error = CallFailed, fe.Message
 	if g.OnError != OnErrorContinue {
 		out.fatal = fe
 	}
-	return out
 }
 
 // permanentCode reports whether err is a tool's error whose code means

@@ -18,15 +18,36 @@ type CallPosition struct {
 // positionKey is the context key of a CallPosition.
 type positionKey struct{}
 
+// positionCtx is a context carrying a call's position: one allocation
+// per call, where context.WithValue makes two (the context and the
+// position boxed in an interface), on the path every tool call takes.
+// Cancellation, deadline and other values are the parent's.
+type positionCtx struct {
+	context.Context
+	pos CallPosition
+}
+
+// Value returns the position for positionKey and asks the parent for any
+// other key.
+func (c *positionCtx) Value(key any) any {
+	if _, ok := key.(positionKey); ok {
+		return c.pos
+	}
+	return c.Context.Value(key)
+}
+
 // withPosition returns ctx carrying p for the Caller.
 func withPosition(ctx context.Context, p CallPosition) context.Context {
-	return context.WithValue(ctx, positionKey{}, p)
+	return &positionCtx{Context: ctx, pos: p}
 }
 
 // CallPositionOf returns the position of the tool call whose context is
 // ctx, and false for a context that Run or RunGroup did not give to a
 // Caller.
 func CallPositionOf(ctx context.Context) (CallPosition, bool) {
+	if pc, ok := ctx.(*positionCtx); ok {
+		return pc.pos, true // the Caller's own context: no boxing
+	}
 	p, ok := ctx.Value(positionKey{}).(CallPosition)
 	return p, ok
 }

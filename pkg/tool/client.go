@@ -257,26 +257,8 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	start := time.Now()
 	reply, interrupted, err := c.roundTrip(ctx, plain, deadline, te, msg)
 	end(span, err)
-	var lost *lostCall
-	switch {
-	case err == nil:
-	case errors.As(err, &lost):
-		return nil, fmt.Errorf("%w: %w", ErrProviderLost, &toolcall.Error{Tool: name, Code: "503", Description: fmt.Sprintf(
-			"its provider acknowledged the call, then sent no keep-alive for %s, and the call sent again %d time(s) was taken up by no provider: it died, or lost its connection to NATS (docs/tools.md, \"Keep-alives\")",
-			lost.quiet.Round(time.Millisecond), lost.resends)})
-	case errors.Is(err, nats.ErrNoResponders):
-		return nil, fmt.Errorf("tool %q: no provider serves %s: %w (%w)", name, subject, toolcall.ErrMissing, err)
-	case errors.Is(err, nats.ErrMaxPayload):
-		// The arguments fit, but not with the headers (trace context,
-		// deadline) added.
-		return nil, tooLarge(name, len(args), c.nc.MaxPayload())
-	case interrupted && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)):
-		return nil, fmt.Errorf("tool %q: %w: no reply before the deadline (waited %s), and the connection to NATS was lost while the call was in flight (%w; %w)",
-			name, ErrInterrupted, time.Since(start).Round(time.Millisecond), ErrTimeout, context.DeadlineExceeded)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return nil, fmt.Errorf("tool %q: %w (waited %s): %w", name, ErrTimeout, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
-	default:
-		return nil, fmt.Errorf("tool %q: %w", name, err)
+	if err != nil {
+		return nil, c.callError(name, subject, len(args), start, interrupted, err)
 	}
 	if len(reply.Header) > 0 {
 		if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
@@ -288,6 +270,34 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 		}
 	}
 	return json.RawMessage(reply.Data), nil
+}
+
+// callError is the error of a call of tool name on subject (its
+// arguments size bytes, sent at start) whose round trip failed with err: what went wrong in the
+// words of docs/tools.md. It is kept out of Call so that Call's frame
+// stays small: a call runs on a goroutine of its own, whose stack grows
+// (and is copied) when a deep call path needs more.
+func (c *Client) callError(name, subject string, size int, start time.Time, interrupted bool, err error) error {
+	var lost *lostCall
+	switch {
+	case errors.As(err, &lost):
+		return fmt.Errorf("%w: %w", ErrProviderLost, &toolcall.Error{Tool: name, Code: "503", Description: fmt.Sprintf(
+			"its provider acknowledged the call, then sent no keep-alive for %s, and the call sent again %d time(s) was taken up by no provider: it died, or lost its connection to NATS (docs/tools.md, \"Keep-alives\")",
+			lost.quiet.Round(time.Millisecond), lost.resends)})
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("tool %q: no provider serves %s: %w (%w)", name, subject, toolcall.ErrMissing, err)
+	case errors.Is(err, nats.ErrMaxPayload):
+		// The arguments fit, but not with the headers (trace context,
+		// deadline) added.
+		return tooLarge(name, size, c.nc.MaxPayload())
+	case interrupted && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)):
+		return fmt.Errorf("tool %q: %w: no reply before the deadline (waited %s), and the connection to NATS was lost while the call was in flight (%w; %w)",
+			name, ErrInterrupted, time.Since(start).Round(time.Millisecond), ErrTimeout, context.DeadlineExceeded)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("tool %q: %w (waited %s): %w", name, ErrTimeout, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
+	default:
+		return fmt.Errorf("tool %q: %w", name, err)
+	}
 }
 
 // roundTrip sends msg and waits for its reply until ctx ends (or, when
