@@ -20,9 +20,10 @@ import (
 
 // schedSeq has two schedule entries of different arguments and zones
 // (created through seq.create, JSON form: docs/sequences.md, "Schedule
-// entries"): berlin at 09:00 in Berlin every day, ops every hour.
+// entries"): berlin at 09:00 in Berlin every day (with a jitter, a
+// catch-up window, a pause on failure and an end), ops every hour.
 const schedSeq = `{"name":"console-sched","description":"Two entries.","schedule":[
- {"name":"berlin","cron":"0 0 9 * * *","timezone":"Europe/Berlin","args":{"path":"."}},
+ {"name":"berlin","cron":"0 0 9 * * *","timezone":"Europe/Berlin","args":{"path":"."},"jitter":"2m","catchup_window":"6h","pause_on_failure":3,"end_at":"2099-01-01T00:00:00Z"},
  {"name":"ops","every":"1h","args":{"path":"work"},"overlap":"buffer_one"}],
  "groups":[{"name":"sc-stat","in":{"path":"string"},"out":{"st":"object"},"tools":"{\"tool\":\"fs.stat\",\"args\":{\"path\":\".\"},\"as\":\"st\"};"}]}`
 
@@ -90,6 +91,9 @@ func TestAPISchedules(t *testing.T) {
 	}
 	if len(sv.Next) != 10 || sv.Overlap != "skip" || sv.MaxBackfill != events.MaxBackfillTicks {
 		t.Fatalf("show berlin: %d next, overlap %q, bound %d; want 10, skip, %d", len(sv.Next), sv.Overlap, sv.MaxBackfill, events.MaxBackfillTicks)
+	}
+	if sv.Jitter != "2m0s" || sv.CatchupWindow != "6h0m0s" || sv.PauseOnFailure != 3 || !sv.EndAt.Equal(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)) || !sv.StartAt.IsZero() {
+		t.Errorf("show berlin: jitter %q, catchup_window %q, pause_on_failure %d, start_at %v, end_at %v; want 2m0s, 6h0m0s, 3, none, 2099-01-01", sv.Jitter, sv.CatchupWindow, sv.PauseOnFailure, sv.StartAt, sv.EndAt)
 	}
 
 	var he *httpError
@@ -229,6 +233,7 @@ func TestBrowserSchedules(t *testing.T) {
 
 		b.open("#/schedules/console-sched/berlin")
 		b.wait("the next fire times", `document.querySelectorAll("#next-fires li").length === 10 && document.getElementById("backfill-bound").textContent.includes("at most 100 ticks")`, 20*time.Second)
+		b.wait("the entry's fields", `document.getElementById("entry-jitter").textContent.includes("up to 2m0s") && document.getElementById("entry-catchup").textContent.includes("in the last 6h0m0s") && document.getElementById("entry-pof").textContent === "after 3 failed runs in a row" && document.getElementById("entry-window").textContent.startsWith("until ")`, 10*time.Second)
 		b.expectFailure("/api/schedules/console-sched/berlin/pause", 400)
 		b.do("pause without a note", chromedp.Click(chromedp.ID("pause-entry")))
 		b.wait("the note's problem", `document.getElementById("pause-note-error").textContent.includes("a note is required") && document.activeElement.id === "pause-note"`, 10*time.Second)

@@ -30,18 +30,36 @@ type (
 	}
 
 	scheduleView struct {
-		Sequence   string   `json:"sequence"`
-		Entry      string   `json:"entry"`
-		Schedule   string   `json:"schedule" jsonschema:"cron (6 fields, seconds first, such as \"0 0 9 * * MON-FRI\") or \"@every 1h0m0s\""`
-		TimeZone   string   `json:"timezone,omitempty"`
-		Overlap    string   `json:"overlap"`
-		Next       []string `json:"next,omitempty" jsonschema:"the next fire times, RFC 3339 UTC"`
-		Paused     bool     `json:"paused"`
-		Note       string   `json:"note,omitempty"`
-		LastRun    string   `json:"last_run,omitempty"`
-		LastStatus string   `json:"last_status,omitempty"`
-		LastAt     string   `json:"last_at,omitempty"`
-		Skipped    int64    `json:"skipped"`
+		Sequence string `json:"sequence"`
+		Entry    string `json:"entry"`
+		Schedule string `json:"schedule" jsonschema:"cron (6 fields, seconds first, such as \"0 0 9 * * MON-FRI\") or \"@every 1h0m0s\""`
+		TimeZone string `json:"timezone,omitempty"`
+		Overlap  string `json:"overlap"`
+		Jitter   string `json:"jitter,omitempty" jsonschema:"each tick's run starts after a random delay of up to this (a Go duration)"`
+		// CatchupWindow and the fields after it say what the entry does
+		// on its own: catch up, pause itself, start and stop firing
+		// (docs/sequences.md, "Schedule entries").
+		CatchupWindow  string   `json:"catchup_window,omitempty" jsonschema:"after a NATS server outage, the ticks it did not fire this far back run first (a Go duration)"`
+		PauseOnFailure int      `json:"pause_on_failure,omitempty" jsonschema:"the entry pauses itself after this many failed runs in a row"`
+		StartAt        string   `json:"start_at,omitempty" jsonschema:"no tick before this time, RFC 3339 UTC"`
+		EndAt          string   `json:"end_at,omitempty" jsonschema:"no tick after this time, RFC 3339 UTC"`
+		Next           []string `json:"next,omitempty" jsonschema:"the next fire times, RFC 3339 UTC"`
+		Paused         bool     `json:"paused"`
+		Note           string   `json:"note,omitempty"`
+		PausedBy       string   `json:"paused_by,omitempty"`
+		PausedAt       string   `json:"paused_at,omitempty" jsonschema:"RFC 3339 UTC"`
+		Current        []string `json:"current,omitempty" jsonschema:"the run ids of the entry's runs not finished yet"`
+		Buffered       int      `json:"buffered,omitempty" jsonschema:"ticks waiting for the current run to end (overlap buffer_one or buffer_all)"`
+		LastRun        string   `json:"last_run,omitempty"`
+		LastStatus     string   `json:"last_status,omitempty"`
+		LastAt         string   `json:"last_at,omitempty"`
+		// Started and the counts after it are the entry's ticks so far,
+		// by what became of them.
+		Started             int64 `json:"started"`
+		Skipped             int64 `json:"skipped"`
+		Dropped             int64 `json:"dropped" jsonschema:"ticks dropped: paused, outside start_at and end_at"`
+		Missed              int64 `json:"missed" jsonschema:"ticks missed in an outage and not caught up"`
+		ConsecutiveFailures int   `json:"consecutive_failures"`
 		// PausedBefore is the pause an entry already had when
 		// schedule_pause or schedule_unpause came (pause and unpause
 		// answers only).
@@ -74,7 +92,7 @@ type (
 func (s *Server) scheduleTools() []toolDef {
 	return []toolDef{
 		defineTool(s, mcp.Tool{Name: "schedule_list", Title: "List schedule entries",
-			Description: "List every schedule entry of every scheduled sequence: its schedule and time zone, its next fire time, its overlap policy, its last run and status, and whether it is paused (with the note). Use it to see what runs on its own and when.\n\nExample: {}",
+			Description: "List every schedule entry of every scheduled sequence: its schedule and time zone, its next fire time, its overlap policy, jitter, catch-up window, pause on failure and start and end times, its current runs and buffered ticks, its last run and status, its tick counts, and whether it is paused (with the note, who paused it and when). Use it to see what runs on its own and when.\n\nExample: {}",
 		}, true, []string{events.SeqSchedulesListSubject}, s.scheduleList),
 		defineTool(s, mcp.Tool{Name: "schedule_trigger", Title: "Run a schedule entry now",
 			Description: "Run a tick of a schedule entry now, with the entry's arguments and through its overlap policy: if a run of the entry is still going the tick may be skipped, buffered or cancel it, as the policy says. The answer says what became of the tick and its run id (follow it with seq_status).\n\nExample: {\"sequence\": \"nightly-deps-audit\"}",
@@ -94,25 +112,35 @@ func (s *Server) scheduleTools() []toolDef {
 func scheduleViews(infos []events.ScheduleInfo) scheduleListOut {
 	out := scheduleListOut{Entries: []scheduleView{}}
 	for _, e := range infos {
-		v := scheduleView{Sequence: e.Sequence, Entry: e.Entry, Schedule: e.Pattern, TimeZone: e.TimeZone, Overlap: e.Overlap}
+		v := scheduleView{Sequence: e.Sequence, Entry: e.Entry, Schedule: e.Pattern, TimeZone: e.TimeZone, Overlap: e.Overlap,
+			Jitter: e.Jitter, CatchupWindow: e.CatchupWindow, PauseOnFailure: e.PauseOnFailure, StartAt: rfc3339(e.StartAt), EndAt: rfc3339(e.EndAt)}
 		for _, t := range e.Next {
-			v.Next = append(v.Next, t.UTC().Format(time.RFC3339))
+			v.Next = append(v.Next, rfc3339(t))
 		}
 		if st := e.State; st != nil {
-			v.Paused, v.Note, v.LastRun, v.LastStatus, v.Skipped = st.Paused, st.Note, st.LastRun, st.LastStatus, st.Skipped
-			if !st.LastAt.IsZero() {
-				v.LastAt = st.LastAt.UTC().Format(time.RFC3339)
+			v.Paused, v.Note, v.PausedBy, v.PausedAt = st.Paused, st.Note, st.PausedBy, rfc3339(st.PausedAt)
+			v.LastRun, v.LastStatus, v.LastAt = st.LastRun, st.LastStatus, rfc3339(st.LastAt)
+			v.Started, v.Skipped, v.Dropped, v.Missed, v.ConsecutiveFailures = st.Started, st.Skipped, st.Dropped, st.Missed, st.ConsecutiveFailures
+			for _, r := range st.Current {
+				v.Current = append(v.Current, r.RunID)
 			}
+			v.Buffered = len(st.Buffered)
 		}
 		if p := e.PausedBefore; p != nil {
-			v.PausedBefore = &pauseView{Note: p.Note, By: p.By}
-			if !p.At.IsZero() {
-				v.PausedBefore.At = p.At.UTC().Format(time.RFC3339)
-			}
+			v.PausedBefore = &pauseView{Note: p.Note, By: p.By, At: rfc3339(p.At)}
 		}
 		out.Entries = append(out.Entries, v)
 	}
 	return out
+}
+
+// rfc3339 is t in RFC 3339 UTC, or "" for the zero time (a field left
+// out).
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func (s *Server) scheduleList(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (scheduleListOut, string, error) {

@@ -16,7 +16,7 @@ import (
 func TestScheduleTools(t *testing.T) {
 	srv, _ := withServer(t, mcpserver.Config{})
 	cs := connect(t, srv, "memory", &mcpservertest.Recorder{})
-	res := mcpservertest.Call(t, cs, "seq_create", `{"name": "digest", "schedule": [{"name": "daily", "cron": "0 0 9 * * *", "timezone": "Europe/Berlin"}], "groups": [{"name": "digest-wait", "tools": [{"tool": "test.sleep", "args": {"ms": 1}}]}]}`)
+	res := mcpservertest.Call(t, cs, "seq_create", `{"name": "digest", "schedule": [{"name": "daily", "cron": "0 0 9 * * *", "timezone": "Europe/Berlin", "jitter": "1m", "catchup_window": "2h", "pause_on_failure": 2, "end_at": "2099-01-01T00:00:00Z"}], "groups": [{"name": "digest-wait", "tools": [{"tool": "test.sleep", "args": {"ms": 1}}]}]}`)
 	if res.IsError {
 		t.Fatalf("seq_create = %s", mcpservertest.Text(res))
 	}
@@ -24,6 +24,12 @@ func TestScheduleTools(t *testing.T) {
 		Sequence, Entry, Note string
 		Paused                bool
 		TimeZone              string `json:"timezone"`
+		Jitter                string `json:"jitter"`
+		CatchupWindow         string `json:"catchup_window"`
+		PauseOnFailure        int    `json:"pause_on_failure"`
+		EndAt                 string `json:"end_at"`
+		PausedBy              string `json:"paused_by"`
+		Started               int64  `json:"started"`
 		PausedBefore          *struct {
 			Note, By, At string
 		} `json:"paused_before"`
@@ -40,6 +46,9 @@ func TestScheduleTools(t *testing.T) {
 	if len(list.Entries) != 1 || list.Entries[0].Entry != "daily" || list.Entries[0].TimeZone != "Europe/Berlin" || list.Entries[0].Paused {
 		t.Fatalf("schedule_list = %+v; want the one entry daily, unpaused", list.Entries)
 	}
+	if e := list.Entries[0]; e.Jitter != "1m0s" || e.CatchupWindow != "2h0m0s" || e.PauseOnFailure != 2 || e.EndAt != "2099-01-01T00:00:00Z" {
+		t.Errorf("schedule_list's entry: jitter %q, catchup_window %q, pause_on_failure %d, end_at %q; want 1m0s, 2h0m0s, 2, 2099-01-01T00:00:00Z", e.Jitter, e.CatchupWindow, e.PauseOnFailure, e.EndAt)
+	}
 	pause := func(args string) entry {
 		t.Helper()
 		res := mcpservertest.Call(t, cs, "schedule_pause", args)
@@ -53,7 +62,7 @@ func TestScheduleTools(t *testing.T) {
 		}
 		return out.Entries[0]
 	}
-	if e := pause(`{"sequence": "digest", "entry": "daily", "note": "holiday"}`); !e.Paused || e.Note != "holiday" || e.PausedBefore != nil {
+	if e := pause(`{"sequence": "digest", "entry": "daily", "note": "holiday"}`); !e.Paused || e.Note != "holiday" || e.PausedBefore != nil || !strings.HasPrefix(e.PausedBy, "mcp") {
 		t.Fatalf("first pause: %+v", e)
 	}
 	if e := pause(`{"sequence": "digest", "entry": "daily", "note": "freeze"}`); e.Note != "holiday" || e.PausedBefore == nil || e.PausedBefore.Note != "holiday" || !strings.HasPrefix(e.PausedBefore.By, "mcp") {
@@ -74,5 +83,14 @@ func TestScheduleTools(t *testing.T) {
 	mcpservertest.Structured(t, mcpservertest.Call(t, cs, "schedule_trigger", `{"sequence": "digest", "entry": "daily"}`), &ticks)
 	if len(ticks.Ticks) != 1 || ticks.Ticks[0].Outcome != "started" || ticks.Ticks[0].RunID == "" {
 		t.Fatalf("schedule_trigger = %+v; want one started tick", ticks.Ticks)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		mcpservertest.Structured(t, mcpservertest.Call(t, cs, "schedule_list", `{}`), &list)
+		if len(list.Entries) == 1 && list.Entries[0].Started == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedule_list after the trigger = %+v; want started 1", list.Entries)
+		}
 	}
 }
