@@ -64,7 +64,7 @@ func (w *Worker) serveCancel(ctx context.Context, req micro.Request) {
 // nil when nothing was written: the second is then nil for no such run, or
 // the state of a run that had finished already. Errors: reading or writing RUNS (a state
 // too large to record the cancel with its results is written without
-// them), or a run that changed too often.
+// them), the context ending first, or a run that changed too often.
 func (w *Worker) recordCancel(ctx context.Context, runID, by, reason string) (*events.RunState, *events.RunState, error) {
 	for try := newCASRetry(5 * time.Second); try.next(ctx); {
 		cur, rev, err := w.readState(ctx, runID)
@@ -112,6 +112,9 @@ func (w *Worker) recordCancel(ctx context.Context, runID, by, reason string) (*e
 			w.waitEvent(ctx, "cancelled")
 		}
 		return &next, cur, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("run %q: the cancel was not recorded before the request's time ran out: %w; retry", runID, err)
 	}
 	return nil, nil, fmt.Errorf("run %q changed too often while cancelling it; retry", runID)
 }

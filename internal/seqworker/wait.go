@@ -357,6 +357,10 @@ func (w *Worker) serveSignal(ctx context.Context, req micro.Request) {
 		w.signalled(ctx, req, &in, &st)
 		return
 	}
+	if err := ctx.Err(); err != nil {
+		_ = req.Error("503", fmt.Sprintf("run %q: the signal was not recorded before the request's time ran out (%v); retry", in.RunID, err), nil)
+		return
+	}
 	_ = req.Error("503", fmt.Sprintf("run %q changed too often while signalling it; retry", in.RunID), nil)
 }
 
