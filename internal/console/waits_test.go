@@ -177,7 +177,7 @@ func TestBrowserWaiting(t *testing.T) {
 	for _, size := range sizes {
 		b.do("viewport", chromedp.EmulateViewport(size.w, size.h))
 		b.open("#/runs/" + pid)
-		b.wait("the timer's wait", `!!document.getElementById("wait-for") && document.getElementById("wait-for").textContent === "a timer (duration)" && document.getElementById("wait-title").textContent.startsWith("Waiting for a timer until 20") && document.getElementById("wait").textContent.includes("Resumes at") && !document.getElementById("signal-form")`, 20*time.Second)
+		b.wait("the timer's wait", `!!document.getElementById("wait-for") && document.getElementById("wait-for").textContent === "a timer of 1 h" && document.getElementById("wait-title").textContent.startsWith("Waiting for a timer until 20") && document.getElementById("wait").textContent.includes("Resumes at") && !document.getElementById("signal-form")`, 20*time.Second)
 		shot(t, b, dir, "waiting-timer-"+size.name)
 	}
 	b.do("cancel", chromedp.Click(chromedp.ID("cancel-run")))

@@ -165,6 +165,14 @@
     const m = Math.floor(ms / 60000), s = Math.round((ms % 60000) / 1000);
     return `${m} min ${s} s`;
   }
+  // fmtSpan writes a wait's length in the units a person sets it in:
+  // "1 h", "1 h 30 min", "5 min", "8 s".
+  function fmtSpan(ms) {
+    if (ms === null || ms === undefined || isNaN(ms)) return "";
+    if (ms < 60000) return fmtMs(ms);
+    const s = Math.round(ms / 1000), hr = Math.floor(s / 3600), min = Math.floor((s % 3600) / 60), sec = s % 60;
+    return [hr ? `${hr} h` : "", min ? `${min} min` : "", sec ? `${sec} s` : ""].filter(Boolean).join(" ");
+  }
   function between(a, b) {
     if (!a) return null;
     const t0 = new Date(a).getTime(), t1 = b ? new Date(b).getTime() : Date.now();
@@ -955,7 +963,7 @@
       const sg = w.signalled;
       const kv = h("dl", { class: "kv" },
         h("dt", {}, "Group"), h("dd", {}, `${w.group}. ${w.group_name || ""}`),
-        h("dt", {}, "Waits for"), h("dd", { id: "wait-for" }, w.kind === "signal" ? waitText(w) : w.kind === "until" ? "a time (until, from the run's arguments)" : "a timer (duration)"),
+        h("dt", {}, "Waits for"), h("dd", { id: "wait-for" }, w.kind === "signal" ? waitText(w) : w.kind === "until" ? "a time from the run's arguments (until)" : "a timer of " + fmtSpan(between(w.since, w.deadline))),
         h("dt", {}, "Since"), h("dd", {}, timeEl(w.since), h("span", { class: "muted" }, " (" + fmtAgo(w.since) + ")")),
         h("dt", {}, w.kind === "signal" ? "Deadline" : "Resumes at"), h("dd", {}, timeEl(w.deadline),
           h("span", { class: "muted" }, w.kind === "signal" ? " — no signal by then fails the group under its on_error" : " — then the run goes on at its next group")),
