@@ -23,7 +23,7 @@ sequences: they are signatures callable by a model with seq_call) with its
 ` + "`in`" + ` values, and prints its calls and its out slots. Every ` + "`in`" + ` key must
 be given. GROUP is taken in Unicode NFC, as names are stored. -o json
 (--json) or -o yaml prints the seqworker's reply (pkg/events SeqCallReply)
-instead of the table. Needs NATS_URL.
+instead of the table; an error is also said on stderr. Needs NATS_URL.
 
 ` + argsUsage + `
 Examples:
@@ -88,10 +88,11 @@ func runCall(ctx context.Context, env Env, args []string) int {
 		}
 		if reply.Error != "" && len(reply.Result) == 0 {
 			// The group never ran (a wait_for group, which only a run
-			// can do): there is no table to show, only the error.
-			if !out.Structured(env.Stdout, reply) {
-				fmt.Fprintf(env.Stderr, "skillbus call: group %s was not run: %s\n", group, reply.Error)
-			}
+			// can do): there is no table to show, only the error — on
+			// stderr, also with -o json or yaml, whose stdout is the
+			// reply (with the error in it), as for a group that failed.
+			out.Structured(env.Stdout, reply)
+			fmt.Fprintf(env.Stderr, "skillbus call: group %s was not run: %s\n", group, reply.Error)
 			return ExitFailure
 		}
 		if !out.Structured(env.Stdout, reply) {

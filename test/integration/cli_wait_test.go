@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillbus/skillbus/pkg/events"
 )
 
 // cliWaitSeq: a listing, a 1 s timer, a listing.
@@ -38,6 +41,11 @@ func TestCLIWaitGroup(t *testing.T) {
 	code, out, errOut := cliRun(t, "call", "nu-approve")
 	if code != 1 || out != "" || !strings.Contains(errOut, "is a wait (wait_for), which only a run can do") {
 		t.Errorf("call of a wait group = %d, stdout %q, stderr %q; want 1, nothing on stdout, the error", code, out, errOut)
+	}
+	code, out, errOut = cliRun(t, "call", "nu-approve", "-o", "json")
+	var reply events.SeqCallReply
+	if code != 1 || json.Unmarshal([]byte(out), &reply) != nil || !strings.Contains(reply.Error, "which only a run can do") || !strings.Contains(errOut, "which only a run can do") {
+		t.Errorf("call -o json of a wait group = %d, stdout %q, stderr %q; want 1, the reply with its error on stdout, the error on stderr", code, out, errOut)
 	}
 	code, _, errOut = cliRun(t, "run", "nu-fe")
 	if code != 0 {
