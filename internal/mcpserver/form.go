@@ -22,7 +22,7 @@ type sequenceForm struct {
 	Name        string        `json:"name" jsonschema:"the sequence's name: letters, digits, - and _ (any script), unique among stored sequences"`
 	Description string        `json:"description,omitempty" jsonschema:"what the sequence does, for whoever lists it"`
 	Boot        bool          `json:"boot,omitempty" jsonschema:"true: run once at every agent boot (may read only the arguments agent and boot_id)"`
-	Schedule    scheduleValue `json:"schedule,omitempty" jsonschema:"run on a schedule: a cron expression of 6 fields, seconds first (\"0 0 6 * * *\", 06:00:00 every day) or \"@every 1h\"; or a list of entries, each {name, cron or every, timezone, args, overlap, jitter, start_at, end_at, pause_on_failure} (docs/sequences.md, Schedule entries); leave out to run only on demand"`
+	Schedule    scheduleValue `json:"schedule,omitempty" jsonschema:"run on a schedule: a cron expression of 6 fields, seconds first (\"0 0 6 * * *\", 06:00:00 every day) or \"@every 1h\"; or a list of entries, each {name, cron or every, timezone, args, overlap, jitter, start_at, end_at, catchup_window, pause_on_failure} (docs/sequences.md, Schedule entries); leave out to run only on demand"`
 	Timezone    string        `json:"timezone,omitempty" jsonschema:"IANA time zone of a cron schedule, such as Europe/Berlin (default UTC)"`
 	Groups      []groupForm   `json:"groups" jsonschema:"the steps, run one after another (at least one)"`
 }
