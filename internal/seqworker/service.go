@@ -148,8 +148,13 @@ func (w *Worker) serveCall(ctx context.Context, req micro.Request) {
 	if err != nil {
 		reply.Error = err.Error()
 	}
-	reply.RunID = w.recordCall(ctx, s, in, slots, gr, err, started)
-	w.callDone(ctx, s, gr, err, started, reply.RunID)
+	if gr != nil {
+		// A group that never ran (a wait_for group, which only a run can
+		// do) is refused in the reply and neither recorded (no call-…
+		// run) nor counted as a run, as a refused argument is not.
+		reply.RunID = w.recordCall(ctx, s, in, slots, gr, err, started)
+		w.callDone(ctx, s, gr, err, started, reply.RunID)
+	}
 	w.respond(req, reply)
 }
 

@@ -25,7 +25,8 @@ groups:
 
 // TestCLIWaitGroup: against a real stack (registry, seqworker, built-in
 // tools), `skillbus call` of a wait group prints only its error (stderr,
-// exit 1; it printed an empty table on stdout first), and `skillbus run`
+// exit 1; it printed an empty table on stdout first; with -o json the
+// reply, and no call-… run is recorded for it), and `skillbus run`
 // of a sequence with a duration wait prints the wait and the resume after
 // group 1 and before groups 2 and 3 (the resume came after them).
 func TestCLIWaitGroup(t *testing.T) {
@@ -44,8 +45,8 @@ func TestCLIWaitGroup(t *testing.T) {
 	}
 	code, out, errOut = cliRun(t, "call", "nu-approve", "-o", "json")
 	var reply events.SeqCallReply
-	if code != 1 || json.Unmarshal([]byte(out), &reply) != nil || !strings.Contains(reply.Error, "which only a run can do") || !strings.Contains(errOut, "which only a run can do") {
-		t.Errorf("call -o json of a wait group = %d, stdout %q, stderr %q; want 1, the reply with its error on stdout, the error on stderr", code, out, errOut)
+	if code != 1 || json.Unmarshal([]byte(out), &reply) != nil || !strings.Contains(reply.Error, "which only a run can do") || !strings.Contains(errOut, "which only a run can do") || reply.RunID != "" {
+		t.Errorf("call -o json of a wait group = %d, stdout %q, stderr %q; want 1, the reply with its error and no run id (nothing recorded) on stdout, the error on stderr", code, out, errOut)
 	}
 	code, _, errOut = cliRun(t, "run", "nu-fe")
 	if code != 0 {
