@@ -355,15 +355,23 @@ func storeSequence(ctx context.Context, t *testing.T, js jetstream.JetStream, sr
 		t.Fatal(err)
 	}
 	for {
-		kv, err := js.KeyValue(ctx, events.BucketSequences)
+		// Each try has a time of its own: a publish whose acknowledgement
+		// is lost (a cluster that has just formed) otherwise waits for the
+		// whole test's context (CI once spent its 6 minutes on one Put).
+		// A put again of the same value is harmless.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		kv, err := js.KeyValue(tctx, events.BucketSequences)
 		if err == nil {
-			if _, err = kv.Put(ctx, events.KeyFor(sq.Name), b); err == nil {
-				return
-			}
+			_, err = kv.Put(tctx, events.KeyFor(sq.Name), b)
+		}
+		cancel()
+		if err == nil {
+			return
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("store the sequence: %v", err)
 		}
+		t.Logf("store the sequence %s: %v; trying again", sq.Name, err)
 		time.Sleep(500 * time.Millisecond)
 	}
 }
