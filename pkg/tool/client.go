@@ -263,8 +263,9 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	if len(reply.Header) > 0 {
 		if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
 			if code == "504" && (ctx.Err() != nil || !time.Now().Before(deadline)) {
-				// The provider gave up at our deadline and said so first.
-				return nil, fmt.Errorf("tool %q: %w (waited %s): %w", name, ErrTimeout, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
+				// The provider gave up at our deadline and said so first:
+				// the caller's own timeout.
+				return nil, c.callError(name, subject, len(args), start, false, context.DeadlineExceeded)
 			}
 			return nil, &toolcall.Error{Tool: name, Code: code, Description: reply.Header.Get(micro.ErrorHeader)}
 		}
@@ -273,7 +274,8 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 }
 
 // callError is the error of a call of tool name on subject (its
-// arguments size bytes, sent at start) whose round trip failed with err: what went wrong in the
+// arguments size bytes, sent at start) whose round trip failed with err
+// (interrupted: the connection dropped while it was in flight), in the
 // words of docs/tools.md. It is kept out of Call so that Call's frame
 // stays small: a call runs on a goroutine of its own, whose stack grows
 // (and is copied) when a deep call path needs more.

@@ -67,9 +67,10 @@ groups:
 // SIGKILLed while they resume. Targets: 0 lost or failed; each run's call
 // after its wait made once (resumed once), or again only after a worker
 // was killed between the two calls (that group was in flight at the
-// crash: at-least-once), carrying the value of the signal accepted; of each pair of signals exactly one
-// accepted and the other refused (409); no call of the group before the
-// wait after the run was seen waiting (a finished group run again).
+// crash: at-least-once), carrying the value of the signal accepted; of
+// each pair of signals exactly one accepted and the other refused (409);
+// no call of the group before the wait after the run was seen waiting (a
+// finished group run again).
 //
 //	SKILLBUS_CHAOS=1 go test -v -count=1 -timeout 8m -run 'TestChaosWaits$' ./test/chaos
 func TestChaosWaits(t *testing.T) {
@@ -290,9 +291,11 @@ func checkWaits(calls []callLog, ids []string, waitedAt map[string]int64, values
 		}
 		slices.SortFunc(after, func(a, b callLog) int { return cmp.Compare(a.At, b.At) })
 		twice := false
-		for k := 1; k < len(after) && !twice; k++ {
-			if twice = !killBetween(after[k-1].At, after[k].At); twice {
+		for k := 1; k < len(after); k++ {
+			if !killBetween(after[k-1].At, after[k].At) {
 				problems = append(problems, fmt.Sprintf("%s: the group after the wait called %d times, with no worker killed between calls %d and %d; want one resume", id, len(after), k, k+1))
+				twice = true
+				break
 			}
 		}
 		if len(after) > 1 && !twice {
