@@ -288,6 +288,9 @@ func (r *scaleRunner) runs(tb testing.TB, n, inFlight int) {
 //     are kept in flight whatever the number of workers, so the queue never
 //     runs dry and the workers' slots are the limit: 3 workers should give
 //     3× the runs/s of one (issue 15's goal: ≥ 2.7×).
+//   - "sleep20ms": the same with calls of 20 ms, issue 24's form of that
+//     goal (a run sleeps 60 ms: at most 33 runs/s per worker), where a
+//     run's own CPU is a smaller part of its time.
 //   - "echo": the calls return at once (a CPU-bound workload), each worker
 //     with Concurrency 16 and 48 runs in flight: on a 2-core machine the
 //     CPU is the limit, and more workers do not help.
@@ -304,12 +307,11 @@ func BenchmarkSeqworkerScaling(b *testing.B) {
 	env := swStart(b, natsserver.Options{}, events.Options{})
 	nc := natsserver.ConnectTB(b, env.srv)
 	swServe(b, env, tool.Tool{Name: "scale.echo", Func: func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil }})
-	// The sleeping tool on a provider of its own, allowed enough calls at
-	// once for every worker's runs (3 workers × 2 runs × 8 calls).
-	snc := natsserver.ConnectTB(b, env.srv)
-	sleeper, err := tool.Serve(snc, tool.ServerConfig{Name: "scale-sleep", MaxConcurrent: 256},
-		tool.Tool{Name: "scale.sleep", Func: func(ctx context.Context, args json.RawMessage) (any, error) {
-			t := time.NewTimer(5 * time.Millisecond)
+	// The sleeping tools on a provider of their own, allowed enough calls
+	// at once for every worker's runs (3 workers × 2 runs × 8 calls).
+	sleep := func(name string, d time.Duration) tool.Tool {
+		return tool.Tool{Name: name, Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			t := time.NewTimer(d)
 			defer t.Stop()
 			select {
 			case <-t.C:
@@ -317,12 +319,16 @@ func BenchmarkSeqworkerScaling(b *testing.B) {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-		}})
+		}}
+	}
+	snc := natsserver.ConnectTB(b, env.srv)
+	sleeper, err := tool.Serve(snc, tool.ServerConfig{Name: "scale-sleep", MaxConcurrent: 256},
+		sleep("scale.sleep", 5*time.Millisecond), sleep("scale.sleep20", 20*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = sleeper.Stop(context.Background()) })
-	for _, t := range []string{"echo", "sleep"} {
+	for _, t := range []string{"echo", "sleep", "sleep20"} {
 		var src strings.Builder
 		fmt.Fprintf(&src, "name: scale-%s\ngroups:\n", t)
 		for g := 1; g <= 3; g++ {
@@ -337,7 +343,7 @@ func BenchmarkSeqworkerScaling(b *testing.B) {
 	for _, load := range []struct {
 		name, seq      string
 		conc, inFlight int
-	}{{"sleep5ms", "scale-sleep", 2, 24}, {"echo", "scale-echo", 16, 48}} {
+	}{{"sleep5ms", "scale-sleep", 2, 24}, {"sleep20ms", "scale-sleep20", 2, 24}, {"echo", "scale-echo", 16, 48}} {
 		var one float64 // runs/s of one worker
 		for _, n := range []int{1, 2, 3} {
 			b.Run(fmt.Sprintf("%s/workers=%d", load.name, n), func(b *testing.B) {
